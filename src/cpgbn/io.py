@@ -1,0 +1,176 @@
+"""Saving and loading fitted models: a directory with ``model.json`` and ``arrays.npz``.
+
+* No pickle anywhere: JSON for metadata and the vocabulary, ``np.load(allow_pickle=False)``
+  for arrays, so loading a model never executes code.
+* Versioned: ``format_version`` is checked on load; a newer format is refused with a message
+  naming both versions; the library version that wrote the model is recorded.
+* Atomic: everything is written to a temporary sibling directory that replaces the target
+  by rename, so an interrupted save leaves the old model (or nothing), never half a model.
+* Checked: the sha256 of ``arrays.npz`` is stored in ``model.json``; truncation or corruption
+  is reported as such.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from ._version import __version__
+from .errors import ModelFormatError
+from .inference.state import GlobalParameters, Hyperparameters
+from .text.vocabulary import Vocabulary
+
+FORMAT = "cpgbn-model"
+FORMAT_VERSION = 1
+_META = "model.json"
+_ARRAYS = "arrays.npz"
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _jsonable(value):
+    if isinstance(value, tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    return value
+
+
+def _fsync_file(path: Path) -> None:
+    with open(path, "rb") as fh:
+        os.fsync(fh.fileno())
+
+
+def write_directory_atomically(directory, write) -> None:
+    """Call ``write(tmp_dir)`` then move ``tmp_dir`` into place at ``directory`` by rename."""
+    target = Path(directory)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    try:
+        write(tmp)
+        for child in tmp.iterdir():
+            _fsync_file(child)
+        old = None
+        if target.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
+            os.rmdir(old)
+            os.replace(target, old)
+        os.replace(tmp, target)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def save_model(model, directory) -> None:
+    g: GlobalParameters = model.globals_
+    arrays = {"D": g.D, "r": g.r, "kernel_usage": model.kernel_usage()}
+    for i, p in enumerate(g.phi):
+        arrays[f"phi_{i + 2}"] = p
+
+    def write(tmp: Path) -> None:
+        np.savez(tmp / _ARRAYS, **arrays)
+        meta = {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "library_version": __version__,
+            "arrays_sha256": _sha256(tmp / _ARRAYS),
+            "params": {k: _jsonable(v) for k, v in model.get_params().items()},
+            "layers": list(model.layers_),
+            "hyper": {k: _jsonable(v) for k, v in vars(model.hyper_).items()},
+            "seed": int(model.seed_),
+            "n_train_tokens": int(model.n_train_tokens_),
+            "loglik_trace": [float(x) for x in model.loglik_trace_],
+            "sweep_seconds": [float(x) for x in model.sweep_seconds_],
+            "vocabulary": model.vocabulary_.to_dict(),
+        }
+        with open(tmp / _META, "w", encoding="utf-8") as fh:
+            json.dump(meta, fh)
+
+    write_directory_atomically(directory, write)
+
+
+def _read_meta(directory: Path) -> dict:
+    if not directory.exists():
+        raise ModelFormatError(f"model directory {directory} does not exist")
+    if not directory.is_dir():
+        raise ModelFormatError(f"{directory} is not a model directory (it is a file)")
+    meta_path = directory / _META
+    if not meta_path.is_file():
+        raise ModelFormatError(f"{directory} is not a cpgbn model: {_META} is missing")
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ModelFormatError(f"{meta_path} is corrupted or truncated ({exc.__class__.__name__})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise ModelFormatError(f"{meta_path} is not a cpgbn model file")
+    version = meta.get("format_version")
+    if not isinstance(version, int):
+        raise ModelFormatError(f"{meta_path} has no valid format_version")
+    if version > FORMAT_VERSION:
+        raise ModelFormatError(
+            f"model in {directory} has format version {version} (written by cpgbn "
+            f"{meta.get('library_version', '?')}); this cpgbn {__version__} reads format "
+            f"version {FORMAT_VERSION} or older: upgrade cpgbn")
+    if version < 1:
+        raise ModelFormatError(f"model in {directory} has unknown format version {version}")
+    return meta
+
+
+def load_model(cls, directory):
+    directory = Path(directory)
+    meta = _read_meta(directory)
+    arrays_path = directory / _ARRAYS
+    if not arrays_path.is_file():
+        raise ModelFormatError(f"model in {directory} is incomplete: {_ARRAYS} is missing")
+    if _sha256(arrays_path) != meta.get("arrays_sha256"):
+        raise ModelFormatError(f"{arrays_path} is corrupted or truncated (checksum mismatch)")
+    try:
+        with np.load(arrays_path, allow_pickle=False) as npz:
+            arrays = {k: npz[k] for k in npz.files}
+        vocabulary = Vocabulary.from_dict(meta["vocabulary"])
+        layers = tuple(int(k) for k in meta["layers"])
+        phi = [arrays[f"phi_{t}"] for t in range(2, len(layers) + 1)]
+        g = GlobalParameters(arrays["D"].astype(np.float32), phi, arrays["r"])
+        hyper_fields = dict(meta["hyper"])
+        hyper_fields["eta"] = tuple(hyper_fields["eta"])
+        hyper = Hyperparameters(**hyper_fields)
+        params = dict(meta["params"])
+        params["layers"] = tuple(params["layers"])
+        if isinstance(params.get("eta"), list):
+            params["eta"] = tuple(params["eta"])
+    except (KeyError, TypeError, ValueError, zipfile.BadZipFile, OSError) as exc:
+        raise ModelFormatError(f"model in {directory} is corrupted: {exc}") from None
+    if g.layers != layers or g.D.shape[0] != len(vocabulary):
+        raise ModelFormatError(f"model in {directory} is inconsistent: array shapes do not match "
+                               "its layers and vocabulary")
+    model = cls(**params)
+    model.globals_ = g
+    model.vocabulary_ = vocabulary
+    model.layers_ = layers
+    model.hyper_ = hyper
+    model.seed_ = int(meta["seed"])
+    model.n_train_tokens_ = int(meta["n_train_tokens"])
+    model.loglik_trace_ = np.asarray(meta["loglik_trace"])
+    model.sweep_seconds_ = np.asarray(meta["sweep_seconds"])
+    usage = arrays["kernel_usage"]
+    model.train_theta_ = [usage[None, :]]
+    model.format_version_ = meta["format_version"]
+    model.saved_by_version_ = meta.get("library_version")
+    return model

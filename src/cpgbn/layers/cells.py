@@ -1,0 +1,160 @@
+"""The observed data of the convolutional layer, as sparse cells of the documents' V x L matrices.
+
+Document j is the binary (or count) matrix X_j in {0,1}^{V x L_j} of the paper.  Only its
+non-zero cells carry information, so the sampler sees a flat list of cells, each with a
+vocabulary id ``word`` (v), a column ``col`` (l, the word position) and, in count mode, an
+observed count.  Text has exactly one cell per column; the representation also covers
+
+* bag-of-words data (one column per document, many cells: PFA / PGBN as F = 1), and
+* arbitrary count matrices generated from the model (the Geweke test).
+
+Documents shorter than the filter width F are padded: their length is raised to F and the
+padded columns have no cell, i.e. they are observed all-zero columns.  Every document then
+has S_j = L_j - F + 1 >= 1 positions, every placement of a kernel stays inside it (which keeps
+sum_{v,l} (D_k * w_jk) = sum_s w_jks, the "1" in the gamma rate), and an empty document keeps
+its row in the feature matrix with features drawn from the prior.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import CPGBNInputError
+
+#: Observation models for a cell (see :class:`ConvData`).
+BERNOULLI_POISSON = 0
+FIXED_COUNT = 1
+OBSERVED_COUNT = 2
+
+
+@dataclass(frozen=True)
+class ConvData:
+    """Sparse cells of all documents, in the layout the numba kernels read.
+
+    Attributes
+    ----------
+    cell_word : int32 (n_cells,)
+        Vocabulary id v of each non-zero cell.
+    cell_col : int32 (n_cells,)
+        Column l (0-based word position) of each cell inside its document.
+    cell_count : int32 (n_cells,)
+        Observed count of each cell in ``OBSERVED_COUNT`` mode; empty otherwise.
+    doc_cells : int64 (n_docs + 1,)
+        Cells of document j are ``doc_cells[j]:doc_cells[j + 1]``.
+    doc_length : int64 (n_docs,)
+        L_j after padding to at least F.
+    doc_positions : int64 (n_docs + 1,)
+        Offsets of each document's S_j = L_j - F + 1 positions in the ragged w and m arrays.
+    filter_width : int
+        F.
+    mode : int
+        ``BERNOULLI_POISSON`` (x = 1(m > 0), latent m zero-truncated Poisson: the paper's link),
+        ``FIXED_COUNT`` (every cell carries ``fixed_count`` pseudo-counts: the authors' code), or
+        ``OBSERVED_COUNT`` (cells carry observed Poisson counts: bag-of-words, simulations).
+    fixed_count : int
+        The pseudo-count in ``FIXED_COUNT`` mode.
+    true_length : int64 (n_docs,)
+        L_j before padding (the number of tokens for text), used to normalise features.
+    """
+
+    cell_word: np.ndarray
+    cell_col: np.ndarray
+    cell_count: np.ndarray
+    doc_cells: np.ndarray
+    doc_length: np.ndarray
+    doc_positions: np.ndarray
+    filter_width: int
+    mode: int
+    fixed_count: int
+    true_length: np.ndarray
+
+    @property
+    def n_docs(self) -> int:
+        return len(self.doc_length)
+
+    @property
+    def n_positions(self) -> int:
+        return int(self.doc_positions[-1])
+
+    @property
+    def n_cells(self) -> int:
+        return len(self.cell_word)
+
+    def n_padded(self) -> int:
+        """Number of documents that were shorter than F and got padded."""
+        return int(np.count_nonzero(self.true_length < self.filter_width))
+
+
+def _positions(doc_length: np.ndarray, filter_width: int) -> np.ndarray:
+    positions = np.zeros(len(doc_length) + 1, dtype=np.int64)
+    np.cumsum(doc_length - filter_width + 1, out=positions[1:])
+    return positions
+
+
+def token_mode(token_count) -> tuple[int, int]:
+    """Resolve the ``token_count`` parameter into (mode, fixed_count)."""
+    if isinstance(token_count, str):
+        if token_count == "bernoulli-poisson":
+            return BERNOULLI_POISSON, 1
+        raise CPGBNInputError(
+            f"token_count must be 'bernoulli-poisson' or a positive integer, got {token_count!r}"
+        )
+    if isinstance(token_count, (bool, np.bool_)) or not isinstance(token_count, (int, np.integer)):
+        raise CPGBNInputError(
+            f"token_count must be 'bernoulli-poisson' or a positive integer, got {token_count!r}"
+        )
+    if token_count < 1:
+        raise CPGBNInputError(f"token_count must be >= 1, got {token_count}")
+    return FIXED_COUNT, int(token_count)
+
+
+def from_token_sequences(tokens: np.ndarray, offsets: np.ndarray, filter_width: int,
+                         token_count="bernoulli-poisson") -> ConvData:
+    """Cells of text documents: one cell per token, column = position in the document."""
+    tokens = np.ascontiguousarray(tokens, dtype=np.int32)
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    lengths = np.diff(offsets)
+    mode, fixed = token_mode(token_count)
+    doc_of_token = np.repeat(np.arange(len(lengths)), lengths)
+    cols = (np.arange(len(tokens), dtype=np.int64) - offsets[doc_of_token]).astype(np.int32)
+    padded = np.maximum(lengths, filter_width)
+    return ConvData(
+        cell_word=tokens,
+        cell_col=cols,
+        cell_count=np.zeros(0, dtype=np.int32),
+        doc_cells=offsets,
+        doc_length=padded,
+        doc_positions=_positions(padded, filter_width),
+        filter_width=int(filter_width),
+        mode=mode,
+        fixed_count=fixed,
+        true_length=lengths.astype(np.int64),
+    )
+
+
+def from_cells(doc_cells, cell_word, cell_col, doc_length, filter_width,
+               cell_count=None) -> ConvData:
+    """Cells of arbitrary matrices: observed counts if ``cell_count`` is given, else binary cells.
+
+    Used for bag-of-words data (``doc_length`` = 1, F = 1) and for data simulated from the model.
+    """
+    doc_length = np.ascontiguousarray(doc_length, dtype=np.int64)
+    padded = np.maximum(doc_length, filter_width)
+    if cell_count is None:
+        mode, counts = BERNOULLI_POISSON, np.zeros(0, dtype=np.int32)
+    else:
+        mode, counts = OBSERVED_COUNT, np.ascontiguousarray(cell_count, dtype=np.int32)
+    return ConvData(
+        cell_word=np.ascontiguousarray(cell_word, dtype=np.int32),
+        cell_col=np.ascontiguousarray(cell_col, dtype=np.int32),
+        cell_count=counts,
+        doc_cells=np.ascontiguousarray(doc_cells, dtype=np.int64),
+        doc_length=padded,
+        doc_positions=_positions(padded, filter_width),
+        filter_width=int(filter_width),
+        mode=mode,
+        fixed_count=1,
+        true_length=doc_length,
+    )

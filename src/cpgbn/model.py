@@ -1,0 +1,341 @@
+"""The user-facing estimator: :class:`CPGBN` (scikit-learn conventions).
+
+``CPGBN(layers=(200,))`` is the paper's single-layer model (CPFA with the pooling prior);
+``layers=(200, 100, 50)`` the three-layer CPGBN.  ``fit`` runs the Gibbs sampler over a
+training corpus; ``transform`` infers features of any documents with the learned globals
+held fixed (burn-in, then the mean of theta^(1) over collected sweeps, paper section 4).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections.abc import Sequence
+from numbers import Integral, Real
+
+import numba
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
+
+from ._version import __version__
+from .errors import CPGBNInputError
+from .inference.gibbs import GibbsSampler, RunResult
+from .inference.state import GlobalParameters, Hyperparameters
+from .layers.cells import ConvData, from_token_sequences, token_mode
+from .text.corpus import Corpus
+from .text.vocabulary import OOV_ID, Vocabulary
+
+#: Default pseudo-count per token: chosen by measured accuracy (see docs/token_count.md).
+DEFAULT_TOKEN_COUNT = 100
+
+_MAX_SEED = 2**63 - 1
+
+
+def _check_int(name, value, low):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, Integral):
+        raise CPGBNInputError(f"{name} must be an integer, got {value!r}")
+    if value < low:
+        raise CPGBNInputError(f"{name} must be >= {low}, got {value}")
+    return int(value)
+
+
+def _check_positive(name, value):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real) or not value > 0:
+        raise CPGBNInputError(f"{name} must be a positive number, got {value!r}")
+    if not np.isfinite(value):
+        raise CPGBNInputError(f"{name} must be finite, got {value!r}")
+    return float(value)
+
+
+class CPGBN(TransformerMixin, BaseEstimator):
+    """Convolutional Poisson Gamma Belief Network, fitted by Gibbs sampling.
+
+    Parameters
+    ----------
+    layers : sequence of int, default (200,)
+        Widths K_1, ..., K_T: K_1 convolutional kernels, then the gamma belief stack.
+    filter_width : int, default 3
+        F, the number of word positions one kernel spans.
+    vocab_size : int, default 8000
+        Rows of the vocabulary built at fit time, including id 0, the shared
+        out-of-vocabulary token (a real row of every kernel).  Ignored when ``fit`` is given
+        an encoded :class:`~cpgbn.text.Corpus`.
+    token_count : int or "bernoulli-poisson", default 100
+        The observation model of a token.  ``"bernoulli-poisson"`` is the paper's link
+        x = 1(m > 0) with a zero-truncated Poisson latent count; an integer c gives every token
+        c pseudo-counts (the authors' code, a tempered likelihood).  The default was chosen by
+        measured TREC accuracy; see the README section "token_count".
+    eta : float or sequence of float, default 0.05
+        Dirichlet concentration of the kernels (eta^(1)) and of each Phi^(t).
+    e0, f0 : float, default 0.1
+        Gamma prior of every c^(t)_j.
+    sample_r : bool, default True
+        Draw the top-layer shapes r (True) or keep r = 1/K_T (the authors' code).
+    n_iter, burn_in : int, default 200, 150
+        Training sweeps, and how many of them come before the averages are collected.
+    transform_iter, transform_burn_in : int or None
+        Sweeps for new documents; None uses ``n_iter`` and ``burn_in``.
+    feature_normalization : {"length", "none"}, default "length"
+        Divide theta^(1)_j by the document length L_j (the authors' features) or not.
+    random_state : int or None
+        Seed.  A seed gives the same model and features for any thread count.
+    n_threads : int or None
+        numba threads during fit/transform (None: numba's default); restored afterwards.
+    progress : bool, default False
+        Show a progress bar.
+
+    Attributes
+    ----------
+    vocabulary_ : Vocabulary
+    globals_ : GlobalParameters
+        Posterior means over the collected sweeps of D (V, F, K_1), Phi^(t), r.
+    train_features_ : ndarray (n_docs, K_1)
+        Features of the training documents from the training chain.
+    loglik_trace_ : ndarray (n_iter,)
+        Training log-likelihood after each sweep.
+    sweep_seconds_ : ndarray (n_iter,)
+    seed_ : int
+        The resolved seed.
+    """
+
+    def __init__(self, layers=(200,), *, filter_width=3, vocab_size=8000,
+                 token_count=DEFAULT_TOKEN_COUNT, eta=0.05, e0=0.1, f0=0.1, sample_r=True,
+                 n_iter=200, burn_in=150, transform_iter=None, transform_burn_in=None,
+                 feature_normalization="length", random_state=None, n_threads=None,
+                 progress=False):
+        self.layers = layers
+        self.filter_width = filter_width
+        self.vocab_size = vocab_size
+        self.token_count = token_count
+        self.eta = eta
+        self.e0 = e0
+        self.f0 = f0
+        self.sample_r = sample_r
+        self.n_iter = n_iter
+        self.burn_in = burn_in
+        self.transform_iter = transform_iter
+        self.transform_burn_in = transform_burn_in
+        self.feature_normalization = feature_normalization
+        self.random_state = random_state
+        self.n_threads = n_threads
+        self.progress = progress
+
+    # ------------------------------------------------------------------ validation
+    def _validated(self) -> dict:
+        """Check every parameter; return resolved values.  Messages name the parameter."""
+        layers = self.layers
+        if isinstance(layers, Integral) and not isinstance(layers, bool):
+            layers = (layers,)
+        if not isinstance(layers, Sequence) or len(layers) == 0:
+            raise CPGBNInputError(f"layers must be a non-empty sequence of integers, got {layers!r}")
+        layers = tuple(_check_int("layer size", k, 1) for k in layers)
+        n_iter = _check_int("n_iter", self.n_iter, 1)
+        burn_in = _check_int("burn_in", self.burn_in, 0)
+        if burn_in >= n_iter:
+            raise CPGBNInputError(f"burn_in must be < n_iter, got burn_in={burn_in}, n_iter={n_iter}")
+        t_iter = n_iter if self.transform_iter is None else _check_int(
+            "transform_iter", self.transform_iter, 1)
+        t_burn = burn_in if self.transform_burn_in is None else _check_int(
+            "transform_burn_in", self.transform_burn_in, 0)
+        if t_burn >= t_iter:
+            raise CPGBNInputError(
+                f"transform_burn_in must be < transform_iter, got {t_burn} and {t_iter}")
+        eta = self.eta
+        etas = tuple(eta) if isinstance(eta, Sequence) else (eta,) * len(layers)
+        if len(etas) != len(layers):
+            raise CPGBNInputError(f"eta must be one number or one per layer ({len(layers)}), got {eta!r}")
+        etas = tuple(_check_positive("eta", e) for e in etas)
+        if self.feature_normalization not in ("length", "none"):
+            raise CPGBNInputError("feature_normalization must be 'length' or 'none', got "
+                                  f"{self.feature_normalization!r}")
+        if self.n_threads is not None:
+            _check_int("n_threads", self.n_threads, 1)
+        token_mode(self.token_count)
+        return dict(
+            layers=layers,
+            filter_width=_check_int("filter_width", self.filter_width, 1),
+            vocab_size=_check_int("vocab_size", self.vocab_size, 2),
+            n_iter=n_iter, burn_in=burn_in, transform_iter=t_iter, transform_burn_in=t_burn,
+            hyper=Hyperparameters(eta=etas, e0=_check_positive("e0", self.e0),
+                                  f0=_check_positive("f0", self.f0), sample_r=bool(self.sample_r)),
+        )
+
+    # ------------------------------------------------------------------ data
+    def _corpus(self, X, vocabulary: Vocabulary | None, vocab_size: int | None) -> Corpus:
+        if isinstance(X, Corpus):
+            if vocabulary is not None and X.vocabulary != vocabulary:
+                raise CPGBNInputError("the corpus uses a different vocabulary than the fitted model;"
+                                      " pass raw texts or encode with model.vocabulary_")
+            return X
+        if isinstance(X, str) or not isinstance(X, Sequence | np.ndarray):
+            raise CPGBNInputError("X must be a sequence of document strings or a cpgbn.text.Corpus")
+        if vocabulary is None:
+            return Corpus.from_texts(list(X), vocab_size=vocab_size)
+        return Corpus.from_texts(list(X), vocabulary=vocabulary)
+
+    def _data(self, corpus: Corpus, filter_width: int) -> ConvData:
+        short = int(np.count_nonzero(corpus.lengths < filter_width))
+        if short:
+            warnings.warn(f"{short} document(s) shorter than filter_width={filter_width} are padded "
+                          "with empty columns", stacklevel=3)
+        return from_token_sequences(corpus.tokens, corpus.offsets, filter_width, self.token_count)
+
+    @contextlib.contextmanager
+    def _threads(self):
+        previous = numba.get_num_threads()
+        if self.n_threads is not None:
+            numba.set_num_threads(min(int(self.n_threads), numba.config.NUMBA_NUM_THREADS))
+        try:
+            yield
+        finally:
+            numba.set_num_threads(previous)
+
+    def _progress(self, total: int, desc: str):
+        if not self.progress:
+            return contextlib.nullcontext(None)
+        from tqdm.auto import tqdm
+        return tqdm(total=total, desc=desc, unit="sweep", leave=False)
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, X, y=None):
+        """Run the Gibbs sampler on the documents ``X`` (strings or an encoded Corpus)."""
+        params = self._validated()
+        corpus = self._corpus(X, None, params["vocab_size"])
+        if len(corpus) == 0:
+            raise CPGBNInputError("cannot fit on an empty corpus (0 documents)")
+        empty = np.flatnonzero(corpus.lengths == 0)
+        if len(empty):
+            raise CPGBNInputError(
+                f"document {int(empty[0])} has no tokens ({len(empty)} empty document(s) in all);"
+                " remove empty documents from the training data")
+        self.seed_ = (int(np.random.SeedSequence().entropy % _MAX_SEED)
+                      if self.random_state is None else _check_int("random_state",
+                                                                   self.random_state, 0))
+        self.vocabulary_ = corpus.vocabulary
+        self.layers_ = params["layers"]
+        self.hyper_ = params["hyper"]
+        data = self._data(corpus, params["filter_width"])
+        with self._threads():
+            sampler = GibbsSampler(data, self.hyper_, self.seed_, learn_globals=True)
+            state = sampler.initial_state(self.layers_, len(self.vocabulary_))
+            with self._progress(params["n_iter"], "fit") as bar:
+                result = sampler.run(state, params["n_iter"], params["burn_in"], progress=bar)
+        self.globals_ = result.globals_mean
+        self.train_features_ = self._features(result, data)
+        self.train_theta_ = result.theta_mean
+        self.loglik_trace_ = np.asarray(result.loglik)
+        self.sweep_seconds_ = np.asarray(result.seconds)
+        self.n_train_tokens_ = int(corpus.lengths.sum())
+        return self
+
+    def fit_transform(self, X, y=None):
+        """Fit, and return the training documents' features from the training chain.
+
+        The averages of theta^(1) collected while the globals were being learned (the
+        authors' protocol); ``fit(X).transform(X)`` instead re-infers them with the globals fixed.
+        """
+        return self.fit(X).train_features_
+
+    def _infer(self, X) -> tuple[RunResult, ConvData]:
+        self._check_fitted()
+        params = self._validated()
+        corpus = self._corpus(X, self.vocabulary_, None)
+        data = self._data(corpus, self.globals_.D.shape[1])
+        with self._threads():
+            sampler = GibbsSampler(data, self.hyper_, self._transform_seed(), learn_globals=False)
+            state = sampler.initial_state(self.layers_, len(self.vocabulary_), self.globals_)
+            with self._progress(params["transform_iter"], "transform") as bar:
+                result = sampler.run(state, params["transform_iter"], params["transform_burn_in"],
+                                     progress=bar)
+        return result, data
+
+    def transform(self, X, *, all_layers: bool = False) -> np.ndarray:
+        """Features of the documents ``X``: mean theta^(1) over collected sweeps (globals fixed).
+
+        Empty documents keep their row (features drawn from the prior).  With ``all_layers``
+        the features of every layer are concatenated [theta^(1), ..., theta^(T)].
+        """
+        result, data = self._infer(X)
+        return self._features(result, data, all_layers=all_layers)
+
+    def log_likelihood(self, X=None) -> float:
+        """Log-likelihood per token: of the training data at the last sweep (X=None), or of
+        new documents X, averaged over the collected sweeps of inference with the globals fixed."""
+        self._check_fitted()
+        if X is None:
+            return float(self.loglik_trace_[-1] / max(self.n_train_tokens_, 1))
+        result, data = self._infer(X)
+        collected = result.loglik[-max(result.n_collected, 1):]
+        return float(np.mean(collected) / max(int(data.true_length.sum()), 1))
+
+    def _features(self, result: RunResult, data: ConvData, all_layers: bool = False) -> np.ndarray:
+        thetas = result.theta_mean if all_layers else result.theta_mean[:1]
+        feats = np.hstack(thetas)
+        if self.feature_normalization == "length":
+            feats = feats / np.maximum(data.true_length, 1)[:, None]
+        return feats
+
+    def _transform_seed(self) -> int:
+        return int(np.random.SeedSequence([self.seed_, 0x7472616E]).generate_state(1, np.uint64)[0]
+                   % _MAX_SEED)
+
+    def _check_fitted(self):
+        if not hasattr(self, "globals_"):
+            from sklearn.exceptions import NotFittedError
+            raise NotFittedError("this CPGBN is not fitted yet: call fit first")
+
+    # ------------------------------------------------------------------ inspection
+    @property
+    def kernels_(self) -> np.ndarray:
+        """The convolutional kernels as (K_1, V, F): kernels_[k, v, f] = d_{k,v,f}."""
+        self._check_fitted()
+        return np.transpose(self.globals_.D, (2, 0, 1))
+
+    def phrases(self, kernel: int, top_n: int = 4, *, hide_unknown: bool = True):
+        """Top words of each column of a kernel (the paper's Table 3).
+
+        Returns a list of F columns, each a list of ``top_n`` ``(word, probability)`` pairs,
+        where probability is d_{k,v,f} normalised within column f.
+        """
+        self._check_fitted()
+        D = self.globals_.D
+        K = D.shape[2]
+        kernel = _check_int("kernel", kernel, 0)
+        if kernel >= K:
+            raise CPGBNInputError(f"kernel must be < {K}, got {kernel}")
+        top_n = _check_int("top_n", top_n, 1)
+        columns = []
+        for f in range(D.shape[1]):
+            col = D[:, f, kernel].astype(np.float64)
+            col = col / col.sum()
+            order = np.argsort(-col, kind="stable")
+            if hide_unknown:
+                order = order[order != OOV_ID]
+            words = self.vocabulary_.decode(order[:top_n])
+            columns.append([(wd, float(col[i])) for wd, i in zip(words, order[:top_n])])
+        return columns
+
+    def kernel_usage(self) -> np.ndarray:
+        """Share of the training tokens' features on each kernel (mean of train_theta_[0])."""
+        self._check_fitted()
+        usage = self.train_theta_[0].sum(axis=0)
+        return usage / usage.sum()
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, directory) -> None:
+        """Save to a directory (JSON + npz, versioned, no pickle); atomic."""
+        from .io import save_model
+        self._check_fitted()
+        save_model(self, directory)
+
+    @classmethod
+    def load(cls, directory) -> "CPGBN":
+        """Load a model saved by :meth:`save`."""
+        from .io import load_model
+        return load_model(cls, directory)
+
+    def _more_tags(self):
+        return {"X_types": ["string"], "non_deterministic": False}
+
+
+__all__ = ["CPGBN", "DEFAULT_TOKEN_COUNT", "GlobalParameters", "__version__"]

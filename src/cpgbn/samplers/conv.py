@@ -1,0 +1,207 @@
+"""numba kernels of the convolutional layer: per-position weights w, token augmentation, kernels D.
+
+Shapes (paper symbols in brackets):
+
+* ``D``      float32 (V, F, K)  kernels [d_{k,v,f}]; for each k the V*F entries sum to 1.  The
+  layout keeps the F x K block of one word contiguous, which is what a token reads.
+* ``w``      float32 (P, K)     per-position weights [w_{j,k,s}], P = sum_j S_j (ragged).
+* ``m``      int32   (P, K)     latent counts per position [m_{j,k,s}], summed over v and f.
+* ``A``      int32   (N, K)     counts per document and kernel [m_{j,k,.,.}].
+* ``counts`` int32   (T, V, F, K) counts per kernel entry [n_{k,v,f}], one slab per thread.
+
+Every parallel loop runs over fixed blocks of documents (or words); block b draws from its
+own stream ``(seed, stream, b)``, so a seed gives the same result for any thread count.
+Integer counts are summed into per-thread slabs (integer addition is order-free) and
+floating-point sums go through per-block partials added in block order.
+"""
+
+from __future__ import annotations
+
+from math import lgamma
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from .distributions import (categorical_cumulative, gamma, log_gamma, multinomial_cumulative,
+                            zero_truncated_poisson)
+from .rng import seed_state
+
+#: Smallest value stored for w and D.  Gamma draws with shapes of 1e-4 underflow; a floor that
+#: is a normal float32 keeps every token's total rate positive and the arithmetic fast.
+FLOOR = np.float32(1e-30)
+#: Below this many units a token's count is split by repeated categorical draws (binary search
+#: on the cumulative weights); above it by one multinomial draw in O(K F).
+_SMALL_SPLIT = 24
+
+
+@njit(cache=True, inline="always")
+def _draw_scaled_gamma(state, shape, log_rate):
+    """Gamma(shape, rate) as float32, floored: exact in log space for the tiny shapes of empty positions."""
+    if shape >= 1.0:
+        value = gamma(state, shape) * np.exp(-log_rate)
+    else:
+        value = np.exp(log_gamma(state, shape) - log_rate)
+    if value < FLOOR:
+        return FLOOR
+    return np.float32(value)
+
+
+@njit(parallel=True, cache=True)
+def sweep_positions(seed, stream, block_size, doc_cells, doc_positions, cell_word, cell_col,
+                    cell_count, mode, fixed_count, D, prior_shape, rate, draw_w,
+                    augment, w, m, theta, A, counts, loglik):
+    """One pass over all documents: draw w | m, then re-augment every cell m | w, D.
+
+    For document j (prior shape a_jk, rate 1 + c_j^(2)):
+
+    1. if ``draw_w``: w_jks ~ Gam(m_jks + a_jk / S_j, 1 / rate_j) for every position s and
+       kernel k (the pooling prior, paper eq. 3); theta^(1)_jk = sum_s w_jks;
+    2. for each cell (v, l): candidates are (f, k) with s = l - f a valid position, weight
+       w_jks d_kvf; lambda = sum of weights; the cell's count is zero-truncated Poisson(lambda)
+       (Bernoulli-Poisson link), the pseudo-count, or the observed count; it is split over the
+       candidates by one multinomial draw and added to m, A and (if ``counts`` has a slab per
+       thread) to n_kvf.
+    3. loglik_j = sum over cells of the cell term minus sum_{k,s} w_jks (the rate of all
+       other cells, since each kernel sums to 1): ln(1 - e^-lambda) + lambda for the
+       Bernoulli-Poisson link, n ln lambda - ln n! for counts.
+
+    ``counts`` of shape (0, 0, 0, 0) skips the kernel counts (inference with D fixed);
+    ``augment=False`` only draws w (and theta), leaving m, A and loglik as they were.
+    """
+    n_docs = len(doc_positions) - 1
+    n_kernels = D.shape[2]
+    filter_width = D.shape[1]
+    n_blocks = (n_docs + block_size - 1) // block_size
+    update_counts = counts.shape[0] > 0
+    for block in prange(n_blocks):
+        state = np.empty(4, dtype=np.uint64)
+        seed_state(state, seed, stream, block)
+        cum = np.empty(filter_width * n_kernels, dtype=np.float64)
+        split = np.empty(filter_width * n_kernels, dtype=np.int64)
+        slab = numba.get_thread_id() if update_counts else 0
+        for j in range(block * block_size, min(n_docs, (block + 1) * block_size)):
+            p0 = doc_positions[j]
+            n_pos = doc_positions[j + 1] - p0
+            if draw_w:
+                log_rate = np.log(rate[j])
+                for k in range(n_kernels):
+                    theta[j, k] = 0.0
+                for s in range(n_pos):
+                    for k in range(n_kernels):
+                        value = _draw_scaled_gamma(
+                            state, m[p0 + s, k] + prior_shape[j, k] / n_pos, log_rate)
+                        w[p0 + s, k] = value
+                        theta[j, k] += value
+            if not augment:
+                continue
+            total_w = 0.0
+            for k in range(n_kernels):
+                A[j, k] = 0
+                total_w += theta[j, k]
+            for s in range(n_pos):
+                for k in range(n_kernels):
+                    m[p0 + s, k] = 0
+            ll = -total_w
+            for c in range(doc_cells[j], doc_cells[j + 1]):
+                v = cell_word[c]
+                col = cell_col[c]
+                f_lo = max(0, col - n_pos + 1)
+                f_hi = min(filter_width - 1, col)
+                size = (f_hi - f_lo + 1) * n_kernels
+                running = 0.0
+                i = 0
+                for f in range(f_lo, f_hi + 1):
+                    row = p0 + col - f
+                    for k in range(n_kernels):
+                        running += np.float64(w[row, k]) * np.float64(D[v, f, k])
+                        cum[i] = running
+                        i += 1
+                lam = running
+                if mode == 0:
+                    n_units = zero_truncated_poisson(state, lam)
+                    ll += np.log(-np.expm1(-lam)) + lam
+                else:
+                    n_units = fixed_count if mode == 1 else cell_count[c]
+                    ll += n_units * np.log(lam) - lgamma(n_units + 1.0)
+                if n_units <= _SMALL_SPLIT:
+                    for _ in range(n_units):
+                        idx = categorical_cumulative(state, cum, size)
+                        f = f_lo + idx // n_kernels
+                        k = idx % n_kernels
+                        m[p0 + col - f, k] += 1
+                        A[j, k] += 1
+                        if update_counts:
+                            counts[slab, v, f, k] += 1
+                else:
+                    multinomial_cumulative(state, n_units, cum, size, split)
+                    for idx in range(size):
+                        n_here = split[idx]
+                        if n_here > 0:
+                            f = f_lo + idx // n_kernels
+                            k = idx % n_kernels
+                            m[p0 + col - f, k] += n_here
+                            A[j, k] += n_here
+                            if update_counts:
+                                counts[slab, v, f, k] += n_here
+            loglik[j] = ll
+
+
+@njit(parallel=True, cache=True)
+def draw_kernels(seed, stream, counts, eta, D, block_words):
+    """D_k ~ Dir(n_k + eta) over all V*F entries of each kernel (paper: D_k(:) ~ Dir(eta 1_{VF})).
+
+    ``counts`` holds one (V, F, K) slab per thread; they are summed here.  Gamma variates are
+    drawn per block of words, normalised by per-kernel totals summed in block order.
+    """
+    n_words, filter_width, n_kernels = D.shape
+    n_slabs = counts.shape[0]
+    n_blocks = (n_words + block_words - 1) // block_words
+    partial = np.zeros((n_blocks, n_kernels), dtype=np.float64)
+    totals = np.empty(n_kernels, dtype=np.float64)
+    for block in prange(n_blocks):
+        state = np.empty(4, dtype=np.uint64)
+        seed_state(state, seed, stream, block)
+        for v in range(block * block_words, min(n_words, (block + 1) * block_words)):
+            for f in range(filter_width):
+                for k in range(n_kernels):
+                    n_vfk = 0
+                    for t in range(n_slabs):
+                        n_vfk += counts[t, v, f, k]
+                    shape = eta + n_vfk
+                    if shape >= 1.0:
+                        value = gamma(state, shape)
+                    else:
+                        value = np.exp(log_gamma(state, shape))
+                    # stored unnormalised; float32 keeps 1e-38..3e38, far beyond these values
+                    D[v, f, k] = value
+                    partial[block, k] += value
+    for k in range(n_kernels):
+        total = 0.0
+        for block in range(n_blocks):
+            total += partial[block, k]
+        totals[k] = total
+    for v in prange(n_words):
+        for f in range(filter_width):
+            for k in range(n_kernels):
+                value = D[v, f, k] / totals[k]
+                D[v, f, k] = value if value > FLOOR else FLOOR
+
+
+@njit(parallel=True, cache=True)
+def reset_counts(counts):
+    """Zero the per-thread count slabs (in parallel: they are large)."""
+    n_slabs, n_words = counts.shape[0], counts.shape[1]
+    for v in prange(n_words):
+        for t in range(n_slabs):
+            counts[t, v] = 0
+
+
+@njit(parallel=True, cache=True)
+def sum_count_slabs(counts, out):
+    """out[v, f, k] = sum over slabs of counts[t, v, f, k]."""
+    n_slabs, n_words = counts.shape[0], counts.shape[1]
+    for v in prange(n_words):
+        out[v] = 0
+        for t in range(n_slabs):
+            out[v] += counts[t, v]

@@ -1,0 +1,165 @@
+"""numba kernels of the gamma belief stack (layers t = 2..T and the top-layer r).
+
+Notation follows the GBN of Zhou, Cong & Chen (2016) as used by the paper's eq. (2):
+theta^(t)_j ~ Gam(Phi^(t+1) theta^(t+1)_j, 1/c^(t+1)_j), with counts m^(t)_j ~ Pois(q^(t)_j theta^(t)_j)
+reaching layer t from below (q^(1) = 1, q^(t+1) = ln(1 + q^(t) / c^(t+1)), i.e. -ln(1 - p^(t+1))).
+
+Shapes: ``theta`` float64 (N, K_t); ``phi`` float64 (K_t, K_{t+1}) with columns on the simplex;
+count matrices (N, K_t) of any integer type.  Parallel loops run over fixed blocks of documents,
+each block with its own RNG stream, so results do not depend on the thread count.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from .distributions import crt, dirichlet, gamma, log_gamma, multinomial_cumulative
+from .rng import seed_state
+
+#: Smallest value kept for theta, r and Phi entries: gamma shapes of 1e-6 give variates that
+#: underflow, and a zero shape would make a positive count impossible downstream.
+TINY = 1e-100
+PHI_FLOOR = 1e-30
+
+
+@njit(cache=True, inline="always")
+def draw_gamma(state, shape):
+    """Gamma(shape, 1), exact for every shape > 0 (log space below 1), floored at TINY."""
+    if shape >= 1.0:
+        value = gamma(state, shape)
+    else:
+        value = np.exp(log_gamma(state, shape))
+    return value if value > TINY else TINY
+
+
+@njit(parallel=True, cache=True)
+def draw_doc_gammas(seed, stream, block_size, shape, counts, rate, out):
+    """out[j, k] ~ Gam(shape[j, k] + counts[j, k], 1 / rate[j]) (downward theta draws)."""
+    n_docs, n_topics = out.shape
+    n_blocks = (n_docs + block_size - 1) // block_size
+    for block in prange(n_blocks):
+        state = np.empty(4, dtype=np.uint64)
+        seed_state(state, seed, stream, block)
+        for j in range(block * block_size, min(n_docs, (block + 1) * block_size)):
+            for k in range(n_topics):
+                out[j, k] = draw_gamma(state, shape[j, k] + counts[j, k]) / rate[j]
+
+
+@njit(parallel=True, cache=True)
+def draw_doc_scales(seed, stream, block_size, shape_sum, theta_sum, e0, f0, out):
+    """c_j ~ Gam(e0 + shape_sum_j, 1 / (f0 + theta_sum_j)) (gamma rate of each layer, per document)."""
+    n_docs = len(out)
+    n_blocks = (n_docs + block_size - 1) // block_size
+    for block in prange(n_blocks):
+        state = np.empty(4, dtype=np.uint64)
+        seed_state(state, seed, stream, block)
+        for j in range(block * block_size, min(n_docs, (block + 1) * block_size)):
+            out[j] = draw_gamma(state, e0 + shape_sum[j]) / (f0 + theta_sum[j])
+
+
+@njit(parallel=True, cache=True)
+def layer_tables(seed, stream, block_size, counts, shape, out):
+    """out[j, k] ~ CRT(counts[j, k], shape[j, k]): the tables that carry layer t's counts upward."""
+    n_docs, n_topics = counts.shape
+    n_blocks = (n_docs + block_size - 1) // block_size
+    for block in prange(n_blocks):
+        state = np.empty(4, dtype=np.uint64)
+        seed_state(state, seed, stream, block)
+        for j in range(block * block_size, min(n_docs, (block + 1) * block_size)):
+            for k in range(n_topics):
+                out[j, k] = crt(state, counts[j, k], max(shape[j, k], TINY))
+
+
+@njit(parallel=True, cache=True)
+def position_tables(seed, stream, block_size, doc_positions, m, shape, out):
+    """out[j, k] = sum_s CRT(m_jks, shape[j, k] / S_j): tables of the pooling layer.
+
+    Under the pooling prior w_jks ~ Gam(a_jk / S_j, 1/c_j), marginalising w leaves one
+    NB(a_jk / S_j, p_j) count per position.  The sampler keeps the per-position counts m_jks,
+    so the augmentation of a_jk must use every one of them: the law of (m_jk1, ..., m_jkS)
+    is NB(A_jk; a_jk, p_j) times a Dirichlet-multinomial factor that also depends on a_jk,
+    and CRT(A_jk, a_jk) alone would ignore that factor (the Geweke test detects it).  Each
+    CRT(m_jks, a_jk / S_j) is Poisson(q a_jk / S_j) marginally, so the sum is Poisson(q a_jk)
+    as the layer above expects.
+    """
+    n_docs, n_topics = shape.shape
+    n_blocks = (n_docs + block_size - 1) // block_size
+    for block in prange(n_blocks):
+        state = np.empty(4, dtype=np.uint64)
+        seed_state(state, seed, stream, block)
+        for j in range(block * block_size, min(n_docs, (block + 1) * block_size)):
+            p0 = doc_positions[j]
+            n_pos = doc_positions[j + 1] - p0
+            for k in range(n_topics):
+                out[j, k] = 0
+            for s in range(n_pos):
+                for k in range(n_topics):
+                    if m[p0 + s, k] > 0:
+                        out[j, k] += crt(state, m[p0 + s, k], max(shape[j, k] / n_pos, TINY))
+
+
+@njit(parallel=True, cache=True)
+def split_tables(seed, stream, block_size, tables, phi, theta_above, m_out, phi_counts):
+    """Split each l_jk over the topics k' of the layer above, in proportion to Phi[k, k'] theta_above[j, k'].
+
+    The split counts are summed over k into ``m_out[j, k']`` (the counts reaching layer t+1)
+    and over j into ``phi_counts[slab, k, k']`` (one slab per thread; an empty first axis skips
+    them, for inference with Phi fixed).
+    """
+    n_docs, n_below = tables.shape
+    n_above = phi.shape[1]
+    n_blocks = (n_docs + block_size - 1) // block_size
+    update_counts = phi_counts.shape[0] > 0
+    for block in prange(n_blocks):
+        state = np.empty(4, dtype=np.uint64)
+        seed_state(state, seed, stream, block)
+        cum = np.empty(n_above, dtype=np.float64)
+        split = np.empty(n_above, dtype=np.int64)
+        slab = numba.get_thread_id() if update_counts else 0
+        for j in range(block * block_size, min(n_docs, (block + 1) * block_size)):
+            for kk in range(n_above):
+                m_out[j, kk] = 0
+            for k in range(n_below):
+                if tables[j, k] == 0:
+                    continue
+                running = 0.0
+                for kk in range(n_above):
+                    running += phi[k, kk] * theta_above[j, kk]
+                    cum[kk] = running
+                multinomial_cumulative(state, tables[j, k], cum, n_above, split)
+                for kk in range(n_above):
+                    if split[kk] > 0:
+                        m_out[j, kk] += split[kk]
+                        if update_counts:
+                            phi_counts[slab, k, kk] += split[kk]
+
+
+@njit(cache=True)
+def draw_phi(seed, stream, counts, eta, phi):
+    """Each column Phi[:, k'] ~ Dir(eta + counts[:, k']) (simplex-constrained connection weights)."""
+    n_below, n_above = phi.shape
+    state = np.empty(4, dtype=np.uint64)
+    seed_state(state, seed, stream, 0)
+    alpha = np.empty(n_below, dtype=np.float64)
+    column = np.empty(n_below, dtype=np.float64)
+    for kk in range(n_above):
+        for k in range(n_below):
+            alpha[k] = eta + counts[k, kk]
+        dirichlet(state, alpha, column)
+        total = 0.0
+        for k in range(n_below):
+            column[k] = max(column[k], PHI_FLOOR)
+            total += column[k]
+        for k in range(n_below):
+            phi[k, kk] = column[k] / total
+
+
+@njit(cache=True)
+def draw_gamma_vector(seed, stream, shape, rate, out):
+    """out[k] ~ Gam(shape[k], 1 / rate) (the top-layer r)."""
+    state = np.empty(4, dtype=np.uint64)
+    seed_state(state, seed, stream, 0)
+    for k in range(len(out)):
+        out[k] = draw_gamma(state, shape[k]) / rate

@@ -1,0 +1,129 @@
+"""Draw parameters and data from the CPGBN generative model (paper eq. 2).
+
+Used by the sampler's correctness tests (Geweke joint-distribution test, planted recovery)
+and available to users who want synthetic corpora with known kernels.  Plain NumPy: clarity
+matters more than speed here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .inference.state import GlobalParameters, Hyperparameters
+from .layers.cells import ConvData, from_cells
+from .samplers.conv import FLOOR
+from .samplers.gbn import PHI_FLOOR, TINY
+
+
+@dataclass
+class LocalParameters:
+    """Per-document parameters: w (P, K_1), theta[t-1] (N, K_t), c[t-1] = c^(t+1) (N,)."""
+
+    w: np.ndarray
+    theta: list[np.ndarray]
+    c: list[np.ndarray]
+
+
+def _dirichlet_columns(rng, alpha: float, n_rows: int, n_cols: int) -> np.ndarray:
+    g = np.maximum(rng.gamma(alpha, size=(n_rows, n_cols)), 1e-300)
+    return g / g.sum(axis=0, keepdims=True)
+
+
+def sample_globals(layers, vocab_size: int, filter_width: int, hyper: Hyperparameters,
+                   rng: np.random.Generator) -> GlobalParameters:
+    """D_k ~ Dir(eta^(1)), Phi^(t) columns ~ Dir(eta^(t)), r ~ Gam(gamma0/K_T, 1/c0)."""
+    K1 = layers[0]
+    flat = _dirichlet_columns(rng, hyper.eta[0], vocab_size * filter_width, K1)
+    D = np.maximum(flat.reshape(vocab_size, filter_width, K1), FLOOR).astype(np.float32)
+    phi = []
+    for t in range(1, len(layers)):
+        eta = hyper.eta[min(t, len(hyper.eta) - 1)]
+        p = np.maximum(_dirichlet_columns(rng, eta, layers[t - 1], layers[t]), PHI_FLOOR)
+        phi.append(p / p.sum(axis=0, keepdims=True))
+    K_T = layers[-1]
+    if hyper.sample_r:
+        r = np.maximum(rng.gamma(hyper.gamma0 / K_T, 1.0 / hyper.c0, size=K_T), TINY)
+    else:
+        r = np.full(K_T, hyper.gamma0 / K_T)
+    return GlobalParameters(D, phi, r)
+
+
+def sample_locals(g: GlobalParameters, doc_positions: np.ndarray, hyper: Hyperparameters,
+                  rng: np.random.Generator) -> LocalParameters:
+    """c^(t+1)_j ~ Gam(e0, 1/f0); theta^(T) ~ Gam(r, 1/c^(T+1)); ... ; w_jks ~ Gam(a_jk/S_j, 1/c^(2)_j)."""
+    n_docs = len(doc_positions) - 1
+    layers = g.layers
+    T = len(layers)
+    c = [rng.gamma(hyper.e0, 1.0 / hyper.f0, size=n_docs) for _ in range(T)]
+    theta = [None] * T
+    shape = np.broadcast_to(g.r, (n_docs, layers[-1]))
+    for t in range(T, 1, -1):
+        theta[t - 1] = np.maximum(rng.gamma(shape) / c[t - 1][:, None], TINY)
+        shape = theta[t - 1] @ g.phi[t - 2].T
+    S = np.diff(doc_positions)
+    doc_of_pos = np.repeat(np.arange(n_docs), S)
+    w_shape = shape[doc_of_pos] / S[doc_of_pos, None]
+    w = np.maximum(rng.gamma(w_shape) / c[0][doc_of_pos, None], FLOOR).astype(np.float32)
+    theta[0] = np.zeros((n_docs, layers[0]))
+    np.add.at(theta[0], doc_of_pos, w.astype(np.float64))
+    return LocalParameters(w, theta, c)
+
+
+def sample_counts(g: GlobalParameters, w: np.ndarray, doc_length: np.ndarray, filter_width: int,
+                  rng: np.random.Generator, *, binary: bool = False):
+    """Latent counts and observed cells given w and D.
+
+    m_jks ~ Pois(w_jks) units per position and kernel, each placed at (v, f) ~ Cat(D_k(:)) and
+    landing in cell (v, l = s + f).  Returns ``(m, data)``: ``m`` int32 (P, K) and the cells as
+    :class:`ConvData` (observed counts, or x = 1(count > 0) when ``binary``).
+    """
+    V, F, K = g.D.shape
+    doc_length = np.asarray(doc_length, dtype=np.int64)
+    S = doc_length - F + 1
+    positions = np.concatenate([[0], np.cumsum(S)])
+    m64 = rng.poisson(w.astype(np.float64))
+    if m64.max(initial=0) > np.iinfo(np.int32).max:
+        raise ValueError("simulated counts overflow int32: the prior draws are too extreme "
+                         "(use larger e0/f0)")
+    m = m64.astype(np.int32)
+    flat_D = g.D.astype(np.float64).reshape(V * F, K)
+    flat_D /= flat_D.sum(axis=0, keepdims=True)
+    doc_cells, words, cols, counts = [0], [], [], []
+    for j in range(len(doc_length)):
+        cell_counts: dict[tuple[int, int], int] = {}
+        for s in range(S[j]):
+            for k in np.flatnonzero(m[positions[j] + s]):
+                units = rng.multinomial(m[positions[j] + s, k], flat_D[:, k])
+                for idx in np.flatnonzero(units):
+                    v, f = divmod(int(idx), F)
+                    key = (s + f, v)
+                    cell_counts[key] = cell_counts.get(key, 0) + int(units[idx])
+        for (col, v), n in sorted(cell_counts.items()):
+            words.append(v)
+            cols.append(col)
+            counts.append(n)
+        doc_cells.append(len(words))
+    data = from_cells(np.array(doc_cells), np.array(words, dtype=np.int32),
+                      np.array(cols, dtype=np.int32), doc_length, filter_width,
+                      cell_count=None if binary else np.array(counts, dtype=np.int32))
+    return m, data
+
+
+def sample_corpus(layers, vocab_size: int, filter_width: int, doc_length, hyper: Hyperparameters,
+                  seed: int = 0, *, binary: bool = False, globals_: GlobalParameters | None = None):
+    """Draw (globals, locals, m, data) from the model for documents of the given lengths."""
+    rng = np.random.default_rng(seed)
+    doc_length = np.asarray(doc_length, dtype=np.int64)
+    g = globals_ if globals_ is not None else sample_globals(layers, vocab_size, filter_width,
+                                                            hyper, rng)
+    S = doc_length - filter_width + 1
+    positions = np.concatenate([[0], np.cumsum(S)])
+    local = sample_locals(g, positions, hyper, rng)
+    m, data = sample_counts(g, local.w, doc_length, filter_width, rng, binary=binary)
+    return g, local, m, data
+
+
+__all__ = ["ConvData", "LocalParameters", "sample_globals", "sample_locals", "sample_counts",
+           "sample_corpus"]

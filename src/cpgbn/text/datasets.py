@@ -1,0 +1,198 @@
+"""Loaders for the paper's text-classification datasets: MR, SUBJ, TREC and IMDB.
+
+The data files live outside the package (see the data folder's README for their format and
+provenance), so every loader takes the folder explicitly or from ``CPGBN_DATA``.  TREC and
+IMDB come with official train/test splits.  MR and SUBJ do not; by default they are split
+the way the CPGBN authors' notebooks did it, so results compare with the paper:
+
+* MR: within each label, rows 0-499 are test and rows 500-5299 train (9,600 / 1,000; the
+  last 31 rows of each label are unused);
+* SUBJ: within each label, rows 0-4499 are train and rows 4500-4999 test (9,000 / 1,000).
+
+``protocol="cv"`` gives stratified k-fold cross-validation instead, the usual protocol in
+the wider literature.  Every split is returned in file order.
+"""
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cpgbn.errors import CPGBNInputError, DataFileError
+from cpgbn.text.readers import read_labeled
+
+__all__ = ["DATASETS", "SPLITS", "PROTOCOLS", "dataset_info", "load_dataset", "resolve_data_dir"]
+
+DATASETS = ("mr", "subj", "trec", "imdb")
+SPLITS = ("train", "test", "all")
+PROTOCOLS = ("authors", "cv")
+ENV_VAR = "CPGBN_DATA"
+
+
+@dataclass(frozen=True)
+class _Spec:
+    folder: str
+    files: dict[str, str]  # split name -> file name; "all" for a single unsplit file
+    classes: tuple[str, ...]
+    vocab_size: int  # the paper's V_pre
+    authors_rows: dict[str, tuple[int, int]] = field(default_factory=dict)  # per-label rows
+    fine_files: dict[str, str] = field(default_factory=dict)
+    n_fine_classes: int = 0
+
+
+_SPECS = {
+    "mr": _Spec("MR", {"all": "all.tsv"}, ("neg", "pos"), 20000,
+                authors_rows={"test": (0, 500), "train": (500, 5300)}),
+    "subj": _Spec("SUBJ", {"all": "all.tsv"}, ("obj", "subj"), 20000,
+                  authors_rows={"train": (0, 4500), "test": (4500, 5000)}),
+    "trec": _Spec("TREC", {"train": "train.tsv", "test": "test.tsv"},
+                  ("ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM"), 8000,
+                  fine_files={"train": "train_fine.tsv", "test": "test_fine.tsv"},
+                  n_fine_classes=50),
+    "imdb": _Spec("IMDB", {"train": "train.tsv.gz", "test": "test.tsv.gz"}, ("neg", "pos"),
+                  30000),
+}
+
+
+def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
+    """The data folder: ``data_dir`` if given, else ``$CPGBN_DATA``; it must exist."""
+    if data_dir is not None:
+        path, origin = Path(data_dir), "data directory"
+    elif os.environ.get(ENV_VAR):
+        path, origin = Path(os.environ[ENV_VAR]), f"{ENV_VAR} directory"
+    else:
+        raise DataFileError(
+            "no data directory: pass --data-dir or set CPGBN_DATA "
+            "(for development: ../shared/data)"
+        )
+    if not path.exists():
+        raise DataFileError(f"{path}: no such {origin}")
+    if not path.is_dir():
+        raise DataFileError(f"{path}: {origin} is not a directory")
+    return path
+
+
+def dataset_info(name: str) -> dict[str, Any]:
+    """Files, classes, splits and the recommended vocabulary size of a dataset (plain dict)."""
+    key = _check_name(name)
+    spec = _SPECS[key]
+    info: dict[str, Any] = {
+        "name": key,
+        "files": [f"{spec.folder}/{f}" for f in (*spec.files.values(), *spec.fine_files.values())],
+        "classes": list(spec.classes),
+        "n_classes": len(spec.classes),
+        "vocab_size": spec.vocab_size,
+        "protocols": list(PROTOCOLS) if spec.authors_rows else ["authors"],
+        "official_split": not spec.authors_rows,
+    }
+    if spec.authors_rows:
+        n_classes = len(spec.classes)
+        info["split_sizes"] = {s: n_classes * (b - a) for s, (a, b) in spec.authors_rows.items()}
+    if spec.n_fine_classes:
+        info["n_fine_classes"] = spec.n_fine_classes
+    return info
+
+
+def load_dataset(
+    name: str,
+    split: str = "train",
+    *,
+    data_dir: str | os.PathLike | None = None,
+    protocol: str = "authors",
+    fold: int = 0,
+    n_folds: int = 10,
+    seed: int = 0,
+    fine: bool = False,
+) -> tuple[list[str], list[str]]:
+    """Load one split of a dataset as ``(texts, labels)``, in file order.
+
+    ``split`` is "train", "test" or "all".  ``protocol="authors"`` uses the official
+    split (TREC, IMDB) or the CPGBN authors' fixed split (MR, SUBJ).  ``protocol="cv"``
+    (MR and SUBJ only) uses ``StratifiedKFold(n_folds, shuffle=True,
+    random_state=seed)``: fold ``fold`` is the test set and the other folds the training
+    set.  ``fine=True`` selects TREC's 50 fine-grained labels.
+    """
+    key = _check_name(name)
+    spec = _SPECS[key]
+    if split not in SPLITS:
+        raise CPGBNInputError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
+    if protocol not in PROTOCOLS:
+        raise DataFileError(f"protocol must be one of {', '.join(PROTOCOLS)}, got {protocol!r}")
+    if protocol == "cv" and not spec.authors_rows:
+        raise DataFileError(
+            f"{key} has an official train/test split; protocol 'cv' is only for mr and subj")
+    if fine and not spec.fine_files:
+        raise CPGBNInputError(f"fine labels exist only for trec, not {key}")
+    folder = resolve_data_dir(data_dir) / spec.folder
+    if not spec.authors_rows:
+        return _load_official(folder, spec.fine_files if fine else spec.files, split)
+    path = folder / spec.files["all"]
+    texts, labels = read_labeled(path)
+    if split == "all":
+        return texts, labels
+    if protocol == "cv":
+        index = _cv_indices(labels, split, fold, n_folds, seed)
+    else:
+        index = _authors_indices(labels, spec.authors_rows[split], path)
+    return [texts[i] for i in index], [labels[i] for i in index]
+
+
+def _check_name(name: str) -> str:
+    key = name.lower() if isinstance(name, str) else None
+    if key not in _SPECS:
+        raise DataFileError(f"unknown dataset {name!r}; known: {', '.join(DATASETS)}")
+    return key
+
+
+def _load_official(folder: Path, files: dict[str, str], split: str) -> tuple[list[str], list[str]]:
+    parts = ("train", "test") if split == "all" else (split,)
+    texts: list[str] = []
+    labels: list[str] = []
+    for part in parts:
+        part_texts, part_labels = read_labeled(folder / files[part])
+        texts += part_texts
+        labels += part_labels
+    return texts, labels
+
+
+def _authors_indices(labels: Sequence[str], rows: tuple[int, int], path: Path) -> list[int]:
+    """Rows ``start..stop-1`` of every label (counted within the label), in file order."""
+    start, stop = rows
+    by_label: dict[str, list[int]] = defaultdict(list)
+    for i, label in enumerate(labels):
+        by_label[label].append(i)
+    chosen: list[int] = []
+    for label, positions in by_label.items():
+        if len(positions) < stop:
+            raise DataFileError(
+                f"{path}: label {label!r} has {len(positions)} rows; "
+                f"the authors' split needs at least {stop}")
+        chosen += positions[start:stop]
+    return sorted(chosen)
+
+
+def _cv_indices(labels: Sequence[str], split: str, fold: int, n_folds: int,
+                seed: int) -> list[int]:
+    """Train or test rows of stratified fold ``fold`` of ``n_folds``, in file order."""
+    from sklearn.model_selection import StratifiedKFold  # only the cv protocol needs it
+
+    if isinstance(n_folds, bool) or not isinstance(n_folds, (int, np.integer)) or n_folds < 2:
+        raise CPGBNInputError(f"n_folds must be an integer >= 2, got {n_folds!r}")
+    if isinstance(fold, bool) or not isinstance(fold, (int, np.integer)) \
+            or not 0 <= fold < n_folds:
+        raise CPGBNInputError(f"fold must be in 0..{n_folds - 1}, got {fold!r}")
+    y = np.asarray(labels, dtype=object)
+    splitter = StratifiedKFold(n_splits=int(n_folds), shuffle=True, random_state=seed)
+    try:
+        train, test = next(
+            parts for k, parts in enumerate(splitter.split(np.zeros(len(y)), y)) if k == fold)
+    except ValueError as exc:  # e.g. more folds than members of a class
+        reason = " ".join(str(exc).split())
+        raise CPGBNInputError(f"cannot make {n_folds} stratified folds: {reason}") from None
+    chosen = train if split == "train" else test
+    return sorted(int(i) for i in chosen)

@@ -1,0 +1,180 @@
+"""Tests for the dataset loaders: data-folder resolution, splits, and the real files."""
+import gzip
+from collections import Counter
+
+import pytest
+
+from cpgbn.errors import CPGBNInputError, DataFileError
+from cpgbn.text import DATASETS, dataset_info, load_dataset, resolve_data_dir, tokenize
+from cpgbn.text.readers import read_labeled
+
+# ----------------------------------------------------------------------------- no real data
+
+
+def test_resolve_data_dir(tmp_path, monkeypatch):
+    monkeypatch.delenv("CPGBN_DATA", raising=False)
+    with pytest.raises(DataFileError, match="no data directory: pass --data-dir or set CPGBN_DATA"):
+        resolve_data_dir()
+    assert resolve_data_dir(tmp_path) == tmp_path
+    assert resolve_data_dir(str(tmp_path)) == tmp_path
+    monkeypatch.setenv("CPGBN_DATA", str(tmp_path))
+    assert resolve_data_dir() == tmp_path
+    with pytest.raises(DataFileError, match="nowhere"):
+        resolve_data_dir(tmp_path / "nowhere")
+    monkeypatch.setenv("CPGBN_DATA", str(tmp_path / "gone"))
+    with pytest.raises(DataFileError, match="gone: no such CPGBN_DATA directory"):
+        resolve_data_dir()
+    a_file = tmp_path / "file.txt"
+    a_file.write_text("x")
+    with pytest.raises(DataFileError, match="not a directory"):
+        resolve_data_dir(a_file)
+
+
+def test_dataset_info():
+    sizes = {name: dataset_info(name)["vocab_size"] for name in DATASETS}
+    assert sizes == {"mr": 20000, "subj": 20000, "trec": 8000, "imdb": 30000}
+    assert dataset_info("MR")["split_sizes"] == {"train": 9600, "test": 1000}
+    assert dataset_info("subj")["split_sizes"] == {"train": 9000, "test": 1000}
+    assert dataset_info("trec")["n_classes"] == 6
+    assert "IMDB/train.tsv.gz" in dataset_info("imdb")["files"]
+
+
+def test_load_dataset_argument_errors(tmp_path):
+    with pytest.raises(DataFileError, match="unknown dataset 'elec'; known: mr, subj, trec, imdb"):
+        load_dataset("elec", data_dir=tmp_path)
+    with pytest.raises(CPGBNInputError, match="split"):
+        load_dataset("mr", "valid", data_dir=tmp_path)
+    for name in ("trec", "imdb"):
+        with pytest.raises(DataFileError, match="official train/test split"):
+            load_dataset(name, protocol="cv", data_dir=tmp_path)
+    with pytest.raises(DataFileError, match="protocol"):
+        load_dataset("mr", protocol="random", data_dir=tmp_path)
+    with pytest.raises(CPGBNInputError, match="fine"):
+        load_dataset("mr", fine=True, data_dir=tmp_path)
+    with pytest.raises(DataFileError, match=r"MR/all.tsv: no such file"):
+        load_dataset("mr", data_dir=tmp_path)
+
+
+def _fake_dir(tmp_path, per_label, labels=("pos", "neg")):
+    """A data folder with an MR/all.tsv whose texts name their label and row."""
+    (tmp_path / "MR").mkdir()
+    lines = [f"{label}\t{label} {i}\n" for label in labels for i in range(per_label)]
+    (tmp_path / "MR" / "all.tsv").write_text("".join(lines), encoding="utf-8")
+    return tmp_path
+
+
+def test_authors_split_on_a_synthetic_file(tmp_path):
+    root = _fake_dir(tmp_path, 5331)
+    test_texts, test_labels = load_dataset("mr", "test", data_dir=root)
+    train_texts, _ = load_dataset("mr", "train", data_dir=root)
+    assert test_texts == [f"{lab} {i}" for lab in ("pos", "neg") for i in range(500)]
+    assert train_texts == [f"{lab} {i}" for lab in ("pos", "neg") for i in range(500, 5300)]
+    assert Counter(test_labels) == {"pos": 500, "neg": 500}
+    assert len(load_dataset("mr", "all", data_dir=root)[0]) == 2 * 5331
+
+
+def test_authors_split_needs_enough_rows(tmp_path):
+    root = _fake_dir(tmp_path, 600)
+    with pytest.raises(DataFileError, match="label 'pos' has 600 rows"):
+        load_dataset("mr", "train", data_dir=root)
+
+
+def test_cv_argument_errors(tmp_path):
+    root = _fake_dir(tmp_path, 20)
+    with pytest.raises(CPGBNInputError, match="fold must be in 0..9"):
+        load_dataset("mr", "test", data_dir=root, protocol="cv", fold=10)
+    with pytest.raises(CPGBNInputError, match="n_folds"):
+        load_dataset("mr", "test", data_dir=root, protocol="cv", n_folds=1)
+    with pytest.raises(CPGBNInputError, match="stratified folds"):
+        load_dataset("mr", "test", data_dir=root, protocol="cv", n_folds=30, fold=0)
+
+
+# ----------------------------------------------------------------------------- real data
+
+
+@pytest.mark.data
+@pytest.mark.parametrize("name, n_train, n_test, balance", [
+    ("trec", 5452, 500, None),
+    ("mr", 9600, 1000, {"pos": 0.5, "neg": 0.5}),
+    ("subj", 9000, 1000, {"subj": 0.5, "obj": 0.5}),
+])
+def test_real_split_sizes_and_balance(data_dir, name, n_train, n_test, balance):
+    for split, expected in (("train", n_train), ("test", n_test)):
+        texts, labels = load_dataset(name.upper(), split, data_dir=data_dir)
+        assert len(texts) == len(labels) == expected
+        assert set(labels) == set(dataset_info(name)["classes"])
+        if balance is not None:
+            shares = {k: v / expected for k, v in Counter(labels).items()}
+            assert shares == balance
+
+
+@pytest.mark.data
+def test_real_mr_authors_split_follows_the_readme(data_dir):
+    all_texts, all_labels = read_labeled(data_dir / "MR" / "all.tsv")
+    rows = {lab: [i for i, x in enumerate(all_labels) if x == lab] for lab in ("pos", "neg")}
+    test_texts, _ = load_dataset("mr", "test", data_dir=data_dir)
+    expected = sorted(rows["pos"][:500] + rows["neg"][:500])
+    assert test_texts == [all_texts[i] for i in expected]
+    train_texts, _ = load_dataset("mr", "train", data_dir=data_dir)
+    assert train_texts[0] == all_texts[rows["pos"][500]]
+    assert train_texts[-1] == all_texts[rows["neg"][5299]]
+
+
+@pytest.mark.data
+def test_real_trec_fine_and_all(data_dir):
+    _, fine = load_dataset("trec", "train", data_dir=data_dir, fine=True)
+    assert len(set(fine)) == 50 and all(":" in label for label in fine)
+    texts, _ = load_dataset("trec", "all", data_dir=data_dir)
+    assert len(texts) == 5952
+
+
+@pytest.mark.data
+def test_real_imdb_line_counts(data_dir):
+    for split in ("train", "test"):
+        with gzip.open(data_dir / "IMDB" / f"{split}.tsv.gz", "rb") as handle:
+            labels = Counter(line.split(b"\t", 1)[0] for line in handle)
+        assert labels == {b"pos": 12500, b"neg": 12500}
+
+
+@pytest.mark.data
+@pytest.mark.parametrize("name", ["mr", "subj"])
+def test_real_cv_folds_are_disjoint_covering_and_stratified(data_dir, name):
+    # Texts stand in for rows; a few texts repeat, so compare multisets of rows.
+    n_folds = 5
+    all_texts, all_labels = load_dataset(name, "all", data_dir=data_dir)
+    everything = Counter(zip(all_texts, all_labels))
+    tested = Counter()
+    for fold in range(n_folds):
+        kwargs = dict(data_dir=data_dir, protocol="cv", fold=fold, n_folds=n_folds, seed=3)
+        test = Counter(zip(*load_dataset(name, "test", **kwargs)))
+        train = Counter(zip(*load_dataset(name, "train", **kwargs)))
+        assert train + test == everything  # a partition of the rows
+        per_class = Counter(label for (_, label), n in test.items() for _ in range(n))
+        assert max(per_class.values()) - min(per_class.values()) <= 1
+        tested += test
+    assert tested == everything  # every row is tested exactly once
+
+
+@pytest.mark.data
+def test_real_cv_depends_on_seed_only(data_dir):
+    def fold0(seed):
+        return load_dataset("mr", "test", data_dir=data_dir, protocol="cv", seed=seed)[0]
+
+    assert fold0(0) == fold0(0)
+    assert fold0(0) != fold0(1)
+    assert len(fold0(0)) in (1066, 1067)
+
+
+@pytest.mark.data
+def test_real_mr_tokenizes_close_to_its_whitespace_split(data_dir):
+    texts, _ = read_labeled(data_dir / "MR" / "all.tsv")
+    words = [w for text in texts for w in text.lower().split()]
+    same_words = sum(tokenize(w) == [w] for w in words) / len(words)
+    same_docs = sum(tokenize(t) == t.lower().split() for t in texts) / len(texts)
+    # Pang & Lee's tokenizer leaves quotes and brackets on words ("characters'", "'the",
+    # "[a]"), which the rules split off; everything else agrees.
+    assert same_words >= 0.99
+    assert same_docs >= 0.90
+    # the tokenizer only ever splits whitespace tokens further, never joins them
+    for text in texts[:2000]:
+        assert tokenize(text) == [t for w in text.lower().split() for t in tokenize(w)]
