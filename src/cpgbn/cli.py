@@ -1,0 +1,275 @@
+"""The ``cpgbn`` command line: a thin layer that parses, calls the library and prints.
+
+Every user error (bad file, bad parameter, bad model directory) is a CPGBNInputError: the
+command prints ``cpgbn: error: <one line>`` and exits with status 2.  Output files are written
+atomically, so a failed command leaves nothing half-written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+from ._version import __version__
+from .errors import CPGBNInputError
+
+EXIT_USAGE = 2
+
+
+def _layers(text: str) -> tuple[int, ...]:
+    parts = [p for p in text.replace("-", ",").split(",") if p.strip()]
+    try:
+        values = tuple(int(p) for p in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"layers must be integers like 200 or 200,100,50, got {text!r}")
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"every layer size must be >= 1, got {text!r}")
+    return values
+
+
+def _seeds(text: str) -> list[int]:
+    try:
+        return [int(p) for p in text.split(",") if p.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"seeds must be integers like 0,1,2, got {text!r}")
+
+
+def _token_count(text: str):
+    if text == "bernoulli-poisson":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"token count must be an integer or 'bernoulli-poisson', got {text!r}")
+
+
+def _read_documents(data: str, split: str, data_dir, fmt: str):
+    """(texts, labels or None) from a file path or a dataset name."""
+    from .text import DATASETS, load_dataset, read_labeled, read_lines
+    path = Path(data)
+    if path.exists() or fmt != "auto" or os.sep in data or data.endswith((".tsv", ".txt", ".gz")):
+        if fmt == "auto":
+            name = path.name.lower()
+            fmt = "tsv" if name.endswith((".tsv", ".tsv.gz")) else "lines"
+        if fmt == "tsv":
+            return read_labeled(path)
+        return read_lines(path), None
+    if data.lower() in DATASETS:
+        return load_dataset(data, split, data_dir=data_dir)
+    raise CPGBNInputError(f"{data!r} is neither an existing file nor a dataset name "
+                          f"({', '.join(DATASETS)})")
+
+
+def _atomic_save_npy(path: Path, array) -> None:
+    import numpy as np
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".npy", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.save(fh, array)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+# ---------------------------------------------------------------------- commands
+def cmd_fit(args) -> int:
+    from .model import CPGBN
+    texts, _ = _read_documents(args.data, args.split, args.data_dir, args.format)
+    model = CPGBN(layers=args.layers, filter_width=args.filter_width, vocab_size=args.vocab_size,
+                  token_count=args.token_count, eta=args.eta, n_iter=args.iterations,
+                  burn_in=args.burn_in, random_state=args.seed, n_threads=args.threads,
+                  progress=not args.quiet)
+    start = time.perf_counter()
+    model.fit(texts)
+    seconds = time.perf_counter() - start
+    model.save(args.out)
+    print(f"fitted CPGBN {'-'.join(map(str, model.layers_))} on {len(texts)} documents "
+          f"({model.n_train_tokens_} tokens, V={len(model.vocabulary_)}) in {seconds:.1f}s; "
+          f"log-likelihood per token {model.log_likelihood():.4f}; saved to {args.out}")
+    return 0
+
+
+def cmd_transform(args) -> int:
+    from .model import CPGBN
+    model = CPGBN.load(args.model_dir)
+    model.set_params(progress=not args.quiet, n_threads=args.threads)
+    if args.iterations is not None:
+        burn_in = args.iterations * 3 // 4 if args.burn_in is None else args.burn_in
+        model.set_params(transform_iter=args.iterations, transform_burn_in=burn_in)
+    texts, _ = _read_documents(args.data, args.split, args.data_dir, args.format)
+    features = model.transform(texts, all_layers=args.all_layers)
+    _atomic_save_npy(Path(args.out), features)
+    print(f"wrote features of {features.shape[0]} documents x {features.shape[1]} to {args.out}")
+    return 0
+
+
+def cmd_topics(args) -> int:
+    from .model import CPGBN
+    model = CPGBN.load(args.model_dir)
+    usage = model.kernel_usage()
+    order = usage.argsort()[::-1]
+    if args.kernels is not None:
+        order = order[:args.kernels]
+    F = model.globals_.D.shape[1]
+    for k in order:
+        columns = model.phrases(int(k), args.top, hide_unknown=not args.show_unknown)
+        print(f"kernel {k}  (usage {100 * usage[k]:.2f}%)")
+        for row in range(args.top):
+            cells = [columns[f][row][0] if row < len(columns[f]) else "" for f in range(F)]
+            print("   " + "  ".join(f"{c:<16}" for c in cells).rstrip())
+        best = " ".join(columns[f][0][0] for f in range(F) if columns[f])
+        print(f"   phrase: {best}")
+    return 0
+
+
+def cmd_evaluate(args) -> int:
+    from .evaluate import evaluate
+    start = time.perf_counter()
+    result = evaluate(args.dataset, layers=args.layers, protocol=args.protocol, seeds=args.seeds,
+                      data_dir=args.data_dir, vocab_size=args.vocab_size,
+                      token_count=args.token_count, n_iter=args.iterations, burn_in=args.burn_in,
+                      filter_width=args.filter_width, n_threads=args.threads,
+                      progress=not args.quiet, log=lambda msg: print(msg, flush=True))
+    result["wall_seconds"] = round(time.perf_counter() - start, 1)
+    result["command"] = "cpgbn " + " ".join(sys.argv[1:])
+    print(f"{result['dataset']} CPGBN-{'-'.join(map(str, result['layers']))} "
+          f"({result['protocol']} protocol, seeds {','.join(map(str, result['seeds']))}): "
+          f"accuracy {100 * result['accuracy_mean']:.1f} +- {100 * result['accuracy_std']:.1f} %")
+    if args.json:
+        _atomic_write_text(Path(args.json), json.dumps(result, indent=2) + "\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
+# ---------------------------------------------------------------------- parser
+def _add_data_args(p, *, split_help="split of a named dataset"):
+    p.add_argument("--split", default="train", choices=["train", "test", "all"], help=split_help)
+    p.add_argument("--data-dir", default=None,
+                   help="folder with the named datasets (default: $CPGBN_DATA)")
+    p.add_argument("--format", default="auto", choices=["auto", "tsv", "lines"],
+                   help="file layout: label<TAB>text (tsv) or one document per line (default: by "
+                        "extension, .tsv/.tsv.gz = tsv)")
+
+
+def _add_run_args(p):
+    p.add_argument("--threads", type=int, default=None, help="numba threads (default: all cores)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="cpgbn", description="Convolutional Poisson Gamma Belief Network: phrase-level deep "
+                                  "topic models fitted by Gibbs sampling.")
+    parser.add_argument("--version", action="version", version=f"cpgbn {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("fit", help="fit a model and save it",
+                       description="Fit CPGBN on DATA (a file or a dataset name) and save it.")
+    p.add_argument("data", metavar="DATA", help="a text file (.tsv: label<TAB>text, else one "
+                                                "document per line) or a dataset: mr, subj, trec, imdb")
+    _add_data_args(p)
+    p.add_argument("--layers", type=_layers, default=(200,), help="layer widths, e.g. 200 or 200,100,50")
+    p.add_argument("--filter-width", type=int, default=3, help="F, word positions per kernel (default 3)")
+    p.add_argument("--vocab-size", type=int, default=8000,
+                   help="vocabulary rows including the out-of-vocabulary row (default 8000)")
+    p.add_argument("--token-count", type=_token_count, default=None,
+                   help="pseudo-count per token, or 'bernoulli-poisson' (default: library default)")
+    p.add_argument("--eta", type=float, default=0.05, help="Dirichlet concentration (default 0.05)")
+    p.add_argument("--iterations", type=int, default=200, help="Gibbs sweeps (default 200)")
+    p.add_argument("--burn-in", type=int, default=150, help="sweeps before averaging (default 150)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--out", required=True, metavar="MODEL_DIR", help="where to save the model")
+    _add_run_args(p)
+    p.set_defaults(func=cmd_fit)
+
+    p = sub.add_parser("transform", help="document features from a saved model",
+                       description="Infer features (mean theta^(1) / L) of DATA with a saved model.")
+    p.add_argument("model_dir", metavar="MODEL_DIR")
+    p.add_argument("data", metavar="DATA")
+    _add_data_args(p)
+    p.add_argument("--out", required=True, metavar="FEATURES.npy")
+    p.add_argument("--all-layers", action="store_true", help="concatenate the features of every layer")
+    p.add_argument("--iterations", type=int, default=None, help="sweeps (default: as in training)")
+    p.add_argument("--burn-in", type=int, default=None, help="burn-in sweeps (with --iterations)")
+    _add_run_args(p)
+    p.set_defaults(func=cmd_transform)
+
+    p = sub.add_parser("topics", help="phrase table of a saved model",
+                       description="Per kernel (most used first), the top words of each column.")
+    p.add_argument("model_dir", metavar="MODEL_DIR")
+    p.add_argument("--top", type=int, default=4, help="words per column (default 4)")
+    p.add_argument("--kernels", type=int, default=None, help="show only the N most used kernels")
+    p.add_argument("--show-unknown", action="store_true", help="include the out-of-vocabulary token")
+    p.set_defaults(func=cmd_topics)
+
+    p = sub.add_parser("evaluate", help="train, infer the test split, SVM accuracy",
+                       description="Evaluate CPGBN features on a dataset under a protocol.")
+    p.add_argument("dataset", metavar="DATASET", help="mr, subj, trec or imdb")
+    p.add_argument("--layers", type=_layers, default=(200,))
+    p.add_argument("--protocol", choices=["authors", "paper"], default="authors",
+                   help="authors: fixed splits, RBF SVC, 150+50 sweeps; paper: linear SVM, CV for "
+                        "MR/SUBJ, 500+200 sweeps")
+    p.add_argument("--seeds", type=_seeds, default=[0])
+    p.add_argument("--data-dir", default=None, help="folder with the datasets (default: $CPGBN_DATA)")
+    p.add_argument("--vocab-size", type=int, default=None,
+                   help="vocabulary rows (default: the paper's V_pre + 1)")
+    p.add_argument("--token-count", type=_token_count, default=None)
+    p.add_argument("--filter-width", type=int, default=3)
+    p.add_argument("--iterations", type=int, default=None, help="override the protocol's sweeps")
+    p.add_argument("--burn-in", type=int, default=None, help="override the protocol's burn-in")
+    p.add_argument("--json", default=None, metavar="OUT.json", help="write the full record here")
+    _add_run_args(p)
+    p.set_defaults(func=cmd_evaluate)
+    return parser
+
+
+def _one_line_warning(message, category, filename, lineno, line=None):
+    return f"cpgbn: warning: {message}\n"
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "token_count", "absent") is None:
+        from .model import DEFAULT_TOKEN_COUNT
+        args.token_count = DEFAULT_TOKEN_COUNT
+    if args.command == "transform" and args.burn_in is not None and args.iterations is None:
+        parser.error("--burn-in needs --iterations")
+    warnings.formatwarning = _one_line_warning
+    try:
+        return args.func(args)
+    except CPGBNInputError as exc:
+        print(f"cpgbn: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as exc:
+        print(f"cpgbn: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "),
+              file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("cpgbn: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
