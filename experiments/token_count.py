@@ -7,7 +7,6 @@ of 200 kernels, V = 8000 words + OOV.  Resumable: finished cells are kept in the
 """
 import argparse
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -15,14 +14,6 @@ from pathlib import Path
 from cpgbn.evaluate import evaluate
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                              text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def main():
@@ -44,7 +35,6 @@ def main():
         res = evaluate("trec", layers=layers, protocol="authors",
                        seeds=[int(s) for s in args.seeds.split(",")], token_count=tc)
         res["wall_seconds"] = round(time.perf_counter() - start, 1)
-        res["commit"] = commit()
         res["command"] = "python " + " ".join(sys.argv)
         record["cells"][key] = res
         out.parent.mkdir(exist_ok=True)

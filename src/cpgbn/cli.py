@@ -94,11 +94,13 @@ def _atomic_write_text(path: Path, text: str) -> None:
 
 # ---------------------------------------------------------------------- commands
 def cmd_fit(args) -> int:
+    from .io import check_replaceable
     from .model import CPGBN
+    check_replaceable(args.out)
     texts, _ = _read_documents(args.data, args.split, args.data_dir, args.format)
     model = CPGBN(layers=args.layers, filter_width=args.filter_width, vocab_size=args.vocab_size,
                   token_count=args.token_count, eta=args.eta, n_iter=args.iterations,
-                  burn_in=args.burn_in, random_state=args.seed, n_threads=args.threads,
+                  burn_in=args.iterations * 3 // 4 if args.burn_in is None else args.burn_in, random_state=args.seed, n_threads=args.threads,
                   progress=not args.quiet)
     start = time.perf_counter()
     model.fit(texts)
@@ -150,7 +152,8 @@ def cmd_evaluate(args) -> int:
                       data_dir=args.data_dir, vocab_size=args.vocab_size,
                       token_count=args.token_count, n_iter=args.iterations, burn_in=args.burn_in,
                       filter_width=args.filter_width, n_threads=args.threads,
-                      progress=not args.quiet, log=lambda msg: print(msg, flush=True))
+                      progress=not args.quiet, log=lambda msg: print(msg, flush=True),
+                      save_model=args.save_model)
     result["wall_seconds"] = round(time.perf_counter() - start, 1)
     result["command"] = "cpgbn " + " ".join(sys.argv[1:])
     print(f"{result['dataset']} CPGBN-{'-'.join(map(str, result['layers']))} "
@@ -197,7 +200,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="pseudo-count per token, or 'bernoulli-poisson' (default: library default)")
     p.add_argument("--eta", type=float, default=0.05, help="Dirichlet concentration (default 0.05)")
     p.add_argument("--iterations", type=int, default=200, help="Gibbs sweeps (default 200)")
-    p.add_argument("--burn-in", type=int, default=150, help="sweeps before averaging (default 150)")
+    p.add_argument("--burn-in", type=int, default=None,
+                   help="sweeps before averaging (default: 3/4 of --iterations)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--out", required=True, metavar="MODEL_DIR", help="where to save the model")
     _add_run_args(p)
@@ -239,6 +243,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--iterations", type=int, default=None, help="override the protocol's sweeps")
     p.add_argument("--burn-in", type=int, default=None, help="override the protocol's burn-in")
     p.add_argument("--json", default=None, metavar="OUT.json", help="write the full record here")
+    p.add_argument("--save-model", default=None, metavar="MODEL_DIR",
+                   help="save the model of the last run here (for `cpgbn topics`)")
     _add_run_args(p)
     p.set_defaults(func=cmd_evaluate)
     return parser
@@ -256,6 +262,7 @@ def main(argv=None) -> int:
         args.token_count = DEFAULT_TOKEN_COUNT
     if args.command == "transform" and args.burn_in is not None and args.iterations is None:
         parser.error("--burn-in needs --iterations")
+    previous_format = warnings.formatwarning
     warnings.formatwarning = _one_line_warning
     try:
         return args.func(args)
@@ -269,6 +276,8 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("cpgbn: interrupted", file=sys.stderr)
         return 130
+    finally:
+        warnings.formatwarning = previous_format
 
 
 if __name__ == "__main__":

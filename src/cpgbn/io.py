@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ._version import __version__
-from .errors import ModelFormatError
+from .errors import CPGBNInputError, ModelFormatError
 from .inference.state import GlobalParameters, Hyperparameters
 from .text.vocabulary import Vocabulary
 
@@ -56,9 +56,22 @@ def _fsync_file(path: Path) -> None:
         os.fsync(fh.fileno())
 
 
-def write_directory_atomically(directory, write) -> None:
-    """Call ``write(tmp_dir)`` then move ``tmp_dir`` into place at ``directory`` by rename."""
+def check_replaceable(directory, marker: str = _META) -> None:
+    """Raise unless ``directory`` is free or holds an earlier save (never delete anything else)."""
     target = Path(directory)
+    if target.exists() and not (target.is_dir() and (target / marker).is_file()):
+        kind = "file" if not target.is_dir() else "directory that is not a saved cpgbn model"
+        raise CPGBNInputError(f"refusing to overwrite {target}: it is a {kind}; choose another path")
+
+
+def write_directory_atomically(directory, write, *, marker: str = _META) -> None:
+    """Call ``write(tmp_dir)`` then move ``tmp_dir`` into place at ``directory`` by rename.
+
+    An existing ``directory`` is replaced only if it holds ``marker`` (i.e. it is an earlier
+    save); anything else there is refused rather than deleted.
+    """
+    target = Path(directory)
+    check_replaceable(target, marker)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
     try:
@@ -152,24 +165,28 @@ def load_model(cls, directory):
         hyper_fields["eta"] = tuple(hyper_fields["eta"])
         hyper = Hyperparameters(**hyper_fields)
         params = dict(meta["params"])
-        params["layers"] = tuple(params["layers"])
+        params["layers"] = tuple(params["layers"]) if isinstance(params["layers"], list) else params["layers"]
         if isinstance(params.get("eta"), list):
             params["eta"] = tuple(params["eta"])
+        seed = int(meta["seed"])
+        n_train_tokens = int(meta["n_train_tokens"])
+        loglik_trace = np.asarray(meta["loglik_trace"], dtype=np.float64)
+        sweep_seconds = np.asarray(meta["sweep_seconds"], dtype=np.float64)
+        usage = np.asarray(arrays["kernel_usage"], dtype=np.float64)
+        model = cls(**params)
     except (KeyError, TypeError, ValueError, zipfile.BadZipFile, OSError) as exc:
-        raise ModelFormatError(f"model in {directory} is corrupted: {exc}") from None
+        raise ModelFormatError(f"model in {directory} is corrupted: {exc.__class__.__name__}: {exc}") from None
     if g.layers != layers or g.D.shape[0] != len(vocabulary):
         raise ModelFormatError(f"model in {directory} is inconsistent: array shapes do not match "
                                "its layers and vocabulary")
-    model = cls(**params)
     model.globals_ = g
     model.vocabulary_ = vocabulary
     model.layers_ = layers
     model.hyper_ = hyper
-    model.seed_ = int(meta["seed"])
-    model.n_train_tokens_ = int(meta["n_train_tokens"])
-    model.loglik_trace_ = np.asarray(meta["loglik_trace"])
-    model.sweep_seconds_ = np.asarray(meta["sweep_seconds"])
-    usage = arrays["kernel_usage"]
+    model.seed_ = seed
+    model.n_train_tokens_ = n_train_tokens
+    model.loglik_trace_ = loglik_trace
+    model.sweep_seconds_ = sweep_seconds
     model.train_theta_ = [usage[None, :]]
     model.format_version_ = meta["format_version"]
     model.saved_by_version_ = meta.get("library_version")

@@ -206,8 +206,9 @@ class CPGBN(TransformerMixin, BaseEstimator):
         empty = np.flatnonzero(corpus.lengths == 0)
         if len(empty):
             raise CPGBNInputError(
-                f"document {int(empty[0])} has no tokens ({len(empty)} empty document(s) in all);"
-                " remove empty documents from the training data")
+                f"training document {int(empty[0]) + 1} (line {int(empty[0]) + 1} of a one-document-"
+                f"per-line file) has no tokens ({len(empty)} empty document(s) in all); remove "
+                "empty documents from the training data")
         self.seed_ = (int(np.random.SeedSequence().entropy % _MAX_SEED)
                       if self.random_state is None else _check_int("random_state",
                                                                    self.random_state, 0))

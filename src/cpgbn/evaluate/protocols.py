@@ -22,10 +22,10 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC, LinearSVC
 
-from .._version import __version__
 from ..errors import CPGBNInputError
 from ..model import CPGBN, DEFAULT_TOKEN_COUNT
 from ..text.datasets import dataset_info, load_dataset
+from .provenance import provenance
 
 
 @dataclass(frozen=True)
@@ -68,10 +68,11 @@ def _splits(dataset: str, protocol: Protocol, data_dir, seed: int):
 def evaluate(dataset: str, *, layers=(200,), protocol: str = "authors", seeds=(0,), data_dir=None,
              vocab_size: int | None = None, token_count=DEFAULT_TOKEN_COUNT, n_iter: int | None = None,
              burn_in: int | None = None, filter_width: int = 3, eta=0.05, n_threads=None,
-             progress: bool = False, log=None) -> dict:
+             progress: bool = False, log=None, save_model=None) -> dict:
     """Train on the training split, infer the test split, score an SVM; repeat for each seed.
 
     Returns a JSON-ready dict: settings, per-run accuracy and timing, mean and std.
+    ``save_model``: a directory where the model of the last run is saved.
     """
     dataset = dataset.lower()
     if protocol not in PROTOCOLS:
@@ -101,6 +102,8 @@ def evaluate(dataset: str, *, layers=(200,), protocol: str = "authors", seeds=(0
                        median_sweep_seconds=float(np.median(model.sweep_seconds_)),
                        n_train=len(x_train), n_test=len(x_test))
             runs.append(run)
+            if save_model is not None:
+                model.save(save_model)
             if log is not None:
                 log(f"{dataset} layers={'-'.join(map(str, layers))} seed={seed} {split_name}: "
                     f"accuracy {accuracy:.4f} (fit {fit_seconds:.0f}s)")
@@ -114,5 +117,5 @@ def evaluate(dataset: str, *, layers=(200,), protocol: str = "authors", seeds=(0
         filter_width=filter_width, eta=eta, seeds=[int(s) for s in seeds],
         accuracy_mean=float(seed_means.mean()),
         accuracy_std=float(seed_means.std(ddof=1)) if len(seed_means) > 1 else 0.0,
-        runs=runs, library_version=__version__,
+        runs=runs, **provenance(),
     )

@@ -80,7 +80,8 @@ def position_tables(seed, stream, block_size, doc_positions, m, shape, out):
     NB(a_jk / S_j, p_j) count per position.  The sampler keeps the per-position counts m_jks,
     so the augmentation of a_jk must use every one of them: the law of (m_jk1, ..., m_jkS)
     is NB(A_jk; a_jk, p_j) times a Dirichlet-multinomial factor that also depends on a_jk,
-    and CRT(A_jk, a_jk) alone would ignore that factor (the Geweke test detects it).  Each
+    and CRT(A_jk, a_jk) alone would ignore that factor (tests/test_pooling_crt.py shows
+    the shortcut missing the exact posterior while this augmentation matches it).  Each
     CRT(m_jks, a_jk / S_j) is Poisson(q a_jk / S_j) marginally, so the sum is Poisson(q a_jk)
     as the layer above expects.
     """

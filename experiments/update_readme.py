@@ -1,0 +1,50 @@
+"""Fill the README's result tables from the records in results/ (so the two never disagree).
+
+    python experiments/update_readme.py
+"""
+import json
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PAPER_T2 = {("trec", "200"): 68.4, ("mr", "200"): 61.5, ("subj", "200"): 77.4,
+            ("trec", "200-100"): 73.4, ("mr", "200-100"): 62.4, ("subj", "200-100"): 81.2,
+            ("trec", "200-100-50"): 74.4, ("mr", "200-100-50"): 63.6, ("subj", "200-100-50"): 81.5}
+
+
+def evaluation_table() -> str:
+    rows = ["| dataset | model | protocol | token_count | seeds | accuracy % (ours) | paper % | "
+            "s/sweep | record |", "|---|---|---|---|---|---|---|---|---|"]
+    for path in sorted((ROOT / "results").glob("eval_*.json")):
+        r = json.loads(path.read_text())
+        layers = "-".join(map(str, r["layers"]))
+        sweep = sum(x["median_sweep_seconds"] for x in r["runs"]) / len(r["runs"])
+        paper = PAPER_T2.get((r["dataset"], layers), "")
+        rows.append(f"| {r['dataset'].upper()} | CPGBN-{layers} | {r['protocol']} | {r['token_count']} | "
+                    f"{','.join(map(str, r['seeds']))} | {100 * r['accuracy_mean']:.1f} +- "
+                    f"{100 * r['accuracy_std']:.1f} | {paper} | {sweep:.2f} | "
+                    f"[{path.name}](results/{path.name}) (commit {r['commit']}) |")
+    return "\n".join(rows)
+
+
+def token_count_table() -> str:
+    text = (ROOT / "results" / "token_count.md").read_text()
+    return "\n".join(line for line in text.splitlines() if line.startswith("|"))
+
+
+def replace_block(readme: str, name: str, body: str) -> str:
+    start, end = f"<!-- {name} -->", f"<!-- /{name} -->"
+    pattern = re.compile(re.escape(start) + ".*?" + re.escape(end), re.S)
+    return pattern.sub(lambda _: f"{start}\n{body}\n{end}", readme)
+
+
+def main():
+    path = ROOT / "README.md"
+    readme = path.read_text()
+    readme = replace_block(readme, "results", evaluation_table())
+    readme = replace_block(readme, "token-count", token_count_table())
+    path.write_text(readme)
+
+
+if __name__ == "__main__":
+    main()

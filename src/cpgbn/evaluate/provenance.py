@@ -1,0 +1,34 @@
+"""Where a result came from: library version, source commit, date and machine."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import subprocess
+from pathlib import Path
+
+from .._version import __version__
+
+
+def source_commit() -> str:
+    """The git commit of the source tree this package runs from ("+dirty" if modified), or "unknown"."""
+    here = Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True,
+                                text=True, check=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
+                               capture_output=True, text=True, check=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return commit + ("+dirty" if dirty else "")
+
+
+def provenance() -> dict:
+    return {
+        "library_version": __version__,
+        "commit": source_commit(),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "machine": f"{platform.machine()} {os.cpu_count()} cpus, {platform.system()}",
+        "python": platform.python_version(),
+    }

@@ -1,0 +1,64 @@
+"""Small synthetic corpora shared by the CLI and estimator tests (no real data needed)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+#: 40 distinct plain words ("w00" .. "w39"); the tokenizer keeps each as one token.
+WORDS = [f"w{i:02d}" for i in range(40)]
+
+
+def random_texts(n_docs: int = 60, min_len: int = 5, max_len: int = 12, seed: int = 0,
+                 words=WORDS) -> list[str]:
+    """``n_docs`` documents of ``min_len``..``max_len`` words drawn uniformly from ``words``."""
+    rng = np.random.default_rng(seed)
+    return [" ".join(rng.choice(words, size=int(rng.integers(min_len, max_len + 1))))
+            for _ in range(n_docs)]
+
+
+def random_labeled(n_docs: int = 60, seed: int = 0, **kwargs) -> tuple[list[str], list[str]]:
+    """``random_texts`` with two alternating labels, "pos" and "neg"."""
+    texts = random_texts(n_docs, seed=seed, **kwargs)
+    return texts, ["pos" if i % 2 else "neg" for i in range(n_docs)]
+
+
+def write_tsv(path: Path, texts, labels) -> Path:
+    """Write ``label<TAB>text`` lines (UTF-8, "\\n" terminated)."""
+    path = Path(path)
+    path.write_text("".join(f"{y}\t{x}\n" for x, y in zip(texts, labels)), encoding="utf-8")
+    return path
+
+
+# Two classes whose documents are built from disjoint 3-word phrases, with shared filler words.
+_PHRASES = {
+    "red": ["red apple pie", "warm cherry jam", "sweet berry tart", "fresh peach cake"],
+    "blue": ["cold steel rail", "heavy iron gate", "sharp copper wire", "loud brass bell"],
+}
+_FILLER = ["the", "a", "and", "of", "with", "on", "very", "some"]
+
+
+def phrase_corpus(n_docs: int, seed: int) -> tuple[list[str], list[str]]:
+    """An easy two-class task: each document strings together 2-3 phrases of its class, in
+    random order, with 0-2 filler words (shared by both classes) before each phrase.
+
+    Labels alternate, so any prefix is balanced.  The classes share no phrase word, so a
+    model that learns the phrases separates them almost perfectly.
+    """
+    rng = np.random.default_rng(seed)
+    texts, labels = [], []
+    for i in range(n_docs):
+        label = "red" if i % 2 == 0 else "blue"
+        words: list[str] = []
+        for p in rng.choice(len(_PHRASES[label]), size=int(rng.integers(2, 4)), replace=False):
+            words += list(rng.choice(_FILLER, size=int(rng.integers(0, 3))))
+            words += _PHRASES[label][p].split()
+        texts.append(" ".join(words))
+        labels.append(label)
+    return texts, labels
+
+
+def files_under(root: Path) -> set[str]:
+    """Every path below ``root`` (files and folders, hidden ones included), relative to it."""
+    root = Path(root)
+    return {str(p.relative_to(root)) for p in root.rglob("*")}

@@ -1,0 +1,61 @@
+"""The pooling layer's CRT augmentation against the exact posterior of the pooled shape.
+
+Scalar model: a ~ Gam(alpha0, 1); w_s ~ Gam(a / S, 1/c) at S positions; m_s ~ Pois(w_s).
+Marginally m_s ~ NB(a / S, p = 1/(1 + c)) and the exact posterior of a given (m_1..m_S) is
+computed on a grid.  The sampler's augmentation l = sum_s CRT(m_s, a / S) followed by
+a | l ~ Gam(alpha0 + l, 1 / (1 + q)), q = ln(1 + 1/c), is a Gibbs sampler of that posterior.
+The shortcut CRT(sum_s m_s, a) ignores the Dirichlet-multinomial factor of how the counts are
+spread over positions; the test checks that it is detectably wrong here, so it has power.
+"""
+
+import numpy as np
+import pytest
+from scipy import stats
+from scipy.special import gammaln
+
+from cpgbn.samplers import gbn
+
+ALPHA0, C, S = 2.0, 0.5, 8
+Q = np.log1p(1.0 / C)
+
+
+def exact_cdf(m):
+    grid = np.linspace(1e-6, 60.0, 200001)
+    r = grid[:, None] / S
+    log_nb = (gammaln(m[None, :] + r) - gammaln(r) - gammaln(m[None, :] + 1)).sum(axis=1)
+    log_post = (ALPHA0 - 1) * np.log(grid) - grid - Q * grid + log_nb
+    dens = np.exp(log_post - log_post.max())
+    cdf = np.cumsum(dens)
+    cdf /= cdf[-1]
+    return lambda x: np.interp(x, grid, cdf)
+
+
+def run_chain(m, use_positions, n=30000, seed=0):
+    rng = np.random.default_rng(seed)
+    positions = np.array([0, S], dtype=np.int64)
+    counts = m.reshape(S, 1).astype(np.int32)
+    out = np.zeros((1, 1), dtype=np.int64)
+    a, draws = 1.0, np.empty(n)
+    for i in range(n):
+        shape = np.array([[a]])
+        if use_positions:
+            gbn.position_tables(seed, i, 32, positions, counts, shape, out)
+        else:
+            gbn.layer_tables(seed, i, 32, counts.sum(axis=0, keepdims=True).astype(np.int64),
+                             shape, out)
+        a = rng.gamma(ALPHA0 + out[0, 0]) / (1.0 + Q)
+        draws[i] = a
+    return draws[1000::10]  # burn-in, thin to nearly independent draws
+
+
+@pytest.mark.parametrize("m", [np.array([12, 0, 0, 0, 0, 0, 0, 0]), np.array([2, 1, 2, 1, 2, 1, 2, 1])])
+def test_position_tables_sample_the_exact_posterior(m):
+    cdf = exact_cdf(m)
+    p_value = stats.kstest(run_chain(m, use_positions=True), cdf).pvalue
+    assert p_value > 1e-3
+
+
+def test_summed_crt_shortcut_is_detectably_wrong():
+    m = np.array([12, 0, 0, 0, 0, 0, 0, 0])
+    p_value = stats.kstest(run_chain(m, use_positions=False), exact_cdf(m)).pvalue
+    assert p_value < 1e-6
