@@ -15,7 +15,6 @@ from cpgbn.inference.gibbs import GibbsSampler
 from cpgbn.inference.state import GibbsState, Hyperparameters
 from cpgbn.simulate import sample_counts, sample_globals, sample_locals
 
-V, F, N, L = 3, 2, 3, 3
 THRESHOLD = 4.5
 
 
@@ -40,7 +39,7 @@ def _batch_se(x: np.ndarray, n_batches: int = 50) -> np.ndarray:
     return means.std(axis=0, ddof=1) / np.sqrt(n_batches)
 
 
-def _run_geweke(layers, binary, n_prior, n_chain, seed):
+def _run_geweke(layers, binary, n_prior, n_chain, seed, V=3, F=2, N=3, L=3):
     hyper = Hyperparameters(eta=(0.8,) * len(layers), e0=2.0, f0=2.0, gamma0=2.0 * layers[-1],
                             c0=1.0, sample_r=True)
     rng = np.random.default_rng(seed)
@@ -81,6 +80,15 @@ def _run_geweke(layers, binary, n_prior, n_chain, seed):
     ((2, 2), False),
 ])
 def test_geweke_full_sweep(layers, binary):
+    """CPGBN: F = 2, documents of 3 columns (2 positions each)."""
     z = _run_geweke(layers, binary, n_prior=20000, n_chain=20000, seed=11)
+    assert np.all(np.isfinite(z))
+    assert np.max(np.abs(z)) < THRESHOLD, f"Geweke z-scores {np.round(z, 2)}"
+
+
+@pytest.mark.slow
+def test_geweke_bag_of_words_pgbn():
+    """The PGBN baseline: F = 1 and one column of word counts per document."""
+    z = _run_geweke((2, 2), False, n_prior=20000, n_chain=20000, seed=12, V=4, F=1, L=1)
     assert np.all(np.isfinite(z))
     assert np.max(np.abs(z)) < THRESHOLD, f"Geweke z-scores {np.round(z, 2)}"

@@ -153,10 +153,10 @@ def cmd_evaluate(args) -> int:
                       token_count=args.token_count, n_iter=args.iterations, burn_in=args.burn_in,
                       filter_width=args.filter_width, n_threads=args.threads,
                       progress=not args.quiet, log=lambda msg: print(msg, flush=True),
-                      save_model=args.save_model)
+                      save_model=args.save_model, model=args.model)
     result["wall_seconds"] = round(time.perf_counter() - start, 1)
     result["command"] = "cpgbn " + " ".join(sys.argv[1:])
-    print(f"{result['dataset']} CPGBN-{'-'.join(map(str, result['layers']))} "
+    print(f"{result['dataset']} {result['model'].upper()}-{'-'.join(map(str, result['layers']))} "
           f"({result['protocol']} protocol, seeds {','.join(map(str, result['seeds']))}): "
           f"accuracy {100 * result['accuracy_mean']:.1f} +- {100 * result['accuracy_std']:.1f} %")
     if args.json:
@@ -231,6 +231,8 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Evaluate CPGBN features on a dataset under a protocol.")
     p.add_argument("dataset", metavar="DATASET", help="mr, subj, trec or imdb")
     p.add_argument("--layers", type=_layers, default=(200,))
+    p.add_argument("--model", choices=["cpgbn", "pgbn", "lda"], default="cpgbn",
+                   help="cpgbn, or a bag-of-words baseline in the same harness (pgbn, lda)")
     p.add_argument("--protocol", choices=["authors", "paper"], default="authors",
                    help="authors: fixed splits, RBF SVC, 150+50 sweeps; paper: linear SVM, CV for "
                         "MR/SUBJ, 500+200 sweeps")

@@ -187,7 +187,7 @@ def load_model(cls, directory):
     model.n_train_tokens_ = n_train_tokens
     model.loglik_trace_ = loglik_trace
     model.sweep_seconds_ = sweep_seconds
-    model.train_theta_ = [usage[None, :]]
+    model.kernel_usage_ = usage
     model.format_version_ = meta["format_version"]
     model.saved_by_version_ = meta.get("library_version")
     return model

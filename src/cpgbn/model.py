@@ -21,12 +21,13 @@ from ._version import __version__
 from .errors import CPGBNInputError
 from .inference.gibbs import GibbsSampler, RunResult
 from .inference.state import GlobalParameters, Hyperparameters
-from .layers.cells import ConvData, from_token_sequences, token_mode
+from .layers.cells import ConvData, from_bag_of_words, from_token_sequences, token_mode
 from .text.corpus import Corpus
 from .text.vocabulary import OOV_ID, Vocabulary
 
-#: Default pseudo-count per token: chosen by measured accuracy (see docs/token_count.md).
-DEFAULT_TOKEN_COUNT = 100
+#: Default pseudo-count per token, chosen by measured accuracy (results/token_count.md): the
+#: smallest count within one seed-std of the best mean.
+DEFAULT_TOKEN_COUNT = 200
 
 _MAX_SEED = 2**63 - 1
 
@@ -60,11 +61,11 @@ class CPGBN(TransformerMixin, BaseEstimator):
         Rows of the vocabulary built at fit time, including id 0, the shared
         out-of-vocabulary token (a real row of every kernel).  Ignored when ``fit`` is given
         an encoded :class:`~cpgbn.text.Corpus`.
-    token_count : int or "bernoulli-poisson", default 100
+    token_count : int or "bernoulli-poisson", default 200
         The observation model of a token.  ``"bernoulli-poisson"`` is the paper's link
         x = 1(m > 0) with a zero-truncated Poisson latent count; an integer c gives every token
         c pseudo-counts (the authors' code, a tempered likelihood).  The default was chosen by
-        measured TREC accuracy; see the README section "token_count".
+        measured TREC accuracy (results/token_count.md); see the README section "token_count".
     eta : float or sequence of float, default 0.05
         Dirichlet concentration of the kernels (eta^(1)) and of each Phi^(t).
     e0, f0 : float, default 0.1
@@ -94,6 +95,8 @@ class CPGBN(TransformerMixin, BaseEstimator):
     loglik_trace_ : ndarray (n_iter,)
         Training log-likelihood after each sweep.
     sweep_seconds_ : ndarray (n_iter,)
+    kernel_usage_ : ndarray (K_1,)
+        Share of each kernel in the training documents' theta^(1).
     seed_ : int
         The resolved seed.
     """
@@ -224,6 +227,8 @@ class CPGBN(TransformerMixin, BaseEstimator):
         self.globals_ = result.globals_mean
         self.train_features_ = self._features(result, data)
         self.train_theta_ = result.theta_mean
+        usage = result.theta_mean[0].sum(axis=0)
+        self.kernel_usage_ = usage / usage.sum()
         self.loglik_trace_ = np.asarray(result.loglik)
         self.sweep_seconds_ = np.asarray(result.seconds)
         self.n_train_tokens_ = int(corpus.lengths.sum())
@@ -317,10 +322,9 @@ class CPGBN(TransformerMixin, BaseEstimator):
         return columns
 
     def kernel_usage(self) -> np.ndarray:
-        """Share of the training tokens' features on each kernel (mean of train_theta_[0])."""
+        """Share of each kernel in the training documents' theta^(1) (sums to 1)."""
         self._check_fitted()
-        usage = self.train_theta_[0].sum(axis=0)
-        return usage / usage.sum()
+        return self.kernel_usage_
 
     # ------------------------------------------------------------------ persistence
     def save(self, directory) -> None:
@@ -339,4 +343,38 @@ class CPGBN(TransformerMixin, BaseEstimator):
         return {"X_types": ["string"], "non_deterministic": False}
 
 
-__all__ = ["CPGBN", "DEFAULT_TOKEN_COUNT", "GlobalParameters", "__version__"]
+class PGBN(CPGBN):
+    """Poisson Gamma Belief Network on bag-of-words counts (Zhou, Cong & Chen 2016): the baseline.
+
+    The same sampler as :class:`CPGBN` with filter width 1 and each document a single column of
+    word counts, so the bottom layer is Poisson factor analysis (``layers=(200,)``: PFA) and the
+    stack above it is identical.  Word order is ignored.  ``token_count`` multiplies every word
+    count (1 = the plain model; larger values temper the likelihood like CPGBN's pseudo-count).
+    ``filter_width`` is ignored (always 1).
+    """
+
+    def __init__(self, layers=(200,), *, filter_width=1, vocab_size=8000, token_count=1, eta=0.05,
+                 e0=0.1, f0=0.1, sample_r=True, n_iter=200, burn_in=150, transform_iter=None,
+                 transform_burn_in=None, feature_normalization="length", random_state=None,
+                 n_threads=None, progress=False):
+        super().__init__(layers, filter_width=filter_width, vocab_size=vocab_size,
+                         token_count=token_count, eta=eta, e0=e0, f0=f0, sample_r=sample_r,
+                         n_iter=n_iter, burn_in=burn_in, transform_iter=transform_iter,
+                         transform_burn_in=transform_burn_in,
+                         feature_normalization=feature_normalization, random_state=random_state,
+                         n_threads=n_threads, progress=progress)
+
+    def _data(self, corpus: Corpus, filter_width: int) -> ConvData:
+        data = from_bag_of_words(corpus.tokens, corpus.offsets)
+        mode, scale = token_mode(self.token_count)
+        if mode != 0 and scale != 1:
+            object.__setattr__(data, "cell_count", data.cell_count * np.int32(scale))
+        return data
+
+    def _validated(self) -> dict:
+        params = super()._validated()
+        params["filter_width"] = 1
+        return params
+
+
+__all__ = ["CPGBN", "PGBN", "DEFAULT_TOKEN_COUNT", "GlobalParameters", "__version__"]

@@ -23,7 +23,8 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC, LinearSVC
 
 from ..errors import CPGBNInputError
-from ..model import CPGBN, DEFAULT_TOKEN_COUNT
+from ..model import CPGBN, DEFAULT_TOKEN_COUNT, PGBN
+from ..text.corpus import Corpus
 from ..text.datasets import dataset_info, load_dataset
 from .provenance import provenance
 
@@ -65,14 +66,65 @@ def _splits(dataset: str, protocol: Protocol, data_dir, seed: int):
             load_dataset(dataset, "test", data_dir=data_dir)
 
 
+class LDAFeatures:
+    """Latent Dirichlet allocation baseline (scikit-learn, batch variational Bayes) on the same
+    vocabulary: features are the documents' topic proportions."""
+
+    def __init__(self, n_topics: int, vocab_size: int, n_iter: int, seed: int):
+        self.n_topics, self.vocab_size, self.n_iter, self.seed = n_topics, vocab_size, n_iter, seed
+        self.sweep_seconds_ = np.array([np.nan])
+
+    def _counts(self, corpus: Corpus):
+        from scipy.sparse import csr_matrix
+        n_docs = len(corpus)
+        rows = np.repeat(np.arange(n_docs), corpus.lengths)
+        return csr_matrix((np.ones(len(corpus.tokens)), (rows, corpus.tokens)),
+                          shape=(n_docs, len(corpus.vocabulary)))
+
+    def fit_transform(self, texts):
+        from sklearn.decomposition import LatentDirichletAllocation
+        corpus = Corpus.from_texts(list(texts), vocab_size=self.vocab_size)
+        self.vocabulary_ = corpus.vocabulary
+        self.lda_ = LatentDirichletAllocation(n_components=self.n_topics, learning_method="batch",
+                                              max_iter=self.n_iter, random_state=self.seed)
+        start = time.perf_counter()
+        features = self.lda_.fit_transform(self._counts(corpus))
+        self.sweep_seconds_ = np.array([(time.perf_counter() - start) / self.n_iter])
+        return features
+
+    def transform(self, texts):
+        corpus = Corpus.from_texts(list(texts), vocabulary=self.vocabulary_)
+        return self.lda_.transform(self._counts(corpus))
+
+
+MODELS = ("cpgbn", "pgbn", "lda")
+
+
+def _make_model(kind, *, layers, filter_width, vocab_size, token_count, eta, n_iter, burn_in, seed,
+                n_threads, progress):
+    if kind == "lda":
+        if len(layers) != 1:
+            raise CPGBNInputError(f"LDA has one layer, got layers={layers}")
+        return LDAFeatures(layers[0], vocab_size, n_iter=min(n_iter, 100), seed=seed)
+    cls = {"cpgbn": CPGBN, "pgbn": PGBN}.get(kind)
+    if cls is None:
+        raise CPGBNInputError(f"model must be one of {MODELS}, got {kind!r}")
+    extra = {} if kind == "pgbn" else {"filter_width": filter_width}
+    return cls(layers=tuple(layers), vocab_size=vocab_size, token_count=token_count, eta=eta,
+               n_iter=n_iter, burn_in=burn_in, random_state=seed, n_threads=n_threads,
+               progress=progress, **extra)
+
+
 def evaluate(dataset: str, *, layers=(200,), protocol: str = "authors", seeds=(0,), data_dir=None,
              vocab_size: int | None = None, token_count=DEFAULT_TOKEN_COUNT, n_iter: int | None = None,
              burn_in: int | None = None, filter_width: int = 3, eta=0.05, n_threads=None,
-             progress: bool = False, log=None, save_model=None) -> dict:
+             progress: bool = False, log=None, save_model=None, model: str = "cpgbn") -> dict:
     """Train on the training split, infer the test split, score an SVM; repeat for each seed.
 
     Returns a JSON-ready dict: settings, per-run accuracy and timing, mean and std.
-    ``save_model``: a directory where the model of the last run is saved.
+    ``save_model``: a directory where the model of the last run is saved.  ``model``: "cpgbn",
+    or a baseline in the same harness: "pgbn" (bag-of-words PGBN, token_count multiplies the
+    word counts) or "lda" (scikit-learn, at most 100 variational iterations).
     """
     dataset = dataset.lower()
     if protocol not in PROTOCOLS:
@@ -86,33 +138,34 @@ def evaluate(dataset: str, *, layers=(200,), protocol: str = "authors", seeds=(0
     runs = []
     for seed in seeds:
         for split_name, (x_train, y_train), (x_test, y_test) in _splits(dataset, proto, data_dir, seed):
-            model = CPGBN(layers=tuple(layers), filter_width=filter_width, vocab_size=vocab_size,
-                          token_count=token_count, eta=eta, n_iter=n_iter, burn_in=burn_in,
-                          random_state=seed, n_threads=n_threads, progress=progress)
+            estimator = _make_model(model, layers=layers, filter_width=filter_width,
+                                    vocab_size=vocab_size, token_count=token_count, eta=eta,
+                                    n_iter=n_iter, burn_in=burn_in, seed=seed, n_threads=n_threads,
+                                    progress=progress)
             start = time.perf_counter()
-            f_train = model.fit_transform(x_train)
+            f_train = estimator.fit_transform(x_train)
             fit_seconds = time.perf_counter() - start
             start = time.perf_counter()
-            f_test = model.transform(x_test)
+            f_test = estimator.transform(x_test)
             transform_seconds = time.perf_counter() - start
             classifier = make_classifier(proto.classifier, seed).fit(f_train, y_train)
             accuracy = float(classifier.score(f_test, np.asarray(y_test)))
             run = dict(seed=int(seed), split=split_name, accuracy=accuracy,
                        fit_seconds=round(fit_seconds, 2), transform_seconds=round(transform_seconds, 2),
-                       median_sweep_seconds=float(np.median(model.sweep_seconds_)),
+                       median_sweep_seconds=float(np.median(estimator.sweep_seconds_)),
                        n_train=len(x_train), n_test=len(x_test))
             runs.append(run)
-            if save_model is not None:
-                model.save(save_model)
+            if save_model is not None and model != "lda":
+                estimator.save(save_model)
             if log is not None:
-                log(f"{dataset} layers={'-'.join(map(str, layers))} seed={seed} {split_name}: "
+                log(f"{dataset} {model} layers={'-'.join(map(str, layers))} seed={seed} {split_name}: "
                     f"accuracy {accuracy:.4f} (fit {fit_seconds:.0f}s)")
     per_seed = {}
     for run in runs:
         per_seed.setdefault(run["seed"], []).append(run["accuracy"])
     seed_means = np.array([np.mean(v) for v in per_seed.values()])
     return dict(
-        dataset=dataset, layers=list(layers), protocol=protocol, classifier=proto.classifier,
+        dataset=dataset, model=model, layers=list(layers), protocol=protocol, classifier=proto.classifier,
         n_iter=n_iter, burn_in=burn_in, vocab_size=vocab_size, token_count=token_count,
         filter_width=filter_width, eta=eta, seeds=[int(s) for s in seeds],
         accuracy_mean=float(seed_means.mean()),

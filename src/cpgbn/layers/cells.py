@@ -158,3 +158,23 @@ def from_cells(doc_cells, cell_word, cell_col, doc_length, filter_width,
         fixed_count=1,
         true_length=doc_length,
     )
+
+
+def from_bag_of_words(tokens: np.ndarray, offsets: np.ndarray) -> ConvData:
+    """Cells of bag-of-words documents: one column per document, one cell per distinct word
+    with its count (observed Poisson counts).  With F = 1 the convolutional layer is then
+    exactly PFA, and the whole stack the PGBN of Zhou, Cong & Chen (2016)."""
+    tokens = np.asarray(tokens, dtype=np.int64)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    n_docs = len(offsets) - 1
+    doc_of_token = np.repeat(np.arange(n_docs), np.diff(offsets))
+    n_words = int(tokens.max()) + 1 if len(tokens) else 1
+    keys, counts = np.unique(doc_of_token * n_words + tokens, return_counts=True)
+    docs, words = np.divmod(keys, n_words)
+    doc_cells = np.zeros(n_docs + 1, dtype=np.int64)
+    np.cumsum(np.bincount(docs, minlength=n_docs), out=doc_cells[1:])
+    data = from_cells(doc_cells, words.astype(np.int32), np.zeros(len(words), dtype=np.int32),
+                      np.ones(n_docs, dtype=np.int64), 1, cell_count=counts.astype(np.int32))
+    # features are normalised by the number of tokens, not by the single column
+    object.__setattr__(data, "true_length", np.diff(offsets).astype(np.int64))
+    return data

@@ -1,0 +1,125 @@
+"""Reproduce the paper's Table 2 (unsupervised features + SVM) with CPGBN and the baselines.
+
+Every (protocol, dataset, model, layers, seed) is one cell, stored in results/table2.json as
+soon as it finishes; a killed run continues where it stopped.  results/table2.md shows each
+configuration as mean +- std over its seeds beside the paper's figure.
+
+    python experiments/table2.py                      # everything, in order
+    python experiments/table2.py --datasets trec      # a subset
+    python experiments/table2.py --report             # only rewrite table2.md
+"""
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from cpgbn.evaluate import evaluate
+from cpgbn.model import DEFAULT_TOKEN_COUNT
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "results" / "table2.json"
+PAPER = {  # Table 2 of the paper: accuracy % (MR, TREC, SUBJ)
+    ("cpgbn", "200"): (61.5, 68.4, 77.4), ("cpgbn", "200-100"): (62.4, 73.4, 81.2),
+    ("cpgbn", "200-100-50"): (63.6, 74.4, 81.5), ("pgbn", "200"): (56.3, 66.7, 76.2),
+    ("pgbn", "200-100-50"): (57.0, 67.9, 78.3), ("lda", "200"): (54.4, 45.5, 68.2),
+}
+DATASETS = ("trec", "mr", "subj")
+CONFIGS = [("cpgbn", (200,)), ("cpgbn", (200, 100)), ("cpgbn", (200, 100, 50)),
+           ("pgbn", (200,)), ("pgbn", (200, 100, 50)), ("lda", (200,))]
+
+
+def plan(datasets, seeds, protocols):
+    for protocol in protocols:
+        for dataset in datasets:
+            if protocol == "paper" and dataset != "trec":
+                continue
+            for model, layers in CONFIGS:
+                if protocol == "paper" and model != "cpgbn":
+                    continue
+                for seed in seeds:
+                    yield protocol, dataset, model, layers, seed
+
+
+def key_of(protocol, dataset, model, layers, seed, token_count):
+    return f"{protocol}|{dataset}|{model}|{'-'.join(map(str, layers))}|tc={token_count}|seed={seed}"
+
+
+def load():
+    return json.loads(OUT.read_text()) if OUT.exists() else {"cells": {}}
+
+
+def save(record):
+    OUT.parent.mkdir(exist_ok=True)
+    tmp = OUT.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(record, indent=1) + "\n")
+    os.replace(tmp, OUT)
+
+
+def report(record):
+    groups = {}
+    for cell in record["cells"].values():
+        layers = "-".join(map(str, cell["layers"]))
+        key = (cell["protocol"], cell["model"], layers, str(cell["token_count"]))
+        groups.setdefault(key, {}).setdefault(cell["dataset"], []).append(cell)
+    lines = ["# Table 2: unsupervised features + SVM (accuracy %)", "",
+             "Made by `experiments/table2.py` (records with command, commit, iterations and wall time "
+             "in `table2.json`). Each cell: mean +- std over seeds (n = seeds); paper figure in "
+             "brackets. Protocols: see README.", "",
+             "| protocol | model | layers | token_count | MR | TREC | SUBJ | s/sweep (MR, TREC, SUBJ) |",
+             "|---|---|---|---|---|---|---|---|"]
+    order = {m: i for i, (m, _) in enumerate(CONFIGS)}
+    for (protocol, model, layers, tc) in sorted(groups, key=lambda k: (k[0], order.get(k[1], 9), k[2])):
+        cols, times = [], []
+        paper = PAPER.get((model, layers))
+        for i, dataset in enumerate(("mr", "trec", "subj")):
+            cells = groups[(protocol, model, layers, tc)].get(dataset, [])
+            ref = f" [{paper[i]}]" if paper else ""
+            if not cells:
+                cols.append("-" + ref)
+                times.append("-")
+                continue
+            acc = np.array([100 * c["accuracy_mean"] for c in cells])
+            std = f" +- {acc.std(ddof=1):.1f}" if len(acc) > 1 else ""
+            cols.append(f"{acc.mean():.1f}{std} (n={len(acc)}){ref}")
+            times.append(f"{np.mean([c['runs'][0]['median_sweep_seconds'] for c in cells]):.2f}")
+        lines.append(f"| {protocol} | {model.upper()} | {layers} | {tc} | " + " | ".join(cols)
+                     + f" | {', '.join(times)} |")
+    (OUT.with_suffix(".md")).write_text("\n".join(lines) + "\n")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--datasets", default=",".join(DATASETS))
+    ap.add_argument("--seeds", default="0,1,2")
+    ap.add_argument("--protocols", default="authors,paper")
+    ap.add_argument("--token-count", default=str(DEFAULT_TOKEN_COUNT))
+    ap.add_argument("--report", action="store_true")
+    args = ap.parse_args()
+    record = load()
+    if not args.report:
+        tc = args.token_count if args.token_count == "bernoulli-poisson" else int(args.token_count)
+        for protocol, dataset, model, layers, seed in plan(
+                args.datasets.split(","), [int(s) for s in args.seeds.split(",")],
+                args.protocols.split(",")):
+            model_tc = 1 if model != "cpgbn" else tc  # baselines: plain word counts
+            key = key_of(protocol, dataset, model, layers, seed, model_tc)
+            if key in record["cells"]:
+                continue
+            start = time.perf_counter()
+            cell = evaluate(dataset, layers=layers, protocol=protocol, seeds=[seed], model=model,
+                            token_count=model_tc)
+            cell["wall_seconds"] = round(time.perf_counter() - start, 1)
+            cell["command"] = "python " + " ".join(sys.argv)
+            record["cells"][key] = cell
+            save(record)
+            report(record)
+            print(f"{key}: {100 * cell['accuracy_mean']:.1f}% ({cell['wall_seconds']}s)", flush=True)
+    report(record)
+
+
+if __name__ == "__main__":
+    main()
