@@ -145,6 +145,23 @@ def cmd_topics(args) -> int:
     return 0
 
 
+def cmd_tree(args) -> int:
+    from .explain import check_layer, format_tree
+    from .model import CPGBN
+    model = CPGBN.load(args.model_dir)
+    layer = len(model.layers_) if args.layer is None else check_layer(model.layers_, args.layer)
+    topics = range(model.layers_[layer - 1]) if args.topic is None else [args.topic]
+    if args.topic is None and args.topics is not None:
+        weights = model.globals_.r if layer == len(model.layers_) else None
+        order = list(topics) if weights is None else list(weights.argsort()[::-1])
+        topics = order[:args.topics]
+    for k in topics:
+        node = model.tree(layer=layer, topic=int(k), children=args.children, top_n=args.top)
+        print(format_tree(node))
+        print()
+    return 0
+
+
 def cmd_evaluate(args) -> int:
     from .evaluate import evaluate
     start = time.perf_counter()
@@ -226,6 +243,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kernels", type=int, default=None, help="show only the N most used kernels")
     p.add_argument("--show-unknown", action="store_true", help="include the out-of-vocabulary token")
     p.set_defaults(func=cmd_topics)
+
+    p = sub.add_parser("tree", help="topic trees of a saved model",
+                       description="For topics of a layer (default: the top one, heaviest r first), "
+                                   "their children down to layer 1, each with its phrase columns.")
+    p.add_argument("model_dir", metavar="MODEL_DIR")
+    p.add_argument("--layer", type=int, default=None, help="layer of the roots (default: top)")
+    p.add_argument("--topic", type=int, default=None, help="one root topic (default: several)")
+    p.add_argument("--topics", type=int, default=3, help="how many roots when --topic is not given")
+    p.add_argument("--children", type=int, default=3, help="children per node (default 3)")
+    p.add_argument("--top", type=int, default=3, help="words per phrase column (default 3)")
+    p.set_defaults(func=cmd_tree)
 
     p = sub.add_parser("evaluate", help="train, infer the test split, SVM accuracy",
                        description="Evaluate CPGBN features on a dataset under a protocol.")

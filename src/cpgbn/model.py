@@ -23,7 +23,7 @@ from .inference.gibbs import GibbsSampler, RunResult
 from .inference.state import GlobalParameters, Hyperparameters
 from .layers.cells import ConvData, from_bag_of_words, from_token_sequences, token_mode
 from .text.corpus import Corpus
-from .text.vocabulary import OOV_ID, Vocabulary
+from .text.vocabulary import Vocabulary
 
 #: Default pseudo-count per token, chosen by measured accuracy (results/token_count.md): the
 #: smallest count within one seed-std of the best mean.
@@ -297,29 +297,37 @@ class CPGBN(TransformerMixin, BaseEstimator):
         self._check_fitted()
         return np.transpose(self.globals_.D, (2, 0, 1))
 
-    def phrases(self, kernel: int, top_n: int = 4, *, hide_unknown: bool = True):
-        """Top words of each column of a kernel (the paper's Table 3).
+    def phrases(self, kernel: int | None = None, top_n: int = 4, *, layer: int = 1,
+                topic: int | None = None, hide_unknown: bool = True):
+        """Top words of each column of a kernel (the paper's Table 3), or of a deeper topic.
 
-        Returns a list of F columns, each a list of ``top_n`` ``(word, probability)`` pairs,
-        where probability is d_{k,v,f} normalised within column f.
+        ``phrases(k)`` is kernel k of layer 1; ``phrases(layer=t, topic=k)`` projects topic k of
+        layer t onto the kernels (Phi^(2) ... Phi^(t) onto D).  Returns F columns, each a list of
+        ``top_n`` ``(word, probability)`` pairs, probability normalised within the column.
         """
+        from .explain import phrase_matrix, top_words_per_column
         self._check_fitted()
-        D = self.globals_.D
-        K = D.shape[2]
-        kernel = _check_int("kernel", kernel, 0)
-        if kernel >= K:
-            raise CPGBNInputError(f"kernel must be < {K}, got {kernel}")
+        if (kernel is None) == (topic is None):
+            raise CPGBNInputError("give a kernel (layer 1) or a topic with its layer, not both")
+        index = _check_int("kernel" if topic is None else "topic", kernel if topic is None else topic, 0)
+        if topic is None and index >= self.globals_.D.shape[2]:
+            raise CPGBNInputError(f"kernel must be < {self.globals_.D.shape[2]}, got {index}")
+        layer = _check_int("layer", layer, 1)
         top_n = _check_int("top_n", top_n, 1)
-        columns = []
-        for f in range(D.shape[1]):
-            col = D[:, f, kernel].astype(np.float64)
-            col = col / col.sum()
-            order = np.argsort(-col, kind="stable")
-            if hide_unknown:
-                order = order[order != OOV_ID]
-            words = self.vocabulary_.decode(order[:top_n])
-            columns.append([(wd, float(col[i])) for wd, i in zip(words, order[:top_n])])
-        return columns
+        return top_words_per_column(phrase_matrix(self.globals_, layer, index), self.vocabulary_,
+                                    top_n, hide_unknown)
+
+    def tree(self, layer: int | None = None, topic: int = 0, children: int = 3, top_n: int = 3):
+        """The topic tree below ``topic`` of ``layer`` (default: the top layer), down to layer 1.
+
+        Returns a :class:`cpgbn.explain.TopicNode`; ``str(cpgbn.explain.format_tree(node))``
+        renders it as text.
+        """
+        from .explain import topic_tree
+        self._check_fitted()
+        layer = len(self.layers_) if layer is None else _check_int("layer", layer, 1)
+        return topic_tree(self.globals_, self.vocabulary_, layer, _check_int("topic", topic, 0),
+                          _check_int("children", children, 1), _check_int("top_n", top_n, 1))
 
     def kernel_usage(self) -> np.ndarray:
         """Share of each kernel in the training documents' theta^(1) (sums to 1)."""

@@ -1,0 +1,106 @@
+"""Phrase-level topics at every layer, and topic trees (the paper's Table 3 and appendix figures).
+
+A topic k of layer t is a distribution over layer-1 kernels, u = Phi^(2) Phi^(3) ... Phi^(t) e_k
+(each Phi column is on the simplex, so u is too).  Its phrase view is the mixture of kernels
+sum_k1 u_k1 D_k1, a V x F matrix whose columns are what the topic puts at each of the F
+positions of a phrase.  At layer 1 the topic is the kernel itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import CPGBNInputError
+from ..inference.state import GlobalParameters
+from ..text.vocabulary import OOV_ID, Vocabulary
+
+
+def check_layer(layers: tuple[int, ...], layer: int) -> int:
+    if not 1 <= layer <= len(layers):
+        raise CPGBNInputError(f"layer must be between 1 and {len(layers)}, got {layer}")
+    return layer
+
+
+def kernel_weights(g: GlobalParameters, layer: int, topic: int) -> np.ndarray:
+    """u: the layer-1 kernel weights of a topic (K_1,), summing to 1."""
+    layers = g.layers
+    check_layer(layers, layer)
+    if not 0 <= topic < layers[layer - 1]:
+        raise CPGBNInputError(f"topic must be between 0 and {layers[layer - 1] - 1} at layer {layer}, "
+                              f"got {topic}")
+    u = np.zeros(layers[layer - 1])
+    u[topic] = 1.0
+    for t in range(layer, 1, -1):
+        u = g.phi[t - 2] @ u
+    return u
+
+
+def phrase_matrix(g: GlobalParameters, layer: int, topic: int) -> np.ndarray:
+    """The topic's V x F phrase distribution, sum_k u_k D_k (sums to 1)."""
+    u = kernel_weights(g, layer, topic)
+    return np.tensordot(g.D.astype(np.float64), u, axes=([2], [0]))
+
+
+def top_words_per_column(matrix: np.ndarray, vocabulary: Vocabulary, top_n: int,
+                         hide_unknown: bool = True) -> list[list[tuple[str, float]]]:
+    """For each column f of a V x F matrix: the top_n (word, probability within the column)."""
+    columns = []
+    for f in range(matrix.shape[1]):
+        col = matrix[:, f] / matrix[:, f].sum()
+        order = np.argsort(-col, kind="stable")
+        if hide_unknown:
+            order = order[order != OOV_ID]
+        order = order[:top_n]
+        columns.append(list(zip(vocabulary.decode(order), (float(col[i]) for i in order))))
+    return columns
+
+
+@dataclass
+class TopicNode:
+    """A node of a topic tree: (layer, topic), its top phrase words, its weight under its parent."""
+
+    layer: int
+    topic: int
+    weight: float
+    columns: list[list[tuple[str, float]]]
+    children: list["TopicNode"] = field(default_factory=list)
+
+    def phrase(self) -> str:
+        return " ".join(col[0][0] for col in self.columns if col)
+
+    def to_dict(self) -> dict:
+        return {"layer": self.layer, "topic": self.topic, "weight": self.weight,
+                "columns": [[[w, p] for w, p in col] for col in self.columns],
+                "children": [c.to_dict() for c in self.children]}
+
+
+def topic_tree(g: GlobalParameters, vocabulary: Vocabulary, layer: int, topic: int,
+               children: int = 3, top_n: int = 3, hide_unknown: bool = True) -> TopicNode:
+    """The tree below a topic: at each level the ``children`` heaviest topics of the layer below
+    (by the Phi column of the parent), down to layer 1, each labelled by its phrase columns."""
+    if children < 1:
+        raise CPGBNInputError(f"children must be >= 1, got {children}")
+
+    def build(t: int, k: int, weight: float) -> TopicNode:
+        node = TopicNode(t, k, weight,
+                         top_words_per_column(phrase_matrix(g, t, k), vocabulary, top_n, hide_unknown))
+        if t > 1:
+            column = g.phi[t - 2][:, k]
+            for child in np.argsort(-column, kind="stable")[:children]:
+                node.children.append(build(t - 1, int(child), float(column[child])))
+        return node
+
+    kernel_weights(g, layer, topic)  # validates
+    return build(layer, topic, 1.0)
+
+
+def format_tree(node: TopicNode, indent: str = "") -> str:
+    """Plain-text rendering of a topic tree, one node per line."""
+    columns = "  |  ".join(" / ".join(w for w, _ in col) for col in node.columns)
+    lines = [f"{indent}layer {node.layer} topic {node.topic} ({node.weight:.2f}): {node.phrase()}"
+             f"    [{columns}]"]
+    for child in node.children:
+        lines.append(format_tree(child, indent + "    "))
+    return "\n".join(lines)
