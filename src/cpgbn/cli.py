@@ -102,8 +102,12 @@ def cmd_fit(args) -> int:
                   token_count=args.token_count, eta=args.eta, n_iter=args.iterations,
                   burn_in=args.iterations * 3 // 4 if args.burn_in is None else args.burn_in, random_state=args.seed, n_threads=args.threads,
                   progress=not args.quiet)
+    checkpoint = Path(f"{args.out}.checkpoint")
+    if args.resume and (checkpoint / "checkpoint.json").is_file():
+        print(f"resuming from {checkpoint}", file=sys.stderr)
     start = time.perf_counter()
-    model.fit(texts)
+    model.fit(texts, checkpoint_dir=checkpoint, checkpoint_every=args.checkpoint_every,
+              resume=args.resume)
     seconds = time.perf_counter() - start
     model.save(args.out)
     print(f"fitted CPGBN {'-'.join(map(str, model.layers_))} on {len(texts)} documents "
@@ -221,6 +225,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="sweeps before averaging (default: 3/4 of --iterations)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--out", required=True, metavar="MODEL_DIR", help="where to save the model")
+    p.add_argument("--checkpoint-every", type=int, default=10,
+                   help="save the sampler state to MODEL_DIR.checkpoint every N sweeps (default 10)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue an interrupted fit from MODEL_DIR.checkpoint (same result as an "
+                        "uninterrupted run)")
     _add_run_args(p)
     p.set_defaults(func=cmd_fit)
 

@@ -9,9 +9,11 @@ held fixed (burn-in, then the mean of theta^(1) over collected sweeps, paper sec
 from __future__ import annotations
 
 import contextlib
+import shutil
 import warnings
 from collections.abc import Sequence
 from numbers import Integral, Real
+from pathlib import Path
 
 import numba
 import numpy as np
@@ -82,6 +84,9 @@ class CPGBN(TransformerMixin, BaseEstimator):
         Seed.  A seed gives the same model and features for any thread count.
     n_threads : int or None
         numba threads during fit/transform (None: numba's default); restored afterwards.
+    memory_limit : int or None
+        Bytes a fit or transform may use; before allocating, the estimate of
+        :mod:`cpgbn.inference.memory` is checked against it and against the available memory.
     progress : bool, default False
         Show a progress bar.
 
@@ -105,7 +110,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
                  token_count=DEFAULT_TOKEN_COUNT, eta=0.05, e0=0.1, f0=0.1, sample_r=True,
                  n_iter=200, burn_in=150, transform_iter=None, transform_burn_in=None,
                  feature_normalization="length", random_state=None, n_threads=None,
-                 progress=False):
+                 memory_limit=None, progress=False):
         self.layers = layers
         self.filter_width = filter_width
         self.vocab_size = vocab_size
@@ -121,6 +126,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
         self.feature_normalization = feature_normalization
         self.random_state = random_state
         self.n_threads = n_threads
+        self.memory_limit = memory_limit
         self.progress = progress
 
     # ------------------------------------------------------------------ validation
@@ -153,6 +159,8 @@ class CPGBN(TransformerMixin, BaseEstimator):
                                   f"{self.feature_normalization!r}")
         if self.n_threads is not None:
             _check_int("n_threads", self.n_threads, 1)
+        if self.memory_limit is not None:
+            _check_int("memory_limit", self.memory_limit, 1)
         token_mode(self.token_count)
         return dict(
             layers=layers,
@@ -183,6 +191,13 @@ class CPGBN(TransformerMixin, BaseEstimator):
                           "with empty columns", stacklevel=3)
         return from_token_sequences(corpus.tokens, corpus.offsets, filter_width, self.token_count)
 
+    def _check_memory(self, data: ConvData, layers, vocab_size: int, training: bool) -> None:
+        from .inference.memory import check_memory, estimate_bytes
+        n_threads = self.n_threads or numba.get_num_threads()
+        check_memory(estimate_bytes(data.n_docs, data.n_positions, data.n_cells, vocab_size,
+                                    data.filter_width, layers, n_threads, training),
+                     self.memory_limit)
+
     @contextlib.contextmanager
     def _threads(self):
         previous = numba.get_num_threads()
@@ -200,8 +215,15 @@ class CPGBN(TransformerMixin, BaseEstimator):
         return tqdm(total=total, desc=desc, unit="sweep", leave=False)
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, X, y=None):
-        """Run the Gibbs sampler on the documents ``X`` (strings or an encoded Corpus)."""
+    def fit(self, X, y=None, *, checkpoint_dir=None, checkpoint_every: int = 10,
+            resume: bool = False):
+        """Run the Gibbs sampler on the documents ``X`` (strings or an encoded Corpus).
+
+        With ``checkpoint_dir``, the sampler state is saved there (atomically) every
+        ``checkpoint_every`` sweeps; ``resume=True`` continues from it if it exists and was made
+        from the same data and parameters, ending in exactly the model an uninterrupted fit
+        gives.  The checkpoint is deleted when the fit completes.
+        """
         params = self._validated()
         corpus = self._corpus(X, None, params["vocab_size"])
         if len(corpus) == 0:
@@ -219,11 +241,30 @@ class CPGBN(TransformerMixin, BaseEstimator):
         self.layers_ = params["layers"]
         self.hyper_ = params["hyper"]
         data = self._data(corpus, params["filter_width"])
+        self._check_memory(data, self.layers_, len(self.vocabulary_), training=True)
+        checkpoint_every = _check_int("checkpoint_every", checkpoint_every, 1)
         with self._threads():
             sampler = GibbsSampler(data, self.hyper_, self.seed_, learn_globals=True)
-            state = sampler.initial_state(self.layers_, len(self.vocabulary_))
+            state, collector, on_sweep = None, None, None
+            if checkpoint_dir is not None:
+                from .inference import checkpoint as ckpt
+                print_ = ckpt.fingerprint(corpus.tokens, corpus.offsets, self.vocabulary_.tokens,
+                                          self._chain_params(), self.seed_)
+                if resume and (Path(checkpoint_dir) / "checkpoint.json").is_file():
+                    state, collector = ckpt.load_checkpoint(checkpoint_dir, print_)
+
+                def on_sweep(st, coll):
+                    if st.sweep % checkpoint_every == 0 and st.sweep < params["n_iter"]:
+                        ckpt.save_checkpoint(checkpoint_dir, st, coll, print_)
+            if state is None:
+                state = sampler.initial_state(self.layers_, len(self.vocabulary_))
             with self._progress(params["n_iter"], "fit") as bar:
-                result = sampler.run(state, params["n_iter"], params["burn_in"], progress=bar)
+                if bar is not None:
+                    bar.update(state.sweep)
+                result = sampler.run(state, params["n_iter"], params["burn_in"], progress=bar,
+                                     collector=collector, on_sweep=on_sweep)
+        if checkpoint_dir is not None:
+            shutil.rmtree(checkpoint_dir, ignore_errors=True)
         self.globals_ = result.globals_mean
         self.train_features_ = self._features(result, data)
         self.train_theta_ = result.theta_mean
@@ -234,19 +275,28 @@ class CPGBN(TransformerMixin, BaseEstimator):
         self.n_train_tokens_ = int(corpus.lengths.sum())
         return self
 
-    def fit_transform(self, X, y=None):
+    def _chain_params(self) -> dict:
+        """The parameters that change the Markov chain (not threads or progress bars)."""
+        params = self.get_params()
+        for name in ("progress", "n_threads", "memory_limit", "transform_iter",
+                     "transform_burn_in", "feature_normalization"):
+            params.pop(name, None)
+        return params
+
+    def fit_transform(self, X, y=None, **fit_params):
         """Fit, and return the training documents' features from the training chain.
 
         The averages of theta^(1) collected while the globals were being learned (the
         authors' protocol); ``fit(X).transform(X)`` instead re-infers them with the globals fixed.
         """
-        return self.fit(X).train_features_
+        return self.fit(X, **fit_params).train_features_
 
     def _infer(self, X) -> tuple[RunResult, ConvData]:
         self._check_fitted()
         params = self._validated()
         corpus = self._corpus(X, self.vocabulary_, None)
         data = self._data(corpus, self.globals_.D.shape[1])
+        self._check_memory(data, self.layers_, len(self.vocabulary_), training=False)
         with self._threads():
             sampler = GibbsSampler(data, self.hyper_, self._transform_seed(), learn_globals=False)
             state = sampler.initial_state(self.layers_, len(self.vocabulary_), self.globals_)
@@ -364,13 +414,13 @@ class PGBN(CPGBN):
     def __init__(self, layers=(200,), *, filter_width=1, vocab_size=8000, token_count=1, eta=0.05,
                  e0=0.1, f0=0.1, sample_r=True, n_iter=200, burn_in=150, transform_iter=None,
                  transform_burn_in=None, feature_normalization="length", random_state=None,
-                 n_threads=None, progress=False):
+                 n_threads=None, memory_limit=None, progress=False):
         super().__init__(layers, filter_width=filter_width, vocab_size=vocab_size,
                          token_count=token_count, eta=eta, e0=e0, f0=f0, sample_r=sample_r,
                          n_iter=n_iter, burn_in=burn_in, transform_iter=transform_iter,
                          transform_burn_in=transform_burn_in,
                          feature_normalization=feature_normalization, random_state=random_state,
-                         n_threads=n_threads, progress=progress)
+                         n_threads=n_threads, memory_limit=memory_limit, progress=progress)
 
     def _data(self, corpus: Corpus, filter_width: int) -> ConvData:
         data = from_bag_of_words(corpus.tokens, corpus.offsets)

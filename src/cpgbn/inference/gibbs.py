@@ -65,6 +65,55 @@ class RunResult:
     n_collected: int = 0
 
 
+@dataclass
+class Collector:
+    """Running sums over the collected sweeps, plus the trace: the part of a run that a
+    checkpoint must keep besides the sampler state.
+
+    theta_sum : list of (N, K_t) float64 -- sum of theta^(t) over collected sweeps.
+    globals_sum : GlobalParameters of float64 sums, or None (globals fixed).
+    n_collected : int; loglik, seconds : per-sweep trace.
+    """
+
+    theta_sum: list[np.ndarray]
+    globals_sum: GlobalParameters | None
+    n_collected: int = 0
+    loglik: list[float] = field(default_factory=list)
+    seconds: list[float] = field(default_factory=list)
+
+    @classmethod
+    def empty(cls, state: GibbsState, collect_globals: bool) -> "Collector":
+        g = state.globals
+        g_sum = (GlobalParameters(np.zeros(g.D.shape, dtype=np.float64),
+                                  [np.zeros_like(p) for p in g.phi], np.zeros_like(g.r))
+                 if collect_globals else None)
+        return cls([np.zeros_like(t) for t in state.theta], g_sum)
+
+    def add(self, state: GibbsState, collect: bool, seconds: float) -> None:
+        self.seconds.append(seconds)
+        self.loglik.append(float(state.loglik.sum()))
+        if not collect:
+            return
+        self.n_collected += 1
+        for acc, t in zip(self.theta_sum, state.theta):
+            acc += t
+        if self.globals_sum is not None:
+            self.globals_sum.D += state.globals.D
+            for acc, p in zip(self.globals_sum.phi, state.globals.phi):
+                acc += p
+            self.globals_sum.r += state.globals.r
+
+    def result(self, state: GibbsState) -> RunResult:
+        n = self.n_collected
+        theta = [acc / n for acc in self.theta_sum] if n else [t.copy() for t in state.theta]
+        g_mean = None
+        if self.globals_sum is not None:
+            g = self.globals_sum
+            g_mean = (GlobalParameters((g.D / n).astype(np.float32), [p / n for p in g.phi], g.r / n)
+                      if n else state.globals.copy())
+        return RunResult(theta, g_mean, list(self.loglik), list(self.seconds), n)
+
+
 class GibbsSampler:
     """Runs Gibbs sweeps of a T-layer CPGBN over one corpus.
 
@@ -185,51 +234,30 @@ class GibbsSampler:
 
     # ------------------------------------------------------------------ runs
     def run(self, state: GibbsState, n_iter: int, burn_in: int, *, progress=None,
-            collect_globals: bool | None = None, on_sweep=None) -> RunResult:
-        """Run ``n_iter`` sweeps; average theta (and the globals) over the sweeps after ``burn_in``.
+            collect_globals: bool | None = None, collector: Collector | None = None,
+            on_sweep=None) -> RunResult:
+        """Run sweeps until ``state.sweep == n_iter``; average theta (and the globals) over the
+        sweeps after ``burn_in``.
 
-        ``progress`` is an optional object with ``update(n)`` (e.g. a tqdm bar); ``on_sweep`` an
-        optional callable ``(state, sweep_index)`` called after each sweep (checkpoints).
+        A run continues from ``state.sweep`` with an existing ``collector`` (a resumed
+        checkpoint): every draw depends only on (seed, sweep, step, block), so a resumed run is
+        identical to an uninterrupted one.  ``progress`` is an optional object with
+        ``update(n)`` (a tqdm bar); ``on_sweep(state, collector)`` is called after each sweep.
         """
         if collect_globals is None:
             collect_globals = self.learn_globals
-        theta_sum = [np.zeros_like(t) for t in state.theta]
-        g_sum = None
-        if collect_globals:
-            g = state.globals
-            g_sum = GlobalParameters(np.zeros(g.D.shape, dtype=np.float64),
-                                     [np.zeros_like(p) for p in g.phi], np.zeros_like(g.r))
-        result = RunResult(theta_mean=theta_sum, globals_mean=g_sum)
-        for it in range(n_iter):
+        if collector is None:
+            collector = Collector.empty(state, collect_globals)
+        while state.sweep < n_iter:
             start = time.perf_counter()
             self.sweep(state)
-            result.seconds.append(time.perf_counter() - start)
-            result.loglik.append(float(state.loglik.sum()))
-            if it >= burn_in:
-                result.n_collected += 1
-                for acc, t in zip(theta_sum, state.theta):
-                    acc += t
-                if g_sum is not None:
-                    g_sum.D += state.globals.D
-                    for acc, p in zip(g_sum.phi, state.globals.phi):
-                        acc += p
-                    g_sum.r += state.globals.r
+            collector.add(state, collect=state.sweep > burn_in,
+                          seconds=time.perf_counter() - start)
             if progress is not None:
                 progress.update(1)
             if on_sweep is not None:
-                on_sweep(state, it)
-        n = max(result.n_collected, 1)
-        if result.n_collected == 0:
-            result.theta_mean = [t.copy() for t in state.theta]
-        else:
-            result.theta_mean = [acc / n for acc in theta_sum]
-        if g_sum is not None:
-            if result.n_collected == 0:
-                result.globals_mean = state.globals.copy()
-            else:
-                result.globals_mean = GlobalParameters(
-                    (g_sum.D / n).astype(np.float32), [p / n for p in g_sum.phi], g_sum.r / n)
-        return result
+                on_sweep(state, collector)
+        return collector.result(state)
 
     # ------------------------------------------------------------------ helpers
     def draw_weights(self, state: GibbsState) -> GibbsState:

@@ -1,0 +1,62 @@
+"""How much memory a Gibbs run needs, estimated before anything large is allocated.
+
+Bytes for a corpus with N documents, P = sum_j S_j positions, C cells, vocabulary V, filter
+width F, layers K_1..K_T and n_threads numba threads:
+
+    positions   P * K_1 * (4 + 4)                 w (float32) and m (int32)
+    kernels     V * F * K_1 * (4 + 4 * n_threads)  D (float32), per-thread count slabs (int32)
+              + V * F * K_1 * 8                    running sum of D (training only)
+    documents   N * sum_t K_t * 8 * 3              theta, its running sum, shapes/tables
+              + N * K_1 * 4 + N * T * 8            A, c
+    cells       C * 12                             word, column, count ids
+
+Transform (globals fixed) needs neither the count slabs nor the running sum of D.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..errors import CPGBNInputError
+
+
+def estimate_bytes(n_docs: int, n_positions: int, n_cells: int, vocab_size: int, filter_width: int,
+                   layers, n_threads: int, training: bool = True) -> int:
+    K1 = layers[0]
+    total = n_positions * K1 * 8
+    total += vocab_size * filter_width * K1 * (4 + (4 * n_threads + 8 if training else 0))
+    total += n_docs * sum(layers) * 8 * 3 + n_docs * K1 * 4 + n_docs * len(layers) * 8
+    total += n_cells * 12
+    return int(total)
+
+
+def available_bytes() -> int | None:
+    """Memory available to a new allocation (Linux MemAvailable, else free physical pages)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _gb(n: int) -> str:
+    return f"{n / 2**30:.2f} GB"
+
+
+def check_memory(needed: int, limit: int | None) -> None:
+    """Refuse, with the estimate in the message, a run that cannot fit."""
+    if limit is not None and needed > limit:
+        raise CPGBNInputError(f"this run needs about {_gb(needed)} of memory, more than "
+                              f"memory_limit={_gb(limit)}; use fewer kernels, a smaller vocabulary "
+                              "or fewer documents")
+    available = available_bytes()
+    if available is not None and needed > available:
+        raise CPGBNInputError(f"this run needs about {_gb(needed)} of memory but only "
+                              f"{_gb(available)} is available; use fewer kernels, a smaller "
+                              "vocabulary or fewer documents")

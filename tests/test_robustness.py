@@ -1,0 +1,59 @@
+"""Resource limits and numerical safety under extreme settings."""
+import numpy as np
+import pytest
+
+from cpgbn import CPGBN, CPGBNInputError
+from cpgbn.inference.gibbs import GibbsSampler
+from cpgbn.inference.memory import estimate_bytes
+from cpgbn.inference.state import Hyperparameters
+from cpgbn.layers.cells import from_token_sequences
+
+from helpers import random_texts
+
+
+def test_memory_estimate_covers_the_allocated_state():
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(1, 40, size=50)
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    tokens = rng.integers(0, 30, size=offsets[-1]).astype(np.int32)
+    data = from_token_sequences(tokens, offsets, 3, 5)
+    layers = (16, 8)
+    sampler = GibbsSampler(data, Hyperparameters(eta=(0.05, 0.05)), seed=0)
+    state = sampler.initial_state(layers, 30)
+    sampler.sweep(state)
+    allocated = (state.w.nbytes + state.m.nbytes + state.A.nbytes + state.globals.D.nbytes
+                 + sampler._count_slabs.nbytes + sum(t.nbytes for t in state.theta)
+                 + sum(c.nbytes for c in state.c))
+    estimate = estimate_bytes(data.n_docs, data.n_positions, data.n_cells, 30, 3, layers,
+                              sampler._count_slabs.shape[0])
+    assert allocated <= estimate <= 3 * allocated
+
+
+def test_fit_refuses_beyond_memory_limit_before_allocating():
+    model = CPGBN(layers=(400,), vocab_size=30, n_iter=2, burn_in=1, memory_limit=10_000)
+    with pytest.raises(CPGBNInputError, match=r"needs about .* memory_limit"):
+        model.fit(random_texts(30))
+    with pytest.raises(CPGBNInputError, match="memory_limit"):
+        CPGBN(memory_limit=0).fit(random_texts(5))
+
+
+EXTREMES = [
+    dict(layers=(1,)),                                  # a single kernel
+    dict(layers=(3, 1), eta=1e-6),                      # tiny Dirichlet concentration
+    dict(layers=(4,), token_count=100_000),             # huge pseudo-counts
+    dict(layers=(4, 2), token_count="bernoulli-poisson", e0=1e-3, f0=1e-3),
+    dict(layers=(5, 3, 2), filter_width=7),             # most documents shorter than F
+]
+
+
+@pytest.mark.parametrize("settings", EXTREMES, ids=lambda s: ",".join(f"{k}={v}" for k, v in s.items()))
+def test_no_nan_or_inf_under_extreme_settings(settings):
+    texts = random_texts(40, min_len=1, max_len=3, seed=1) + [" ".join(["w01"] * 1500),
+                                                               " ".join(random_texts(1, 800, 800)[0:1])]
+    model = CPGBN(vocab_size=30, n_iter=40, burn_in=20, random_state=0, **settings)
+    features = model.fit_transform(texts)
+    g = model.globals_
+    for array in (features, model.transform(texts[:5]), g.D, g.r, model.loglik_trace_, *g.phi):
+        assert np.all(np.isfinite(array)), settings
+    assert np.all(g.D > 0) and np.all(features >= 0)
+    assert np.allclose(g.D.sum(axis=(0, 1)), 1.0, rtol=1e-4)
