@@ -3,8 +3,9 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-# Development default for the datasets; users set CPGBN_DATA or pass --data-dir.
-export CPGBN_DATA ?= $(abspath ../shared/data)
+# The datasets: $CPGBN_DATA, else ../shared/data when it exists (development), else the user
+# cache, where `make demo` downloads what is missing.
+export CPGBN_DATA ?= $(if $(wildcard ../shared/data/TREC),$(abspath ../shared/data))
 
 .PHONY: install demo test clean
 
@@ -17,7 +18,7 @@ $(VENV)/.installed: pyproject.toml
 install: $(VENV)/.installed
 
 demo: install
-	$(VENV)/bin/cpgbn evaluate trec --layers 200 --protocol authors --seeds 0 --save-model runs/demo-trec
+	CPGBN_DOWNLOAD=1 $(VENV)/bin/cpgbn evaluate trec --layers 200 --protocol authors --seeds 0 --save-model runs/demo-trec
 	$(VENV)/bin/cpgbn topics runs/demo-trec --kernels 12 --top 4
 
 test: install

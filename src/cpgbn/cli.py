@@ -264,6 +264,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--top", type=int, default=3, help="words per phrase column (default 3)")
     p.set_defaults(func=cmd_tree)
 
+    from .cli_download import add_parser as add_download_parser
+    add_download_parser(sub)
+
     p = sub.add_parser("evaluate", help="train, infer the test split, SVM accuracy",
                        description="Evaluate CPGBN features on a dataset under a protocol.")
     p.add_argument("dataset", metavar="DATASET", help="mr, subj, trec or imdb")
@@ -301,6 +304,8 @@ def main(argv=None) -> int:
         args.token_count = DEFAULT_TOKEN_COUNT
     if args.command == "transform" and args.burn_in is not None and args.iterations is None:
         parser.error("--burn-in needs --iterations")
+    # a named dataset that is nowhere on disk: offer to download it when a person is at a terminal
+    os.environ.setdefault("CPGBN_DOWNLOAD", "ask")
     previous_format = warnings.formatwarning
     warnings.formatwarning = _one_line_warning
     try:

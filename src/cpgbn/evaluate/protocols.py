@@ -126,6 +126,7 @@ def evaluate(dataset: str, *, layers=(200,), protocol: str = "authors", seeds=(0
     or a baseline in the same harness: "pgbn" (bag-of-words PGBN, token_count multiplies the
     word counts) or "lda" (scikit-learn, at most 100 variational iterations).
     """
+    origin = provenance()  # before any work: the code this process imported
     dataset = dataset.lower()
     if protocol not in PROTOCOLS:
         raise CPGBNInputError(f"protocol must be one of {sorted(PROTOCOLS)}, got {protocol!r}")
@@ -170,5 +171,5 @@ def evaluate(dataset: str, *, layers=(200,), protocol: str = "authors", seeds=(0
         filter_width=filter_width, eta=eta, seeds=[int(s) for s in seeds],
         accuracy_mean=float(seed_means.mean()),
         accuracy_std=float(seed_means.std(ddof=1)) if len(seed_means) > 1 else 0.0,
-        runs=runs, **provenance(),
+        runs=runs, **origin,
     )

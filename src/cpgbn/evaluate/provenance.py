@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import functools
 import os
 import platform
 import subprocess
@@ -11,13 +12,20 @@ from pathlib import Path
 from .._version import __version__
 
 
+@functools.lru_cache(maxsize=None)
 def source_commit() -> str:
-    """The git commit of the source tree this package runs from ("+dirty" if modified), or "unknown"."""
-    here = Path(__file__).resolve().parent
+    """The git commit of the source this package runs from, or "unknown".
+
+    "+dirty" is added when the package's own files differ from that commit.  Cached for the
+    life of the process: the code a process runs is the code it imported, so the first call
+    (made when an evaluation starts) describes every later record of the same process.
+    """
+    here = Path(__file__).resolve().parents[1]
     try:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True,
                                 text=True, check=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "."],
+                               cwd=here,
                                capture_output=True, text=True, check=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"

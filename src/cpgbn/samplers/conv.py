@@ -25,7 +25,7 @@ from numba import njit, prange
 
 from .distributions import (categorical_cumulative, gamma, log_gamma, multinomial_cumulative,
                             zero_truncated_poisson)
-from .rng import seed_state
+from .rng import seed_state, standard_exponential, uniform
 
 #: Smallest value stored for w and D.  Gamma draws with shapes of 1e-4 underflow; a floor that
 #: is a normal float32 keeps every token's total rate positive and the arithmetic fast.
@@ -33,6 +33,61 @@ FLOOR = np.float32(1e-30)
 #: Below this many units a token's count is split by repeated categorical draws (binary search
 #: on the cumulative weights); above it by one multinomial draw in O(K F).
 _SMALL_SPLIT = 24
+
+
+#: Shapes below this use the floor-aware path for positions without counts (see below).
+_FAST_SHAPE = 0.1
+_LOG_FLOOR = float(np.log(np.float64(FLOOR)))
+
+
+@njit(cache=True, inline="always")
+def _gamma_above(state, alpha, log_x0):
+    """G ~ Gam(alpha, 1) conditioned on G >= x0 = exp(log_x0) < 1, for alpha < 1; exact.
+
+    Rejection from the envelope x^(alpha-1) on [x0, 1] (accept with e^-x) plus e^-x on (1, inf)
+    (accept with x^(alpha-1)); each piece is drawn by inversion, in log1p form so that tiny
+    alphas keep their precision.  Acceptance is at least 1/e, near 1 for small alpha.
+    """
+    d = -np.expm1(alpha * log_x0)          # 1 - x0^alpha
+    mass_low = d / alpha                    # integral of x^(alpha-1) over [x0, 1]
+    mass_high = np.exp(-1.0)                # integral of e^-x over (1, inf)
+    while True:
+        if uniform(state) * (mass_low + mass_high) < mass_low:
+            x = np.exp(np.log1p(-(1.0 - uniform(state)) * d) / alpha)
+            if uniform(state) < np.exp(-x):
+                return x
+        else:
+            x = 1.0 + standard_exponential(state)
+            if np.log(uniform(state)) < (alpha - 1.0) * np.log(x):
+                return x
+
+
+@njit(cache=True, inline="always")
+def _draw_empty_weight(state, alpha, log_rate, p_floor):
+    """w ~ Gam(alpha, rate) stored as float32 with the floor, for a position without counts.
+
+    Stored values below FLOOR become FLOOR, so only P(G < x0) with x0 = FLOOR * rate matters
+    below it: with probability p_floor = x0^alpha / Gamma(alpha + 1) (exact to O(x0)) the draw is
+    the floor; otherwise it is G conditioned on G >= x0.  Same law as flooring a full draw, at
+    the cost of one uniform for most positions (empty positions are >99% of all on real text).
+    """
+    if uniform(state) < p_floor:
+        return FLOOR
+    value = _gamma_above(state, alpha, _LOG_FLOOR + log_rate) * np.exp(-log_rate)
+    return np.float32(value) if value > FLOOR else FLOOR
+
+
+@njit(cache=True)
+def sample_empty_weights(seed, alpha, rate, n):
+    """n draws of :func:`_draw_empty_weight` (for tests: compare with flooring Gam(alpha)/rate)."""
+    state = np.empty(4, dtype=np.uint64)
+    seed_state(state, seed, 0, 0)
+    log_rate = np.log(rate)
+    p_floor = np.exp(alpha * (_LOG_FLOOR + log_rate) - lgamma(alpha + 1.0))
+    out = np.empty(n, dtype=np.float32)
+    for i in range(n):
+        out[i] = _draw_empty_weight(state, alpha, log_rate, p_floor)
+    return out
 
 
 @njit(cache=True, inline="always")
@@ -79,6 +134,8 @@ def sweep_positions(seed, stream, block_size, doc_cells, doc_positions, cell_wor
         seed_state(state, seed, stream, block)
         cum = np.empty(filter_width * n_kernels, dtype=np.float64)
         split = np.empty(filter_width * n_kernels, dtype=np.int64)
+        alpha = np.empty(n_kernels, dtype=np.float64)
+        p_floor = np.empty(n_kernels, dtype=np.float64)
         slab = numba.get_thread_id() if update_counts else 0
         for j in range(block * block_size, min(n_docs, (block + 1) * block_size)):
             p0 = doc_positions[j]
@@ -87,10 +144,15 @@ def sweep_positions(seed, stream, block_size, doc_cells, doc_positions, cell_wor
                 log_rate = np.log(rate[j])
                 for k in range(n_kernels):
                     theta[j, k] = 0.0
+                    alpha[k] = prior_shape[j, k] / n_pos
+                    p_floor[k] = (np.exp(alpha[k] * (_LOG_FLOOR + log_rate) - lgamma(alpha[k] + 1.0))
+                                  if alpha[k] < _FAST_SHAPE else 0.0)
                 for s in range(n_pos):
                     for k in range(n_kernels):
-                        value = _draw_scaled_gamma(
-                            state, m[p0 + s, k] + prior_shape[j, k] / n_pos, log_rate)
+                        if m[p0 + s, k] == 0 and alpha[k] < _FAST_SHAPE:
+                            value = _draw_empty_weight(state, alpha[k], log_rate, p_floor[k])
+                        else:
+                            value = _draw_scaled_gamma(state, m[p0 + s, k] + alpha[k], log_rate)
                         w[p0 + s, k] = value
                         theta[j, k] += value
             if not augment:

@@ -1,7 +1,9 @@
 """Loaders for the paper's text-classification datasets: MR, SUBJ, TREC and IMDB.
 
 The data files live outside the package (see the data folder's README for their format and
-provenance), so every loader takes the folder explicitly or from ``CPGBN_DATA``.  TREC and
+provenance).  A loader finds them in the folder it is given, else in ``$CPGBN_DATA``, else in
+the user cache (``~/.cache/cpgbn``), where ``cpgbn download NAME`` (or ``CPGBN_DOWNLOAD=1``)
+puts them; see :mod:`cpgbn.text.download`.  TREC and
 IMDB come with official train/test splits.  MR and SUBJ do not; by default they are split
 the way the CPGBN authors' notebooks did it, so results compare with the paper:
 
@@ -26,12 +28,15 @@ import numpy as np
 from cpgbn.errors import CPGBNInputError, DataFileError
 from cpgbn.text.readers import read_labeled
 
-__all__ = ["DATASETS", "SPLITS", "PROTOCOLS", "dataset_info", "load_dataset", "resolve_data_dir"]
+__all__ = ["DATASETS", "SPLITS", "PROTOCOLS", "cache_dir", "dataset_info", "has_dataset",
+           "load_dataset", "resolve_data_dir"]
 
 DATASETS = ("mr", "subj", "trec", "imdb")
 SPLITS = ("train", "test", "all")
 PROTOCOLS = ("authors", "cv")
 ENV_VAR = "CPGBN_DATA"
+DOWNLOAD_ENV = "CPGBN_DOWNLOAD"
+CACHE_ENV = "XDG_CACHE_HOME"
 
 
 @dataclass(frozen=True)
@@ -59,22 +64,107 @@ _SPECS = {
 }
 
 
-def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
-    """The data folder: ``data_dir`` if given, else ``$CPGBN_DATA``; it must exist."""
+def cache_dir() -> Path:
+    """The user cache for downloaded datasets: ``$XDG_CACHE_HOME/cpgbn`` or ``~/.cache/cpgbn``."""
+    base = os.environ.get(CACHE_ENV, "")
+    if base and os.path.isabs(base):  # the XDG spec says to ignore a relative path
+        return Path(base) / "cpgbn"
+    return Path.home() / ".cache" / "cpgbn"
+
+
+def has_dataset(data_dir: str | os.PathLike, name: str) -> bool:
+    """Whether ``data_dir`` holds every file of dataset ``name`` (as ``cpgbn download`` writes)."""
+    spec = _SPECS[_check_name(name)]
+    folder = Path(data_dir) / spec.folder
+    return all((folder / f).is_file() for f in (*spec.files.values(), *spec.fine_files.values()))
+
+
+def resolve_data_dir(data_dir: str | os.PathLike | None = None, *, name: str | None = None,
+                     download: bool | str | None = None) -> Path:
+    """The data folder: ``data_dir`` if given, else ``$CPGBN_DATA``; it must exist.
+
+    With a dataset ``name``, and neither of those set, the user cache (:func:`cache_dir`) is
+    used if it holds that dataset.  Otherwise the dataset is downloaded there (into the
+    given folder, if one was given and lacks the dataset) when ``download`` says so:
+    True/False, "ask" (ask on the terminal, if there is one), or None for ``$CPGBN_DOWNLOAD``
+    (1, 0 or ask; unset means 0).  If it is not downloaded, a DataFileError says how to get it.
+    """
+    key = None if name is None else _check_name(name)
     if data_dir is not None:
         path, origin = Path(data_dir), "data directory"
     elif os.environ.get(ENV_VAR):
         path, origin = Path(os.environ[ENV_VAR]), f"{ENV_VAR} directory"
-    else:
+    elif key is None:
         raise DataFileError(
             "no data directory: pass --data-dir or set CPGBN_DATA "
-            "(for development: ../shared/data)"
+            "(for development: ../shared/data), or run `cpgbn download NAME`"
+        )
+    else:
+        cache = cache_dir()
+        if has_dataset(cache, key):
+            return cache
+        if _download_wanted(download, key, cache):
+            return _fetch(key, cache)
+        raise DataFileError(
+            f"no data directory with {key}: pass --data-dir or set CPGBN_DATA "
+            f"(for development: ../shared/data), or run `cpgbn download {key}` to download it "
+            f"into {cache} (CPGBN_DOWNLOAD=1 downloads automatically)"
         )
     if not path.exists():
         raise DataFileError(f"{path}: no such {origin}")
     if not path.is_dir():
         raise DataFileError(f"{path}: {origin} is not a directory")
+    if key is not None:
+        spec = _SPECS[key]
+        missing = [path / spec.folder / f for f in spec.files.values()
+                   if not (path / spec.folder / f).is_file()]
+        if missing:
+            if _download_wanted(download, key, path):
+                return _fetch(key, path)
+            where = f" --data-dir {path}" if data_dir is not None else ""
+            raise DataFileError(f"{missing[0]}: no such file; run `cpgbn download {key}{where}` "
+                                f"to download {key}")
     return path
+
+
+def _fetch(key: str, path: Path) -> Path:
+    from cpgbn.text.download import fetch  # the download machinery only when it is needed
+
+    return fetch(key, path)
+
+
+def _download_wanted(download: bool | str | None, key: str, target: Path) -> bool:
+    if isinstance(download, bool):
+        return download
+    origin = DOWNLOAD_ENV if download is None else "download"
+    value = (os.environ.get(DOWNLOAD_ENV, "") if download is None else str(download))
+    value = value.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("", "0", "false", "no", "off"):
+        return False
+    if value == "ask":
+        return _ask(key, target)
+    raise CPGBNInputError(f"{origin} must be 1, 0 or ask, got {value!r}")
+
+
+def _ask(key: str, target: Path) -> bool:
+    """Offer the download on the terminal; False without one (or on end of input)."""
+    import sys
+
+    from cpgbn.text.download import SOURCES
+
+    try:
+        interactive = sys.stdin.isatty() and sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        interactive = False
+    if not interactive:
+        return False
+    source = SOURCES[key]
+    print(f"cpgbn: {key} is not in {target}. Download it ({source.size}) from "
+          f"{source.home} into {target}? [Y/n] ", end="", file=sys.stderr, flush=True)
+    answer = sys.stdin.readline()
+    return bool(answer) and answer.strip().lower() in ("", "y", "yes")
 
 
 def dataset_info(name: str) -> dict[str, Any]:
@@ -128,7 +218,7 @@ def load_dataset(
             f"{key} has an official train/test split; protocol 'cv' is only for mr and subj")
     if fine and not spec.fine_files:
         raise CPGBNInputError(f"fine labels exist only for trec, not {key}")
-    folder = resolve_data_dir(data_dir) / spec.folder
+    folder = resolve_data_dir(data_dir, name=key) / spec.folder
     if not spec.authors_rows:
         return _load_official(folder, spec.fine_files if fine else spec.files, split)
     path = folder / spec.files["all"]

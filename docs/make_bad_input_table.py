@@ -1,0 +1,97 @@
+"""Write docs/bad_input.md: every bad input, the command, and what the user sees.
+
+    python docs/make_bad_input_table.py
+Runs each case through the real command-line entry point in a temporary directory.
+"""
+import contextlib
+import io
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from cpgbn.cli import main
+
+TINY = ["--layers", "3", "--iterations", "4", "--burn-in", "2", "--vocab-size", "20", "--quiet"]
+
+
+def shown(args):
+    """The command as a user would type it, without the tiny training settings block."""
+    n = len(TINY)
+    for i in range(len(args) - n + 1):
+        if args[i:i + n] == TINY:
+            args = args[:i] + args[i + n:]
+            break
+    return "cpgbn " + " ".join(args)
+
+
+def run(args):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            code = main(args)
+        except SystemExit as exc:
+            code = exc.code
+    return code, err.getvalue().strip().splitlines()[-1] if err.getvalue().strip() else ""
+
+
+def main_():
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        t = Path(tmp)
+        os.chdir(t)
+        good = t / "train.tsv"
+        good.write_text("".join(f"{'ab'[i % 2]}\tw{i % 7} w{i % 5} w{i % 3} w{i % 4}\n" for i in range(30)))
+        (t / "empty.tsv").write_bytes(b"")
+        (t / "notab.tsv").write_text("pos\tgood words here\nno tab on this line\n")
+        (t / "latin1.tsv").write_bytes(b"pos\tfine\nneg\tcaf\xe9 au lait\n")
+        (t / "blank.tsv").write_text("pos\tfine words\nneg\t   \n")
+        (t / "short.tsv").write_text("pos\tone\nneg\ttwo words\n" * 5)
+        main(["fit", str(good), "--out", "model", *TINY])
+        cases = [
+            ("missing file", ["fit", "nothere.tsv", "--out", "m1", *TINY]),
+            ("empty file", ["fit", "empty.tsv", "--out", "m1", *TINY]),
+            ("TSV line without a tab", ["fit", "notab.tsv", "--out", "m1", *TINY]),
+            ("bytes that are not UTF-8", ["fit", "latin1.tsv", "--out", "m1", *TINY]),
+            ("a training document with no tokens", ["fit", "blank.tsv", "--out", "m1", *TINY]),
+            ("documents shorter than F (padded, a warning)", ["fit", "short.tsv", "--out", "m2", *TINY]),
+            ("unknown dataset name", ["fit", "reuters", "--out", "m1", *TINY]),
+            ("missing data directory", ["fit", "trec", "--data-dir", "/no/such/dir", "--out", "m1", *TINY]),
+            ("vocabulary size < 2", ["fit", "train.tsv", "--out", "m1", *TINY, "--vocab-size", "1"]),
+            ("layer size < 1", ["fit", "train.tsv", "--out", "m1", "--layers", "200,0"]),
+            ("burn-in not below iterations", ["fit", "train.tsv", "--out", "m1", "--iterations", "5",
+                                              "--burn-in", "5"]),
+            ("--out is a directory that is not a model", ["fit", "train.tsv", "--out", ".", *TINY]),
+            ("model directory missing", ["topics", "nomodel"]),
+        ]
+        for name, args in cases:
+            code, line = run(args)
+            rows.append((name, shown(args), code, line))
+        meta = json.loads((t / "model" / "model.json").read_text())
+        for name, edit in [("model from a newer format version", lambda m: {**m, "format_version": 99}),
+                           ("model.json corrupted", None), ("arrays.npz truncated", "truncate")]:
+            broken = t / f"broken{len(rows)}"
+            broken.mkdir()
+            (broken / "arrays.npz").write_bytes((t / "model" / "arrays.npz").read_bytes())
+            (broken / "model.json").write_text(json.dumps(meta))
+            if callable(edit):
+                (broken / "model.json").write_text(json.dumps(edit(meta)))
+            elif edit == "truncate":
+                data = (broken / "arrays.npz").read_bytes()
+                (broken / "arrays.npz").write_bytes(data[: len(data) // 2])
+            else:
+                (broken / "model.json").write_text('{"format": "cpgbn-mo')
+            args = ["transform", broken.name, "train.tsv", "--out", "f.npy"]
+            code, line = run(args)
+            rows.append((name, shown(args), code, line))
+    out = ["# Bad input: what the user sees", "",
+           "Made by `python docs/make_bad_input_table.py` (each case run through the real command).",
+           "Every user error is one line on stderr and exit status 2; no traceback, nothing half-written.",
+           "", "| input | command | exit | message |", "|---|---|---|---|"]
+    for name, cmd, code, line in rows:
+        out.append(f"| {name} | `{cmd}` | {code} | `{line.replace('|', '/')}` |")
+    (Path(__file__).resolve().parent / "bad_input.md").write_text("\n".join(out) + "\n")
+
+
+if __name__ == "__main__":
+    main_()
