@@ -1,0 +1,128 @@
+"""Seconds per Gibbs sweep of CPGBN on MR, TREC and SUBJ, beside tomotopy LDA on the same tokens.
+
+For each dataset (the authors' training split, the paper's vocabulary size, F = 3) and each
+structure (200, 200-100, 200-100-50): warm-up sweeps (JIT compilation included there), then the
+median of timed full training sweeps.  In the same run and with the same thread count,
+tomotopy's collapsed-Gibbs LDA with K = 200 on the same token ids gives the bag-of-words
+reference; the ratio is printed.  Peak resident memory is measured per configuration in a
+fresh subprocess.  The paper's GTX 1080Ti times are printed beside ours.  The last line of
+stdout is JSON.
+
+    python benchmarks/gibbs_speed.py [--datasets mr,trec,subj] [--sweeps 7] [--threads 2]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+PAPER_SECONDS = {("mr", "200"): 3.58, ("mr", "200-100"): 8.19, ("mr", "200-100-50"): 10.44,
+                 ("trec", "200"): 0.98, ("trec", "200-100"): 1.99, ("trec", "200-100-50"): 2.59,
+                 ("subj", "200"): 3.53, ("subj", "200-100"): 6.56, ("subj", "200-100-50"): 7.87}
+STRUCTURES = ((200,), (200, 100), (200, 100, 50))
+
+
+def corpus_of(dataset: str, data_dir=None):
+    from cpgbn.text import Corpus, dataset_info, load_dataset
+    texts, _ = load_dataset(dataset, "train", data_dir=data_dir)
+    return Corpus.from_texts(texts, vocab_size=dataset_info(dataset)["vocab_size"] + 1)
+
+
+def time_cpgbn(corpus, layers, sweeps: int, warmup: int, token_count: int) -> list[float]:
+    from cpgbn.inference.gibbs import GibbsSampler
+    from cpgbn.inference.state import Hyperparameters
+    from cpgbn.layers.cells import from_token_sequences
+    data = from_token_sequences(corpus.tokens, corpus.offsets, 3, token_count)
+    sampler = GibbsSampler(data, Hyperparameters(eta=(0.05,) * len(layers)), seed=0)
+    state = sampler.initial_state(layers, len(corpus.vocabulary))
+    for _ in range(warmup):
+        sampler.sweep(state)
+    times = []
+    for _ in range(sweeps):
+        start = time.perf_counter()
+        sampler.sweep(state)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def time_tomotopy(corpus, sweeps: int, warmup: int, threads: int) -> list[float] | None:
+    try:
+        import tomotopy as tp
+    except ImportError:
+        return None
+    model = tp.LDAModel(k=200, seed=0)
+    ids = corpus.tokens.astype(str)
+    for j in range(len(corpus)):
+        words = ids[corpus.offsets[j]:corpus.offsets[j + 1]].tolist()
+        if words:
+            model.add_doc(words)
+    model.train(warmup, workers=threads)
+    times = []
+    for _ in range(sweeps):
+        start = time.perf_counter()
+        model.train(1, workers=threads)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def peak_memory_mb(dataset: str, layers, data_dir, token_count: int) -> float:
+    """Peak RSS of a fresh process that builds the corpus and runs two sweeps."""
+    code = ("import sys, resource; sys.path.insert(0, %r); import gibbs_speed as g; "
+            "c = g.corpus_of(%r, %r); g.time_cpgbn(c, %r, 1, 1, %d); "
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+            % (os.path.dirname(os.path.abspath(__file__)), dataset, data_dir, tuple(layers),
+               token_count))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return int(out.stdout.strip().splitlines()[-1]) / 1024.0  # ru_maxrss is in KiB on Linux
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--datasets", default="mr,trec,subj")
+    ap.add_argument("--sweeps", type=int, default=7)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--data-dir", default=None)
+    ap.add_argument("--no-memory", action="store_true")
+    args = ap.parse_args()
+    import numba
+
+    from cpgbn.evaluate.provenance import provenance
+    from cpgbn.model import DEFAULT_TOKEN_COUNT
+    threads = args.threads or numba.get_num_threads()
+    numba.set_num_threads(threads)
+    rows = []
+    for dataset in args.datasets.split(","):
+        corpus = corpus_of(dataset, args.data_dir)
+        lda = time_tomotopy(corpus, args.sweeps, args.warmup, threads)
+        lda_median = float(np.median(lda)) if lda else None
+        for layers in STRUCTURES:
+            name = "-".join(map(str, layers))
+            times = time_cpgbn(corpus, layers, args.sweeps, args.warmup, DEFAULT_TOKEN_COUNT)
+            median = float(np.median(times))
+            row = dict(dataset=dataset, layers=name, seconds_per_sweep=median,
+                       sweeps_timed=len(times), paper_gpu_seconds=PAPER_SECONDS[(dataset, name)],
+                       tomotopy_lda200_seconds=lda_median,
+                       ratio_to_lda=median / lda_median if lda_median else None,
+                       n_docs=len(corpus), n_tokens=int(corpus.lengths.sum()),
+                       vocab_size=len(corpus.vocabulary))
+            if not args.no_memory:
+                row["peak_rss_mb"] = peak_memory_mb(dataset, layers, args.data_dir,
+                                                    DEFAULT_TOKEN_COUNT)
+            rows.append(row)
+            ratio = f"{row['ratio_to_lda']:.1f}x LDA" if lda_median else "no tomotopy"
+            print(f"{dataset:5s} {name:11s} {median:7.3f} s/sweep (paper GPU {row['paper_gpu_seconds']:5.2f}) "
+                  f"{ratio}" + (f"  peak {row['peak_rss_mb']:.0f} MB" if "peak_rss_mb" in row else ""),
+                  flush=True)
+    print(json.dumps({"threads": threads, "token_count": DEFAULT_TOKEN_COUNT, "rows": rows,
+                      **provenance()}))
+
+
+if __name__ == "__main__":
+    main()
