@@ -212,7 +212,8 @@ class CPGBN(TransformerMixin, BaseEstimator):
         if not self.progress:
             return contextlib.nullcontext(None)
         from tqdm.auto import tqdm
-        return tqdm(total=total, desc=desc, unit="sweep", leave=False)
+        # disable=None: no bar when stderr is not a terminal (logs, CI)
+        return tqdm(total=total, desc=desc, unit="sweep", leave=False, disable=None)
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X, y=None, *, checkpoint_dir=None, checkpoint_every: int = 10,
