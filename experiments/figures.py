@@ -1,0 +1,138 @@
+"""The paper's figures, from committed runs: Fig. 3, Fig. 4 and the filter-width study.
+
+* ``loglik``: training log-likelihood per token against wall time on TREC for K = [32],
+  [32, 16], [32, 16, 8] (paper Fig. 3) -> results/fig3_loglik_vs_time.png
+* ``depth``: TREC accuracy (authors' protocol) against depth for first-layer widths 32, 64, 128
+  with halving widths above (paper Fig. 4) -> results/fig4_accuracy_vs_depth.png
+* ``width``: one-layer CPGBN on SUBJ (authors' split) for filter widths F = 1..7 (Appendix B)
+  -> results/filter_width_subj.png
+
+Each part stores its numbers, with provenance, in results/figures.json (resumable: finished
+runs are kept) and redraws its PNG from them.  Timing figures need a quiet machine.
+
+    python experiments/figures.py loglik depth width [--seed 0]
+"""
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from cpgbn import CPGBN
+from cpgbn.evaluate import evaluate
+from cpgbn.evaluate.provenance import provenance
+from cpgbn.text import load_dataset
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "results" / "figures.json"
+PAPER_WIDTH = {1: 74.9, 2: 77.3, 3: 77.5, 4: 77.8, 5: 77.6, 6: 78.0, 7: 77.5}
+
+
+def load():
+    return json.loads(OUT.read_text()) if OUT.exists() else {}
+
+
+def save(record):
+    tmp = OUT.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(record, indent=1) + "\n")
+    os.replace(tmp, OUT)
+
+
+def plt():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as pyplot
+    return pyplot
+
+
+def loglik(record, seed):
+    part = record.setdefault("loglik", {})
+    texts, _ = load_dataset("trec", "train")
+    for layers in ((32,), (32, 16), (32, 16, 8)):
+        key = "-".join(map(str, layers))
+        if key in part:
+            continue
+        model = CPGBN(layers=layers, vocab_size=8001, n_iter=300, burn_in=200, random_state=seed)
+        model.fit(texts)
+        part[key] = dict(loglik_per_token=(model.loglik_trace_ / model.n_train_tokens_).tolist(),
+                         seconds=np.cumsum(model.sweep_seconds_).tolist(), seed=seed,
+                         token_count=model.token_count, command="python " + " ".join(sys.argv),
+                         **provenance())
+        save(record)
+    p = plt()
+    fig, ax = p.subplots(figsize=(5, 3.5))
+    for key, run in part.items():
+        ax.plot(run["seconds"], run["loglik_per_token"], label=f"K = [{key.replace('-', ', ')}]")
+    ax.set_xlabel("wall time (s)")
+    ax.set_ylabel("training log-likelihood per token")
+    ax.set_title(f"CPGBN on TREC (token_count={run['token_count']}, seed {run['seed']})")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(ROOT / "results" / "fig3_loglik_vs_time.png", dpi=120)
+
+
+def depth(record, seed):
+    part = record.setdefault("depth", {})
+    for width in (32, 64, 128):
+        for depth_ in (1, 2, 3):
+            layers = tuple(width // 2 ** t for t in range(depth_))
+            key = "-".join(map(str, layers))
+            if key in part:
+                continue
+            res = evaluate("trec", layers=layers, protocol="authors", seeds=[seed])
+            part[key] = dict(width=width, depth=depth_, accuracy=res["accuracy_mean"],
+                             command="python " + " ".join(sys.argv), commit=res["commit"], seed=seed)
+            save(record)
+    p = plt()
+    fig, ax = p.subplots(figsize=(5, 3.5))
+    for width in (32, 64, 128):
+        runs = sorted((r for r in part.values() if r["width"] == width), key=lambda r: r["depth"])
+        ax.plot([r["depth"] for r in runs], [100 * r["accuracy"] for r in runs], "o-",
+                label=f"K_1 = {width}")
+    ax.set_xlabel("number of layers T")
+    ax.set_ylabel("TREC accuracy (%)")
+    ax.set_xticks([1, 2, 3])
+    ax.set_title(f"Accuracy vs depth (authors' protocol, seed {seed})")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(ROOT / "results" / "fig4_accuracy_vs_depth.png", dpi=120)
+
+
+def width(record, seed):
+    part = record.setdefault("filter_width", {})
+    for F in range(1, 8):
+        if str(F) in part:
+            continue
+        start = time.perf_counter()
+        res = evaluate("subj", layers=(200,), protocol="authors", seeds=[seed], filter_width=F)
+        part[str(F)] = dict(accuracy=res["accuracy_mean"], seconds=time.perf_counter() - start,
+                            command="python " + " ".join(sys.argv), commit=res["commit"], seed=seed)
+        save(record)
+    p = plt()
+    fig, ax = p.subplots(figsize=(5, 3.5))
+    Fs = sorted(int(f) for f in part)
+    ax.plot(Fs, [100 * part[str(f)]["accuracy"] for f in Fs], "o-", label="cpgbn")
+    ax.plot(list(PAPER_WIDTH), list(PAPER_WIDTH.values()), "s--", label="paper (CPFA)")
+    ax.set_xlabel("filter width F")
+    ax.set_ylabel("SUBJ accuracy (%)")
+    ax.set_title(f"One layer of 200 kernels on SUBJ (seed {seed})")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(ROOT / "results" / "filter_width_subj.png", dpi=120)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("parts", nargs="+", choices=["loglik", "depth", "width"])
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    record = load()
+    for part in args.parts:
+        {"loglik": loglik, "depth": depth, "width": width}[part](record, args.seed)
+
+
+if __name__ == "__main__":
+    main()
