@@ -1,8 +1,9 @@
 """Seconds per Gibbs sweep of CPGBN on MR, TREC and SUBJ, beside tomotopy LDA on the same tokens.
 
 For each dataset (the authors' training split, the paper's vocabulary size, F = 3) and each
-structure (200, 200-100, 200-100-50): warm-up sweeps (JIT compilation included there), then the
-median of timed full training sweeps.  In the same run and with the same thread count,
+structure (200, 200-100, 200-100-50): 20 warm-up sweeps (JIT compilation included; the first
+sweeps of a chain are several times slower while its counts spread out), then the median of
+timed full training sweeps.  In the same run and with the same thread count,
 tomotopy's collapsed-Gibbs LDA with K = 200 on the same token ids gives the bag-of-words
 reference; the ratio is printed.  Peak resident memory is measured per configuration in a
 fresh subprocess.  The paper's GTX 1080Ti times are printed beside ours.  The last line of
@@ -86,7 +87,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--datasets", default="mr,trec,subj")
     ap.add_argument("--sweeps", type=int, default=7)
-    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--data-dir", default=None)
     ap.add_argument("--no-memory", action="store_true")
@@ -120,8 +121,33 @@ def main():
             print(f"{dataset:5s} {name:11s} {median:7.3f} s/sweep (paper GPU {row['paper_gpu_seconds']:5.2f}) "
                   f"{ratio}" + (f"  peak {row['peak_rss_mb']:.0f} MB" if "peak_rss_mb" in row else ""),
                   flush=True)
-    print(json.dumps({"threads": threads, "token_count": DEFAULT_TOKEN_COUNT, "rows": rows,
-                      **provenance()}))
+    record = {"threads": threads, "token_count": DEFAULT_TOKEN_COUNT, "rows": rows,
+              "command": "python " + " ".join(sys.argv), **provenance()}
+    out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "results", "speed.json")
+    with open(out, "w", encoding="utf-8") as fh:
+        json.dump(record, fh, indent=1)
+    write_report(record, os.path.join(os.path.dirname(out), "speed.md"))
+    print(json.dumps(record))
+
+
+def write_report(record, path):
+    """results/speed.md: our seconds per sweep beside the paper's GPU and tomotopy LDA."""
+    lines = ["# Gibbs sweep speed", "",
+             f"Made by `{record['command']}` at commit {record['commit']} on {record['machine']}, "
+             f"{record['threads']} threads, token_count={record['token_count']}; medians of timed "
+             "sweeps after warm-up. tomotopy LDA (K = 200, same token ids, same threads) is timed in "
+             "the same run. Scaling with corpus size and K: `results/scaling.png` "
+             "(`benchmarks/scaling.py`).", "",
+             "| dataset | CPGBN | s/sweep (ours, CPU) | paper (GTX 1080Ti) | speed-up | tomotopy LDA-200 s/sweep | ours / LDA | peak RSS MB |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in record["rows"]:
+        lda = f"{r['tomotopy_lda200_seconds']:.3f}" if r["tomotopy_lda200_seconds"] else "-"
+        ratio = f"{r['ratio_to_lda']:.1f}" if r["ratio_to_lda"] else "-"
+        lines.append(f"| {r['dataset'].upper()} | {r['layers']} | {r['seconds_per_sweep']:.3f} | "
+                     f"{r['paper_gpu_seconds']:.2f} | {r['paper_gpu_seconds'] / r['seconds_per_sweep']:.1f}x | "
+                     f"{lda} | {ratio} | {r.get('peak_rss_mb', float('nan')):.0f} |")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
