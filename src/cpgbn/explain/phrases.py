@@ -1,0 +1,345 @@
+"""Phrases of the convolutional kernels: what each kernel writes, and what it explains in a corpus.
+
+Three views of kernel k (D_k, a V x F matrix whose columns are what the kernel puts at each of
+the F positions of a phrase; the paper's Table 3):
+
+* :func:`best_phrases` -- the most probable F-word sequences under the kernel.  A phrase
+  v_1 .. v_F scores sum_f log p(v_f | column f), each column normalised to sum to 1, and a beam
+  search over the columns keeps the ``beam`` best prefixes.  Because the score is a sum over
+  columns, the beam's top ``beam`` phrases are exact, not approximate; the search is written
+  for any column score.
+* :func:`corpus_phrases` -- the F-grams of real documents that the kernel explains most often:
+  inference with the globals fixed (the sampler of ``transform``), then for each kernel the
+  F-grams at the positions s it was assigned to, weighted by its latent count m[s, k] and
+  averaged over a few sweeps.
+* :func:`sharpness` -- a score of how peaked the kernel is (mean over columns of the largest
+  word probability), so that tables can be sorted by interpretability, not only by usage.
+
+The out-of-vocabulary token ``<unk>`` (id 0) is a real row of every kernel; it is hidden by
+default: it is never a word of a best phrase, corpus F-grams containing it are skipped, and
+it does not count towards sharpness.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import CPGBNInputError
+from ..text.corpus import Corpus
+from ..text.vocabulary import OOV_ID, Vocabulary
+from .hierarchy import top_words_per_column
+
+
+@dataclass(frozen=True)
+class Phrase:
+    """A phrase and its weight.
+
+    ``weight`` is the phrase's probability under the kernel (product of its column
+    probabilities) for :func:`best_phrases`, and its share of the kernel's counts in the corpus
+    for :func:`corpus_phrases`.
+    """
+
+    words: tuple[str, ...]
+    weight: float
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.words)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def column_probabilities(matrix: np.ndarray) -> np.ndarray:
+    """The V x F matrix with every column normalised to sum to 1 (float64; empty columns stay 0)."""
+    matrix = np.asarray(matrix, dtype=np.float64)
+    if matrix.ndim != 2:
+        raise CPGBNInputError(f"a kernel must be a V x F matrix, got shape {matrix.shape}")
+    total = matrix.sum(axis=0, keepdims=True)
+    return np.divide(matrix, total, out=np.zeros_like(matrix), where=total > 0)
+
+
+def beam_search(log_columns: list[tuple[np.ndarray, np.ndarray]], beam: int
+                ) -> list[tuple[tuple[int, ...], float]]:
+    """Best sequences over columns: ``log_columns[f] = (ids, log scores)`` of the candidates at
+    column f.  Keeps the ``beam`` best prefixes after each column; returns (ids, score) pairs,
+    best first, ties broken by the earlier candidate."""
+    prefixes: list[tuple[tuple[int, ...], float]] = [((), 0.0)]
+    for ids, scores in log_columns:
+        if len(ids) == 0:
+            return []
+        extended = [(prefix + (int(v),), total + float(s))
+                    for prefix, total in prefixes for v, s in zip(ids, scores)]
+        # stable sort: equal scores keep the prefix order, then the candidate order
+        extended.sort(key=lambda item: -item[1])
+        prefixes = extended[:beam]
+    return prefixes
+
+
+def best_phrases(matrix: np.ndarray, vocabulary: Vocabulary, top_n: int = 3, beam: int = 10,
+                 hide_unknown: bool = True) -> list[Phrase]:
+    """The ``top_n`` most probable phrases of a V x F kernel (or of any topic's phrase matrix).
+
+    Beam search over the F columns maximising sum_f log p(v_f | f); each column offers its
+    ``beam`` most probable words (``<unk>`` excluded unless ``hide_unknown=False``).  The beam
+    is widened to ``top_n`` if it is smaller.  Zero-probability words are never used.
+    """
+    if top_n < 1:
+        raise CPGBNInputError(f"top_n must be >= 1, got {top_n}")
+    if beam < 1:
+        raise CPGBNInputError(f"beam must be >= 1, got {beam}")
+    beam = max(beam, top_n)
+    probs = column_probabilities(matrix)
+    if probs.shape[0] != len(vocabulary):
+        raise CPGBNInputError(f"the kernel has {probs.shape[0]} rows but the vocabulary "
+                              f"{len(vocabulary)}")
+    columns = []
+    for f in range(probs.shape[1]):
+        col = probs[:, f].copy()
+        if hide_unknown:
+            col[OOV_ID] = 0.0
+        order = np.argsort(-col, kind="stable")[:beam]
+        order = order[col[order] > 0]
+        columns.append((order, np.log(col[order])))
+    return [Phrase(tuple(vocabulary.decode(list(ids))), float(np.exp(score)))
+            for ids, score in beam_search(columns, beam)[:top_n]]
+
+
+def phrases_from_columns(columns: list[list[tuple[str, float]]], top_n: int = 3) -> list[Phrase]:
+    """Best phrases from columns of (word, probability) pairs, as :func:`top_words_per_column`
+    and :class:`~cpgbn.explain.TopicNode` keep them.  Exact for the first ``k`` phrases when
+    every column lists at least ``k`` words."""
+    words = [[w for w, _ in col] for col in columns]
+    log_columns = []
+    for col in columns:
+        p = np.array([p for _, p in col], dtype=np.float64)
+        keep = np.flatnonzero(p > 0)
+        log_columns.append((keep, np.log(p[keep])))
+    return [Phrase(tuple(words[f][i] for f, i in enumerate(ids)), float(np.exp(score)))
+            for ids, score in beam_search(log_columns, max(top_n, 1))[:top_n]]
+
+
+def sharpness(matrix: np.ndarray, hide_unknown: bool = True) -> float:
+    """Mean over the F columns of the largest word probability in the column (0..1].
+
+    1 means every column is a single word (a fixed phrase); 1/V a flat kernel.  With
+    ``hide_unknown`` the ``<unk>`` row is not a candidate (columns are not renormalised), so a
+    kernel that mostly writes out-of-vocabulary tokens scores low.
+    """
+    probs = column_probabilities(matrix)
+    if hide_unknown:
+        probs = probs.copy()
+        probs[OOV_ID] = 0.0
+    return float(probs.max(axis=0).mean())
+
+
+# ---------------------------------------------------------------------- corpus phrases
+@dataclass
+class KernelAssignments:
+    """What the sampler assigned to each kernel at each position of a corpus (globals fixed).
+
+    corpus : the encoded documents.
+    grams : int32 (P, F) -- the token ids of the F-gram at each position s (-1 past the end
+        of a document shorter than F).
+    counts : float32 (P, K_1) -- m[s, k], the latent count of kernel k at position s, averaged
+        over the collected sweeps.
+    doc_positions : int64 (N + 1,) -- positions of document j are doc_positions[j]:doc_positions[j+1].
+    doc_kernel : float64 (N, K_1) -- mean theta^(1) of each document (its kernel weights).
+    n_sweeps, n_collected : int.
+    """
+
+    corpus: Corpus
+    grams: np.ndarray
+    counts: np.ndarray
+    doc_positions: np.ndarray
+    doc_kernel: np.ndarray
+    n_sweeps: int
+    n_collected: int
+
+    @property
+    def usage(self) -> np.ndarray:
+        """Share of each kernel in the corpus's theta^(1) (sums to 1)."""
+        usage = self.doc_kernel.sum(axis=0)
+        return usage / max(usage.sum(), 1e-300)
+
+
+def _as_corpus(model, X) -> Corpus:
+    if isinstance(X, Corpus):
+        if X.vocabulary != model.vocabulary_:
+            raise CPGBNInputError("the corpus uses a different vocabulary than the model; pass raw "
+                                  "texts or encode them with model.vocabulary_")
+        return X
+    if isinstance(X, str) or not hasattr(X, "__len__"):
+        raise CPGBNInputError("documents must be a sequence of strings or a cpgbn.text.Corpus")
+    return Corpus.from_texts(list(X), vocabulary=model.vocabulary_)
+
+
+def _position_grams(corpus: Corpus, doc_positions: np.ndarray, F: int) -> np.ndarray:
+    lengths = corpus.lengths
+    n_pos = np.diff(doc_positions)
+    doc = np.repeat(np.arange(len(corpus)), n_pos)
+    start = np.arange(int(doc_positions[-1]), dtype=np.int64) - doc_positions[doc]
+    grams = np.full((len(doc), F), -1, dtype=np.int32)
+    for f in range(F):
+        col = start + f
+        valid = col < lengths[doc]
+        grams[valid, f] = corpus.tokens[corpus.offsets[doc[valid]] + col[valid]]
+    return grams
+
+
+def assign_kernels(model, X, *, n_iter: int = 10, burn_in: int = 5, seed: int | None = None
+                   ) -> KernelAssignments:
+    """Run the sampler on documents ``X`` with the model's globals fixed and record, for every
+    position, the mean latent count of each kernel over the sweeps after ``burn_in``.
+
+    ``X``: strings or a :class:`~cpgbn.text.Corpus` over ``model.vocabulary_``.  ``seed``
+    defaults to one derived from the model's seed.  Cost: ``n_iter`` sweeps of ``transform``.
+    """
+    from ..inference.gibbs import GibbsSampler
+    from ..layers.cells import from_token_sequences
+
+    model._check_fitted()
+    if n_iter < 1 or not 0 <= burn_in < n_iter:
+        raise CPGBNInputError(f"need n_iter >= 1 and 0 <= burn_in < n_iter, got n_iter={n_iter}, "
+                              f"burn_in={burn_in}")
+    corpus = _as_corpus(model, X)
+    if len(corpus) == 0:
+        raise CPGBNInputError("no documents to assign")
+    F = model.globals_.D.shape[1]
+    data = from_token_sequences(corpus.tokens, corpus.offsets, F, model.token_count)
+    if seed is None:
+        seed = int(np.random.SeedSequence([int(model.seed_), 0x706872]).generate_state(1)[0])
+    sampler = GibbsSampler(data, model.hyper_, int(seed), learn_globals=False)
+    state = sampler.initial_state(model.layers_, len(model.vocabulary_), model.globals_)
+    counts = np.zeros(state.m.shape, dtype=np.float64)
+    theta = np.zeros(state.theta[0].shape, dtype=np.float64)
+    for sweep in range(n_iter):
+        sampler.sweep(state)
+        if sweep >= burn_in:
+            counts += state.m
+            theta += state.theta[0]
+    n = n_iter - burn_in
+    return KernelAssignments(corpus, _position_grams(corpus, data.doc_positions, F),
+                             (counts / n).astype(np.float32), data.doc_positions, theta / n,
+                             n_iter, n)
+
+
+def top_corpus_phrases(assignments: KernelAssignments, vocabulary: Vocabulary, top_n: int = 3,
+                       hide_unknown: bool = True) -> list[list[Phrase]]:
+    """For each kernel, the ``top_n`` F-grams with the largest summed counts m[s, k], each with
+    its share of the kernel's total count.  Documents shorter than F give shorter grams."""
+    grams = assignments.grams
+    keep = np.ones(len(grams), dtype=bool)
+    if hide_unknown:
+        keep &= ~np.any(grams == OOV_ID, axis=1)
+    keep &= grams[:, 0] >= 0  # an empty document's only position has no words
+    unique, inverse = np.unique(grams[keep], axis=0, return_inverse=True)
+    inverse = np.asarray(inverse).reshape(-1)
+    counts = assignments.counts
+    totals = counts.sum(axis=0, dtype=np.float64)
+    result = []
+    for k in range(counts.shape[1]):
+        weights = np.bincount(inverse, weights=counts[keep, k], minlength=len(unique))
+        order = np.argsort(-weights, kind="stable")[:top_n]
+        order = order[weights[order] > 0]
+        result.append([Phrase(tuple(vocabulary.decode([int(v) for v in unique[i] if v >= 0])),
+                              float(weights[i] / totals[k]) if totals[k] > 0 else 0.0)
+                       for i in order])
+    return result
+
+
+def corpus_phrases(model, X, top_n: int = 3, *, n_iter: int = 10, burn_in: int = 5,
+                   hide_unknown: bool = True, seed: int | None = None) -> list[list[Phrase]]:
+    """For each kernel, the F-grams of the documents ``X`` it explains most often:
+    :func:`assign_kernels` then :func:`top_corpus_phrases`."""
+    assignments = assign_kernels(model, X, n_iter=n_iter, burn_in=burn_in, seed=seed)
+    return top_corpus_phrases(assignments, model.vocabulary_, top_n, hide_unknown)
+
+
+# ---------------------------------------------------------------------- kernel table
+@dataclass
+class KernelSummary:
+    """One row of the phrase table: everything shown about kernel ``kernel``."""
+
+    kernel: int
+    usage: float
+    sharpness: float
+    columns: list[list[tuple[str, float]]]
+    phrases: list[Phrase]
+    corpus_phrases: list[Phrase] = field(default_factory=list)
+    npmi: float | None = None
+
+    def to_dict(self) -> dict:
+        return {"kernel": self.kernel, "usage": self.usage, "sharpness": self.sharpness,
+                "columns": [[[w, p] for w, p in col] for col in self.columns],
+                "phrases": [[p.text, p.weight] for p in self.phrases],
+                "corpus_phrases": [[p.text, p.weight] for p in self.corpus_phrases],
+                "npmi": self.npmi}
+
+
+SORT_KEYS = ("usage", "sharpness", "npmi", "kernel")
+
+
+def kernel_table(model, *, top_words: int = 4, top_phrases: int = 3, beam: int = 10,
+                 hide_unknown: bool = True, assignments: KernelAssignments | None = None,
+                 corpus_top: int = 3, npmi=None) -> list[KernelSummary]:
+    """One :class:`KernelSummary` per kernel, in kernel order.  ``assignments`` (from
+    :func:`assign_kernels`) adds the corpus phrases; ``npmi`` (one value per kernel) the
+    coherence."""
+    model._check_fitted()
+    D = model.globals_.D
+    vocabulary = model.vocabulary_
+    usage = np.asarray(model.kernel_usage(), dtype=np.float64)
+    found = (top_corpus_phrases(assignments, vocabulary, corpus_top, hide_unknown)
+             if assignments is not None else None)
+    rows = []
+    for k in range(D.shape[2]):
+        matrix = D[:, :, k]
+        rows.append(KernelSummary(
+            kernel=k, usage=float(usage[k]), sharpness=sharpness(matrix, hide_unknown),
+            columns=top_words_per_column(matrix.astype(np.float64), vocabulary, top_words,
+                                         hide_unknown),
+            phrases=best_phrases(matrix, vocabulary, top_phrases, beam, hide_unknown),
+            corpus_phrases=found[k] if found is not None else [],
+            npmi=None if npmi is None else float(npmi[k])))
+    return rows
+
+
+def sort_kernels(rows: list[KernelSummary], by: str = "usage") -> list[KernelSummary]:
+    """Rows sorted by ``usage``, ``sharpness`` or ``npmi`` (largest first; missing NPMI last),
+    or by ``kernel`` index."""
+    if by not in SORT_KEYS:
+        raise CPGBNInputError(f"sort key must be one of {', '.join(SORT_KEYS)}, got {by!r}")
+    if by == "kernel":
+        return sorted(rows, key=lambda r: r.kernel)
+
+    def key(row):
+        value = getattr(row, by)
+        return (value is None or not np.isfinite(value), -(value or 0.0), row.kernel)
+    return sorted(rows, key=key)
+
+
+def format_kernel_table(rows: list[KernelSummary], top_words: int | None = None,
+                        width: int = 16) -> str:
+    """Terminal rendering: per kernel a header line, the top words of each column (one row per
+    rank, Table 3 style), the best phrases and, when known, the corpus phrases."""
+    lines = []
+    for row in rows:
+        header = f"kernel {row.kernel}  usage {100 * row.usage:.2f}%  sharpness {row.sharpness:.2f}"
+        if row.npmi is not None and np.isfinite(row.npmi):
+            header += f"  NPMI {row.npmi:+.3f}"
+        lines.append(header)
+        depth = max((len(c) for c in row.columns), default=0)
+        if top_words is not None:
+            depth = min(depth, top_words)
+        for rank in range(depth):
+            cells = [col[rank][0] if rank < len(col) else "" for col in row.columns]
+            lines.append("   " + "  ".join(f"{c:<{width}}" for c in cells).rstrip())
+        if row.phrases:
+            lines.append("   phrases: " + ", ".join(p.text for p in row.phrases))
+        if row.corpus_phrases:
+            lines.append("   in corpus: " + ", ".join(
+                f"{p.text} ({100 * p.weight:.0f}%)" for p in row.corpus_phrases))
+    return "\n".join(lines)
