@@ -28,8 +28,12 @@ PAPER = {  # Table 2 of the paper: accuracy % (MR, TREC, SUBJ)
     ("pgbn", "200-100-50"): (57.0, 67.9, 78.3), ("lda", "200"): (54.4, 45.5, 68.2),
 }
 DATASETS = ("trec", "mr", "subj")
-CONFIGS = [("cpgbn", (200,)), ("cpgbn", (200, 100)), ("cpgbn", (200, 100, 50)),
-           ("pgbn", (200,)), ("pgbn", (200, 100, 50)), ("lda", (200,))]
+# (model, layers, token_count): None = CPGBN's --token-count for cpgbn, plain counts (1) for the
+# baselines.  PGBN is also run at CPGBN's pseudo-count ("tempered"), so that the comparison of
+# word order against bag of words is made at the same likelihood tempering.
+CONFIGS = [("cpgbn", (200,), None), ("cpgbn", (200, 100), None), ("cpgbn", (200, 100, 50), None),
+           ("pgbn", (200,), 1), ("pgbn", (200, 100, 50), 1), ("lda", (200,), 1),
+           ("pgbn", (200,), "same"), ("pgbn", (200, 100, 50), "same")]
 
 
 def plan(datasets, seeds, protocols):
@@ -37,11 +41,11 @@ def plan(datasets, seeds, protocols):
         for dataset in datasets:
             if protocol == "paper" and dataset != "trec":
                 continue
-            for model, layers in CONFIGS:
+            for model, layers, tc in CONFIGS:
                 if protocol == "paper" and model != "cpgbn":
                     continue
                 for seed in seeds:
-                    yield protocol, dataset, model, layers, seed
+                    yield protocol, dataset, model, layers, tc, seed
 
 
 def key_of(protocol, dataset, model, layers, seed, token_count):
@@ -71,10 +75,11 @@ def report(record):
              "brackets. Protocols: see README.", "",
              "| protocol | model | layers | token_count | MR | TREC | SUBJ | s/sweep (MR, TREC, SUBJ) |",
              "|---|---|---|---|---|---|---|---|"]
-    order = {m: i for i, (m, _) in enumerate(CONFIGS)}
-    for (protocol, model, layers, tc) in sorted(groups, key=lambda k: (k[0], order.get(k[1], 9), k[2])):
+    order = {"cpgbn": 0, "pgbn": 1, "lda": 2}
+    for (protocol, model, layers, tc) in sorted(
+            groups, key=lambda k: (k[0], order.get(k[1], 9), k[3] != "1" and k[1] != "cpgbn", k[2])):
         cols, times = [], []
-        paper = PAPER.get((model, layers))
+        paper = PAPER.get((model, layers)) if (model == "cpgbn" or tc == "1") else None
         for i, dataset in enumerate(("mr", "trec", "subj")):
             cells = groups[(protocol, model, layers, tc)].get(dataset, [])
             ref = f" [{paper[i]}]" if paper else ""
@@ -102,10 +107,10 @@ def main():
     record = load()
     if not args.report:
         tc = args.token_count if args.token_count == "bernoulli-poisson" else int(args.token_count)
-        for protocol, dataset, model, layers, seed in plan(
+        for protocol, dataset, model, layers, config_tc, seed in plan(
                 args.datasets.split(","), [int(s) for s in args.seeds.split(",")],
                 args.protocols.split(",")):
-            model_tc = 1 if model != "cpgbn" else tc  # baselines: plain word counts
+            model_tc = tc if config_tc in (None, "same") else config_tc
             key = key_of(protocol, dataset, model, layers, seed, model_tc)
             if key in record["cells"]:
                 continue

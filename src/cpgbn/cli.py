@@ -131,21 +131,14 @@ def cmd_transform(args) -> int:
 
 
 def cmd_topics(args) -> int:
+    from .explain import format_kernel_table, kernel_table, sort_kernels
     from .model import CPGBN
     model = CPGBN.load(args.model_dir)
-    usage = model.kernel_usage()
-    order = usage.argsort()[::-1]
+    rows = sort_kernels(kernel_table(model, top_words=args.top, top_phrases=args.phrases,
+                                     hide_unknown=not args.show_unknown), args.sort)
     if args.kernels is not None:
-        order = order[:args.kernels]
-    F = model.globals_.D.shape[1]
-    for k in order:
-        columns = model.phrases(int(k), args.top, hide_unknown=not args.show_unknown)
-        print(f"kernel {k}  (usage {100 * usage[k]:.2f}%)")
-        for row in range(args.top):
-            cells = [columns[f][row][0] if row < len(columns[f]) else "" for f in range(F)]
-            print("   " + "  ".join(f"{c:<16}" for c in cells).rstrip())
-        best = " ".join(columns[f][0][0] for f in range(F) if columns[f])
-        print(f"   phrase: {best}")
+        rows = rows[:args.kernels]
+    print(format_kernel_table(rows))
     return 0
 
 
@@ -159,10 +152,15 @@ def cmd_tree(args) -> int:
         weights = model.globals_.r if layer == len(model.layers_) else None
         order = list(topics) if weights is None else list(weights.argsort()[::-1])
         topics = order[:args.topics]
-    for k in topics:
-        node = model.tree(layer=layer, topic=int(k), children=args.children, top_n=args.top)
+    nodes = [model.tree(layer=layer, topic=int(k), children=args.children, top_n=args.top)
+             for k in topics]
+    for node in nodes:
         print(format_tree(node))
         print()
+    if args.svg:
+        from .explain import save_tree_svg
+        save_tree_svg(nodes, args.svg)
+        print(f"wrote {args.svg}")
     return 0
 
 
@@ -251,6 +249,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--top", type=int, default=4, help="words per column (default 4)")
     p.add_argument("--kernels", type=int, default=None, help="show only the N most used kernels")
     p.add_argument("--show-unknown", action="store_true", help="include the out-of-vocabulary token")
+    p.add_argument("--phrases", type=int, default=3, help="best phrases per kernel (default 3)")
+    p.add_argument("--sort", choices=["usage", "sharpness", "kernel"], default="usage",
+                   help="order of the kernels (default: usage, most used first)")
     p.set_defaults(func=cmd_topics)
 
     p = sub.add_parser("tree", help="topic trees of a saved model",
@@ -262,10 +263,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--topics", type=int, default=3, help="how many roots when --topic is not given")
     p.add_argument("--children", type=int, default=3, help="children per node (default 3)")
     p.add_argument("--top", type=int, default=3, help="words per phrase column (default 3)")
+    p.add_argument("--svg", default=None, metavar="TREES.svg", help="also draw the trees into this SVG file")
     p.set_defaults(func=cmd_tree)
 
     from .cli_download import add_parser as add_download_parser
     add_download_parser(sub)
+    from .cli_explain import add_parsers as add_explain_parsers
+    add_explain_parsers(sub)
 
     p = sub.add_parser("evaluate", help="train, infer the test split, SVM accuracy",
                        description="Evaluate CPGBN features on a dataset under a protocol.")

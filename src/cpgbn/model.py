@@ -380,6 +380,16 @@ class CPGBN(TransformerMixin, BaseEstimator):
         return topic_tree(self.globals_, self.vocabulary_, layer, _check_int("topic", topic, 0),
                           _check_int("children", children, 1), _check_int("top_n", top_n, 1))
 
+    def summary(self, X=None, *, file=None, **kwargs) -> None:
+        """Print the model's essentials on one screen: model, training, usage, the most used
+        kernels with their best phrases; with documents ``X`` (normally the training data) also
+        phrase widths, corpus phrases and NPMI coherence vs LDA.  ``file``: where to print
+        (default stdout); other keyword arguments go to
+        :func:`cpgbn.explain.summary.summary_text`."""
+        from .explain.summary import summary_text
+        self._check_fitted()
+        print(summary_text(self, X, **kwargs), file=file)
+
     def kernel_usage(self) -> np.ndarray:
         """Share of each kernel in the training documents' theta^(1) (sums to 1)."""
         self._check_fitted()

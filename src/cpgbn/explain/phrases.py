@@ -147,7 +147,16 @@ class KernelAssignments:
         over the collected sweeps.
     doc_positions : int64 (N + 1,) -- positions of document j are doc_positions[j]:doc_positions[j+1].
     doc_kernel : float64 (N, K_1) -- mean theta^(1) of each document (its kernel weights).
+    column_tokens : float64 (K_1, F) -- expected number of tokens that kernel k explains at
+        column f of its phrase (responsibilities, below), averaged over the collected sweeps.
+    word_tokens : float64 (V, K_1) -- expected number of occurrences of word v that kernel k
+        explains (summed over columns), averaged over the collected sweeps.
     n_sweeps, n_collected : int.
+
+    Responsibilities: a token v at column l of a document can come from kernel k placed at
+    position s = l - f (f = 0..F-1 inside the document), with weight w[s, k] D[v, f, k]; its
+    responsibilities are these weights normalised over (s, k), i.e. the expected share of the
+    token's units that the sampler gives to each (kernel, column).
     """
 
     corpus: Corpus
@@ -155,6 +164,8 @@ class KernelAssignments:
     counts: np.ndarray
     doc_positions: np.ndarray
     doc_kernel: np.ndarray
+    column_tokens: np.ndarray
+    word_tokens: np.ndarray
     n_sweeps: int
     n_collected: int
 
@@ -164,16 +175,20 @@ class KernelAssignments:
         usage = self.doc_kernel.sum(axis=0)
         return usage / max(usage.sum(), 1e-300)
 
+    @property
+    def column_share(self) -> np.ndarray:
+        """(K_1, F): each kernel's explained tokens by column (rows sum to 1; 0 if unused)."""
+        total = self.column_tokens.sum(axis=1, keepdims=True)
+        return np.divide(self.column_tokens, total, out=np.zeros_like(self.column_tokens),
+                         where=total > 0)
 
-def _as_corpus(model, X) -> Corpus:
-    if isinstance(X, Corpus):
-        if X.vocabulary != model.vocabulary_:
-            raise CPGBNInputError("the corpus uses a different vocabulary than the model; pass raw "
-                                  "texts or encode them with model.vocabulary_")
-        return X
-    if isinstance(X, str) or not hasattr(X, "__len__"):
-        raise CPGBNInputError("documents must be a sequence of strings or a cpgbn.text.Corpus")
-    return Corpus.from_texts(list(X), vocabulary=model.vocabulary_)
+    @property
+    def width(self) -> np.ndarray:
+        """(K_1,): effective number of columns a kernel uses, exp(entropy of its column share),
+        from 1 (a one-word kernel: the other columns explain almost nothing) to F."""
+        share = self.column_share
+        logs = np.log(np.where(share > 0, share, 1.0))
+        return np.exp(-(share * logs).sum(axis=1))
 
 
 def _position_grams(corpus: Corpus, doc_positions: np.ndarray, F: int) -> np.ndarray:
@@ -195,7 +210,8 @@ def assign_kernels(model, X, *, n_iter: int = 10, burn_in: int = 5, seed: int | 
     position, the mean latent count of each kernel over the sweeps after ``burn_in``.
 
     ``X``: strings or a :class:`~cpgbn.text.Corpus` over ``model.vocabulary_``.  ``seed``
-    defaults to one derived from the model's seed.  Cost: ``n_iter`` sweeps of ``transform``.
+    defaults to the seed ``transform`` uses; ``model.n_threads`` and ``model.memory_limit``
+    apply as in ``transform``.  Cost: ``n_iter`` sweeps of ``transform``.
     """
     from ..inference.gibbs import GibbsSampler
     from ..layers.cells import from_token_sequences
@@ -204,26 +220,63 @@ def assign_kernels(model, X, *, n_iter: int = 10, burn_in: int = 5, seed: int | 
     if n_iter < 1 or not 0 <= burn_in < n_iter:
         raise CPGBNInputError(f"need n_iter >= 1 and 0 <= burn_in < n_iter, got n_iter={n_iter}, "
                               f"burn_in={burn_in}")
-    corpus = _as_corpus(model, X)
+    corpus = model._corpus(X, model.vocabulary_, None)
     if len(corpus) == 0:
         raise CPGBNInputError("no documents to assign")
     F = model.globals_.D.shape[1]
     data = from_token_sequences(corpus.tokens, corpus.offsets, F, model.token_count)
-    if seed is None:
-        seed = int(np.random.SeedSequence([int(model.seed_), 0x706872]).generate_state(1)[0])
-    sampler = GibbsSampler(data, model.hyper_, int(seed), learn_globals=False)
-    state = sampler.initial_state(model.layers_, len(model.vocabulary_), model.globals_)
-    counts = np.zeros(state.m.shape, dtype=np.float64)
-    theta = np.zeros(state.theta[0].shape, dtype=np.float64)
-    for sweep in range(n_iter):
-        sampler.sweep(state)
-        if sweep >= burn_in:
-            counts += state.m
-            theta += state.theta[0]
+    V, K = len(model.vocabulary_), model.globals_.D.shape[2]
+    model._check_memory(data, model.layers_, V, training=False)
+    sampler = GibbsSampler(data, model.hyper_, model._transform_seed() if seed is None else int(seed),
+                           learn_globals=False)
+    counts = np.zeros((data.n_positions, K), dtype=np.float64)
+    theta = np.zeros((data.n_docs, K), dtype=np.float64)
+    column_tokens = np.zeros((K, F))
+    word_tokens = np.zeros((V, K))
+    with model._threads():
+        state = sampler.initial_state(model.layers_, V, model.globals_)
+        for sweep in range(n_iter):
+            sampler.sweep(state)
+            if sweep >= burn_in:
+                counts += state.m
+                theta += state.theta[0]
+                _add_responsibilities(corpus, data.doc_positions, state.w, model.globals_.D,
+                                      column_tokens, word_tokens)
     n = n_iter - burn_in
     return KernelAssignments(corpus, _position_grams(corpus, data.doc_positions, F),
                              (counts / n).astype(np.float32), data.doc_positions, theta / n,
-                             n_iter, n)
+                             column_tokens / n, word_tokens / n, n_iter, n)
+
+
+def _add_responsibilities(corpus: Corpus, doc_positions: np.ndarray, w: np.ndarray, D: np.ndarray,
+                          column_tokens: np.ndarray, word_tokens: np.ndarray,
+                          max_bytes: int = 64 << 20) -> None:
+    """Add every token's responsibilities (see :class:`KernelAssignments`) to the (K, F) column
+    and (V, K) word totals, in blocks of tokens of at most ``max_bytes`` of work space."""
+    from scipy.sparse import csr_matrix
+    V, F, K = D.shape
+    n_tokens = len(corpus.tokens)
+    if n_tokens == 0:
+        return
+    doc = np.repeat(np.arange(len(corpus)), corpus.lengths)
+    n_pos = np.diff(doc_positions)
+    block = max(1, int(max_bytes // (4 * F * K)))
+    for lo in range(0, n_tokens, block):
+        hi = min(lo + block, n_tokens)
+        d = doc[lo:hi]
+        col = np.arange(lo, hi, dtype=np.int64) - corpus.offsets[d]
+        v = corpus.tokens[lo:hi]
+        weights = np.zeros((F, hi - lo, K), dtype=np.float32)
+        for f in range(F):
+            start = col - f
+            ok = (start >= 0) & (start < n_pos[d])
+            weights[f, ok] = w[doc_positions[d[ok]] + start[ok]] * D[v[ok], f, :]
+        total = weights.sum(axis=(0, 2), dtype=np.float64)
+        weights /= np.where(total > 0, total, 1.0).astype(np.float32)[None, :, None]
+        column_tokens += weights.sum(axis=1, dtype=np.float64).T
+        per_token = weights.sum(axis=0, dtype=np.float64)
+        onehot = csr_matrix((np.ones(hi - lo), (v, np.arange(hi - lo))), shape=(V, hi - lo))
+        word_tokens += onehot @ per_token
 
 
 def top_corpus_phrases(assignments: KernelAssignments, vocabulary: Vocabulary, top_n: int = 3,
@@ -270,16 +323,20 @@ class KernelSummary:
     phrases: list[Phrase]
     corpus_phrases: list[Phrase] = field(default_factory=list)
     npmi: float | None = None
+    column_share: list[float] | None = None
+    """Share of the kernel's explained corpus tokens at each column (with data)."""
+    width: float | None = None
+    """Effective number of columns used in the corpus, 1..F (with data)."""
 
     def to_dict(self) -> dict:
         return {"kernel": self.kernel, "usage": self.usage, "sharpness": self.sharpness,
                 "columns": [[[w, p] for w, p in col] for col in self.columns],
                 "phrases": [[p.text, p.weight] for p in self.phrases],
                 "corpus_phrases": [[p.text, p.weight] for p in self.corpus_phrases],
-                "npmi": self.npmi}
+                "npmi": self.npmi, "column_share": self.column_share, "width": self.width}
 
 
-SORT_KEYS = ("usage", "sharpness", "npmi", "kernel")
+SORT_KEYS = ("usage", "sharpness", "width", "npmi", "kernel")
 
 
 def kernel_table(model, *, top_words: int = 4, top_phrases: int = 3, beam: int = 10,
@@ -294,6 +351,8 @@ def kernel_table(model, *, top_words: int = 4, top_phrases: int = 3, beam: int =
     usage = np.asarray(model.kernel_usage(), dtype=np.float64)
     found = (top_corpus_phrases(assignments, vocabulary, corpus_top, hide_unknown)
              if assignments is not None else None)
+    shares = assignments.column_share if assignments is not None else None
+    widths = assignments.width if assignments is not None else None
     rows = []
     for k in range(D.shape[2]):
         matrix = D[:, :, k]
@@ -303,13 +362,15 @@ def kernel_table(model, *, top_words: int = 4, top_phrases: int = 3, beam: int =
                                          hide_unknown),
             phrases=best_phrases(matrix, vocabulary, top_phrases, beam, hide_unknown),
             corpus_phrases=found[k] if found is not None else [],
-            npmi=None if npmi is None else float(npmi[k])))
+            npmi=None if npmi is None else float(npmi[k]),
+            column_share=None if shares is None else [float(x) for x in shares[k]],
+            width=None if widths is None else float(widths[k])))
     return rows
 
 
 def sort_kernels(rows: list[KernelSummary], by: str = "usage") -> list[KernelSummary]:
-    """Rows sorted by ``usage``, ``sharpness`` or ``npmi`` (largest first; missing NPMI last),
-    or by ``kernel`` index."""
+    """Rows sorted by ``usage``, ``sharpness``, ``width`` or ``npmi`` (largest first; missing
+    values last), or by ``kernel`` index."""
     if by not in SORT_KEYS:
         raise CPGBNInputError(f"sort key must be one of {', '.join(SORT_KEYS)}, got {by!r}")
     if by == "kernel":
@@ -324,13 +385,19 @@ def sort_kernels(rows: list[KernelSummary], by: str = "usage") -> list[KernelSum
 def format_kernel_table(rows: list[KernelSummary], top_words: int | None = None,
                         width: int = 16) -> str:
     """Terminal rendering: per kernel a header line, the top words of each column (one row per
-    rank, Table 3 style), the best phrases and, when known, the corpus phrases."""
+    rank, Table 3 style), the best phrases and, when known, each column's share of the tokens
+    the kernel explains in the corpus and the corpus phrases."""
     lines = []
     for row in rows:
         header = f"kernel {row.kernel}  usage {100 * row.usage:.2f}%  sharpness {row.sharpness:.2f}"
+        if row.width is not None:
+            header += f"  width {row.width:.1f}"
         if row.npmi is not None and np.isfinite(row.npmi):
             header += f"  NPMI {row.npmi:+.3f}"
         lines.append(header)
+        if row.column_share is not None:
+            cells = [f"[{100 * x:.0f}% of tokens]" for x in row.column_share]
+            lines.append("   " + "  ".join(f"{c:<{width}}" for c in cells).rstrip())
         depth = max((len(c) for c in row.columns), default=0)
         if top_words is not None:
             depth = min(depth, top_words)
@@ -338,8 +405,8 @@ def format_kernel_table(rows: list[KernelSummary], top_words: int | None = None,
             cells = [col[rank][0] if rank < len(col) else "" for col in row.columns]
             lines.append("   " + "  ".join(f"{c:<{width}}" for c in cells).rstrip())
         if row.phrases:
-            lines.append("   phrases: " + ", ".join(p.text for p in row.phrases))
+            lines.append("   phrase: " + " | ".join(p.text for p in row.phrases))
         if row.corpus_phrases:
-            lines.append("   in corpus: " + ", ".join(
+            lines.append("   in corpus: " + " | ".join(
                 f"{p.text} ({100 * p.weight:.0f}%)" for p in row.corpus_phrases))
     return "\n".join(lines)

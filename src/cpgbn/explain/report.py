@@ -1,0 +1,380 @@
+"""A self-contained HTML report of a fitted model (``cpgbn report``).
+
+One HTML file with everything inline and no network resource of any kind: CSS and a small
+script in the page, plots as base64 PNG data URIs, topic trees as inline SVG drawn here.  A
+Content-Security-Policy in the page forbids loading anything from elsewhere.
+
+Sections: summary (the facts of :func:`cpgbn.explain.summary.summary_facts`), training and
+usage plots, topic coherence (CPGBN kernels vs LDA), the phrase table (search box and
+click-to-sort headers; ``#q=how&sort=sharpness&order=desc`` in the address applies a filter
+and a sort on load), and topic trees.  With documents (normally the training data) the report
+adds the corpus phrases of each kernel, NPMI coherence and, with labels, per-class usage.
+
+Element ids and classes for tools and tests: ``#summary``, ``#phrase-table`` (rows
+``tr.kernel-row`` with ids ``kernel-K``), ``#phrase-search``, ``#phrase-count``,
+``figure.topic-tree`` (each with an inline ``svg``), ``img.plot``; the script sets
+``data-js="ready"`` on ``<body>`` when it has run.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import tempfile
+from html import escape
+from pathlib import Path
+
+import numpy as np
+
+from .._version import __version__
+from .coherence import DEFAULT_TOP_N, DEFAULT_WINDOW, CoherenceResult, model_coherence
+from .hierarchy import check_layer, format_tree, topic_tree
+from .phrases import KernelAssignments, assign_kernels, kernel_table, phrases_from_columns
+from .summary import summary_facts
+
+_CSS = """
+:root { --ink: #1d2430; --muted: #5d6675; --line: #d7dce3; --accent: #3367a6; --bg: #fbfcfd; }
+* { box-sizing: border-box; }
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--ink);
+       background: var(--bg); margin: 0; }
+header, main, footer { max-width: 1400px; margin: 0 auto; padding: 0 20px; }
+header { padding-top: 18px; }
+h1 { font-size: 22px; margin: 0 0 4px; }
+h2 { font-size: 18px; margin: 28px 0 10px; border-bottom: 1px solid var(--line); padding-bottom: 4px; }
+nav a { margin-right: 14px; color: var(--accent); text-decoration: none; }
+.muted { color: var(--muted); }
+table.facts td { padding: 2px 14px 2px 0; vertical-align: top; }
+table.facts td:first-child { color: var(--muted); white-space: nowrap; }
+.plots { display: flex; flex-wrap: wrap; gap: 16px; align-items: flex-start; }
+img.plot { max-width: 100%; border: 1px solid var(--line); background: #fff; }
+#phrase-search { font-size: 14px; padding: 5px 8px; width: 320px; max-width: 100%; }
+#phrase-table { border-collapse: collapse; margin-top: 8px; width: 100%; background: #fff; }
+#phrase-table th, #phrase-table td { border: 1px solid var(--line); padding: 4px 6px; vertical-align: top; }
+#phrase-table th { background: #eef2f7; cursor: pointer; user-select: none; white-space: nowrap;
+                   position: sticky; top: 0; }
+#phrase-table th[aria-sort="ascending"]::after { content: " \\25B2"; }
+#phrase-table th[aria-sort="descending"]::after { content: " \\25BC"; }
+#phrase-table td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+#phrase-table tr:target { outline: 2px solid var(--accent); }
+ol.words, ol.phrases { margin: 0; padding-left: 18px; }
+ol.phrases li, ol.words li { white-space: nowrap; }
+div.table-wrap { overflow-x: auto; }
+ol.words li span, ol.phrases li span { color: var(--muted); font-size: 12px; margin-left: 4px; }
+figure.topic-tree { margin: 0 0 18px; overflow-x: auto; background: #fff; border: 1px solid var(--line);
+                    padding: 8px; }
+figure.topic-tree figcaption { color: var(--muted); margin-bottom: 6px; }
+td.weak { color: #9aa3ae; }
+div.share { font-size: 11px; color: var(--muted); }
+pre { background: #f3f5f8; padding: 8px; overflow-x: auto; font-size: 12px; }
+.coh td, .coh th { padding: 3px 12px 3px 0; text-align: left; }
+"""
+
+_JS = """
+(function () {
+  "use strict";
+  var table = document.getElementById("phrase-table");
+  if (table) {
+    var body = table.tBodies[0];
+    var rows = Array.prototype.slice.call(body.rows);
+    var headers = Array.prototype.slice.call(table.tHead.rows[0].cells);
+    var search = document.getElementById("phrase-search");
+    var count = document.getElementById("phrase-count");
+    var filter = function (query) {
+      var q = query.trim().toLowerCase();
+      var shown = 0;
+      rows.forEach(function (row) {
+        var hit = q === "" || row.textContent.toLowerCase().indexOf(q) >= 0;
+        row.hidden = !hit;
+        if (hit) { shown += 1; }
+      });
+      if (count) { count.textContent = shown + " of " + rows.length + " kernels shown"; }
+    };
+    var sortBy = function (th, descending) {
+      var column = th.cellIndex;
+      var numeric = th.getAttribute("data-type") === "num";
+      var keyed = Array.prototype.slice.call(body.rows).map(function (row, position) {
+        var cell = row.cells[column];
+        var raw = cell.getAttribute("data-value");
+        if (raw === null) { raw = cell.textContent; }
+        return { row: row, key: numeric ? parseFloat(raw) : raw.toLowerCase(), position: position };
+      });
+      keyed.sort(function (a, b) {
+        var aMissing = numeric && isNaN(a.key), bMissing = numeric && isNaN(b.key);
+        if (aMissing || bMissing) { return aMissing === bMissing ? a.position - b.position : (aMissing ? 1 : -1); }
+        if (a.key < b.key) { return descending ? 1 : -1; }
+        if (a.key > b.key) { return descending ? -1 : 1; }
+        return a.position - b.position;
+      });
+      keyed.forEach(function (item) { body.appendChild(item.row); });
+      headers.forEach(function (h) { h.removeAttribute("aria-sort"); });
+      th.setAttribute("aria-sort", descending ? "descending" : "ascending");
+    };
+    headers.forEach(function (th) {
+      th.title = "click to sort";
+      th.addEventListener("click", function () {
+        var current = th.getAttribute("aria-sort");
+        var descending = current ? current === "ascending" : th.getAttribute("data-type") === "num";
+        sortBy(th, descending);
+      });
+    });
+    if (search) { search.addEventListener("input", function () { filter(search.value); }); }
+    var state = {};
+    var hash = window.location.hash.replace(/^#/, "");
+    if (hash.indexOf("=") >= 0) {
+      hash.split("&").forEach(function (part) {
+        var pair = part.split("=");
+        if (pair.length === 2) { state[pair[0]] = decodeURIComponent(pair[1].replace(/\\+/g, " ")); }
+      });
+    }
+    if (state.sort) {
+      headers.forEach(function (th) {
+        if (th.getAttribute("data-key") === state.sort) {
+          var order = state.order || (th.getAttribute("data-type") === "num" ? "desc" : "asc");
+          sortBy(th, order === "desc");
+        }
+      });
+    }
+    if (state.q && search) { search.value = state.q; }
+    filter(search ? search.value : "");
+  }
+  document.body.setAttribute("data-js", "ready");
+})();
+"""
+
+_CSP = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
+        "script-src 'unsafe-inline'; base-uri 'none'; form-action 'none'")
+
+
+def png_data_uri(png: bytes) -> str:
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+def _img(png: bytes, alt: str) -> str:
+    return f'<img class="plot" alt="{escape(alt)}" src="{png_data_uri(png)}">'
+
+
+def _words_cell(col, share=None, F: int = 1) -> str:
+    items = "".join(f"<li>{escape(w)}<span>{p:.3f}</span></li>" for w, p in col)
+    if share is None:
+        return f'<td><ol class="words">{items}</ol></td>'
+    weak = ' class="weak"' if share < 0.5 / F else ""
+    return (f'<td{weak}><div class="share">{100 * share:.0f}% of tokens</div>'
+            f'<ol class="words">{items}</ol></td>')
+
+
+def _phrases_cell(phrases, percent: bool) -> str:
+    items = "".join(
+        f"<li>{escape(p.text)}<span>{(100 * p.weight):.1f}%</span></li>" if percent
+        else f"<li>{escape(p.text)}<span>{p.weight:.2g}</span></li>" for p in phrases)
+    return f'<ol class="phrases">{items}</ol>' if items else ""
+
+
+def _num(value, fmt: str) -> str:
+    if value is None or not np.isfinite(value):
+        return '<td class="num" data-value="NaN">&ndash;</td>'
+    return f'<td class="num" data-value="{value:.6g}">{format(value, fmt)}</td>'
+
+
+def phrase_table_html(rows, *, with_corpus: bool, with_npmi: bool) -> str:
+    """The ``#phrase-table`` markup (all text escaped)."""
+    F = len(rows[0].columns) if rows else 0
+    head = ['<th data-key="kernel" data-type="num">Kernel</th>',
+            '<th data-key="usage" data-type="num">Usage %</th>',
+            '<th data-key="sharpness" data-type="num">Sharpness</th>']
+    with_width = any(r.width is not None for r in rows)
+    if with_width:
+        head.append('<th data-key="width" data-type="num">Width</th>')
+    if with_npmi:
+        head.append('<th data-key="npmi" data-type="num">NPMI</th>')
+    head += [f'<th data-key="column{f + 1}">Column {f + 1}</th>' for f in range(F)]
+    head.append('<th data-key="phrases">Best phrases</th>')
+    if with_corpus:
+        head.append('<th data-key="corpus">Corpus phrases (share of counts)</th>')
+    body = []
+    for r in rows:
+        cells = [f'<td class="num" data-value="{r.kernel}">{r.kernel}</td>',
+                 _num(100 * r.usage, ".2f"), _num(r.sharpness, ".3f")]
+        if with_width:
+            cells.append(_num(r.width, ".2f"))
+        if with_npmi:
+            cells.append(_num(r.npmi, "+.3f"))
+        cells += [_words_cell(col, None if r.column_share is None else r.column_share[f], F)
+                  for f, col in enumerate(r.columns)]
+        cells.append(f"<td>{_phrases_cell(r.phrases, percent=False)}</td>")
+        if with_corpus:
+            cells.append(f"<td>{_phrases_cell(r.corpus_phrases, percent=True)}</td>")
+        body.append(f'<tr class="kernel-row" id="kernel-{r.kernel}">{"".join(cells)}</tr>')
+    return (f'<table id="phrase-table"><thead><tr>{"".join(head)}</tr></thead>'
+            f'<tbody>{"".join(body)}</tbody></table>')
+
+
+def _tree_roots(model, layer: int, n_trees: int) -> list[int]:
+    K = model.layers_[layer - 1]
+    if layer == len(model.layers_):
+        order = np.argsort(-np.asarray(model.globals_.r), kind="stable")
+    else:
+        order = np.arange(K)
+    return [int(k) for k in order[:n_trees]]
+
+
+def _facts_html(facts) -> str:
+    rows = "".join(f"<tr><td>{escape(label)}</td><td>{escape(value)}</td></tr>" for label, value in facts)
+    return f'<table class="facts">{rows}</table>'
+
+
+def _coherence_html(coherence: CoherenceResult) -> str:
+    def stats(values):
+        values = np.asarray(values, dtype=np.float64)
+        return (f"<td>{len(values)}</td><td>{np.nanmean(values):+.3f}</td>"
+                f"<td>{np.nanmedian(values):+.3f}</td>")
+    rows = [f"<tr><td>CPGBN kernels: top words of the columns</td>{stats(coherence.kernel_npmi)}</tr>"]
+    if coherence.corpus_npmi is not None:
+        rows.append("<tr><td>CPGBN kernels: words they explain in the corpus</td>"
+                    f"{stats(coherence.corpus_npmi)}</tr>")
+    if coherence.lda_npmi is not None:
+        rows.append(f"<tr><td>LDA (same vocabulary and documents)</td>{stats(coherence.lda_npmi)}</tr>")
+    where = ("whole documents" if coherence.window is None
+             else f"sliding windows of {coherence.window} tokens (a shorter document is one window)")
+    parts = [f"<p>Mean pairwise NPMI of each topic's top {coherence.top_n} words, counted over "
+             f"{escape(where)}: {coherence.n_windows:,} windows.  A kernel's words are the union "
+             "of its columns' top words, ranked by their largest column probability, or (second "
+             "row) the words whose occurrences it explains most in these documents.  -1: never "
+             "together, 0: independent, +1: always together.</p>",
+             '<table class="coh"><thead><tr><th>topics</th><th>count</th><th>mean</th>'
+             f'<th>median</th></tr></thead><tbody>{"".join(rows)}</tbody></table>']
+    if coherence.lda_topics:
+        order = np.argsort(-np.nan_to_num(coherence.lda_npmi, nan=-2.0), kind="stable")[:20]
+        items = "".join(f"<li>{escape(' '.join(coherence.lda_topics[i]))} "
+                        f"<span class=\"muted\">({coherence.lda_npmi[i]:+.3f})</span></li>" for i in order)
+        parts.append(f"<details><summary>The 20 most coherent LDA topics</summary><ol>{items}</ol>"
+                     "</details>")
+    return "".join(parts)
+
+
+def build_report(model, texts=None, labels=None, *, title: str | None = None, source: str | None = None,
+                 top_words: int = 4, top_phrases: int = 3, corpus_top: int = 3, beam: int = 10,
+                 trees: int = 3, children: int = 3, tree_layer: int | None = None,
+                 npmi: bool = True, lda: bool = True, window: int | None = DEFAULT_WINDOW,
+                 npmi_words: int = DEFAULT_TOP_N, lda_iter: int = 50, sweeps: int = 10,
+                 burn_in: int = 5, hide_unknown: bool = True,
+                 assignments: KernelAssignments | None = None,
+                 coherence: CoherenceResult | None = None) -> str:
+    """The report as one HTML string.
+
+    ``texts`` (strings or a Corpus over the model's vocabulary; normally the training
+    documents) adds corpus phrases (``sweeps`` sweeps of inference, the first ``burn_in``
+    discarded), NPMI coherence (``npmi``; LDA comparison with ``lda``) and, with ``labels``,
+    per-class usage.  Precomputed ``assignments`` or ``coherence`` are used as given.
+    """
+    from . import plots
+    model._check_fitted()
+    corpus = model._corpus(texts, model.vocabulary_, None) if texts is not None else None
+    if corpus is not None and assignments is None:
+        assignments = assign_kernels(model, corpus, n_iter=sweeps, burn_in=burn_in)
+    if corpus is not None and npmi and coherence is None:
+        coherence = model_coherence(model, corpus, window=window, top_n=npmi_words, lda=lda,
+                                    lda_iter=lda_iter, assignments=assignments)
+    rows = kernel_table(model, top_words=top_words, top_phrases=top_phrases, beam=beam,
+                        hide_unknown=hide_unknown, assignments=assignments, corpus_top=corpus_top,
+                        npmi=None if coherence is None else coherence.kernel_npmi)
+    rows.sort(key=lambda r: (-r.usage, r.kernel))
+    facts = summary_facts(model, corpus=corpus, labels=labels, coherence=coherence,
+                          assignments=assignments)
+    layers = tuple(model.layers_)
+    title = title or f"CPGBN {'-'.join(map(str, layers))}"
+
+    # plots
+    figures = [_img(plots.loglik_png(model.loglik_trace_, model.n_train_tokens_,
+                                     getattr(model, "burn_in", None)), "training log-likelihood")]
+    # label the usage bars by what the kernel does in the data when known, else its best phrase
+    best = {r.kernel: (f'"{r.corpus_phrases[0].text}"' if r.corpus_phrases
+                       else r.phrases[0].text if r.phrases else "") for r in rows}
+    figures.append(_img(plots.usage_png(model.kernel_usage(), top=30, labels=best), "kernel usage"))
+    if assignments is not None and labels is not None:
+        if len(labels) != len(assignments.corpus):
+            from ..errors import CPGBNInputError
+            raise CPGBNInputError(f"{len(labels)} labels for {len(assignments.corpus)} documents")
+        figures.append(_img(plots.class_usage_png(assignments.doc_kernel, labels),
+                            "kernel usage per class"))
+
+    # trees
+    layer = len(layers) if tree_layer is None else check_layer(layers, tree_layer)
+    tree_parts = []
+    for k in _tree_roots(model, layer, trees):
+        node = topic_tree(model.globals_, model.vocabulary_, layer, k, children,
+                          max(top_words, top_phrases), hide_unknown)
+        label = ", ".join(p.text for p in phrases_from_columns(node.columns, 2))
+        tree_parts.append(
+            f'<figure class="topic-tree" id="tree-{layer}-{k}"><figcaption>Layer {layer}, topic {k}'
+            f" &mdash; {escape(label)}</figcaption>{plots.tree_svg(node, phrases=2, link_kernels=True)}"
+            f"<details><summary>as text</summary><pre>{escape(format_tree(node))}</pre></details>"
+            "</figure>")
+    tree_note = ("A tree starts at a topic of layer {layer} (the heaviest by r first) and follows "
+                 "the {children} largest entries of its Phi column down to layer 1; edge width "
+                 "shows the weight, hover a box for all its column words.").format(
+                     layer=layer, children=children)
+    if len(layers) == 1:
+        tree_note = ("This is a single-layer model, so each tree is a single kernel (the most "
+                     "used by r); fit more layers (e.g. 200,100,50) for topic hierarchies.")
+
+    data_note = "" if corpus is not None else (
+        '<p class="muted">Run <code>cpgbn report MODEL_DIR DATA</code> with the training data to '
+        "add corpus phrases, NPMI coherence and per-class usage.</p>")
+    sections = [
+        '<section id="summary"><h2>Summary</h2>' + _facts_html(facts) + data_note + "</section>",
+        '<section id="plots"><h2>Training and usage</h2><div class="plots">' + "".join(figures)
+        + "</div></section>",
+    ]
+    if coherence is not None:
+        sections.append('<section id="coherence"><h2>Topic coherence</h2>'
+                        + _coherence_html(coherence) + "</section>")
+    sections.append(
+        '<section id="phrases"><h2>Phrase topics</h2>'
+        f'<p class="muted">Each kernel is a distribution over {model.globals_.D.shape[1]}-word '
+        "phrases: its columns' top words (probability within the column), the most probable "
+        "phrases (beam search; probability), and"
+        + (" the corpus phrases it explains most (share of its counts)." if assignments is not None
+           else " (with data) the corpus phrases it explains most.")
+        + " Sharpness is the mean over columns of the top word's probability."
+        + (" Width is the effective number of columns the kernel uses in the data (1 to "
+           f"{model.globals_.D.shape[1]}); each column shows its share of the tokens the kernel "
+           "explains, greyed when small." if assignments is not None else "")
+        + (" The out-of-vocabulary token is hidden." if hide_unknown else "") + "</p>"
+        '<p><input id="phrase-search" type="search" placeholder="filter kernels by word" '
+        'aria-label="filter kernels by word"> <span id="phrase-count" class="muted"></span></p>'
+        + '<div class="table-wrap">'
+        + phrase_table_html(rows, with_corpus=assignments is not None,
+                            with_npmi=coherence is not None) + "</div></section>")
+    sections.append('<section id="trees"><h2>Topic trees</h2>'
+                    f'<p class="muted">{escape(tree_note)}</p>' + "".join(tree_parts) + "</section>")
+    nav = "".join(f'<a href="#{s}">{escape(t)}</a>' for s, t in (
+        ("summary", "Summary"), ("plots", "Plots"), ("coherence", "Coherence"),
+        ("phrases", "Phrases"), ("trees", "Trees")) if s != "coherence" or coherence is not None)
+    subtitle = f"cpgbn {__version__}" + (f" &middot; {escape(source)}" if source else "")
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>{escape(title)}</title><style>{_CSS}</style></head>\n<body>"
+            f'<header><h1>{escape(title)}</h1><p class="muted">{subtitle}</p><nav>{nav}</nav></header>'
+            f"<main>{''.join(sections)}</main>"
+            f'<footer><p class="muted">Self-contained report: no network resources.</p></footer>'
+            f"<script>{_JS}</script></body></html>\n")
+
+
+def write_report(html: str, path) -> Path:
+    """Write the report atomically (a temporary sibling renamed into place), readable as any
+    new file is (the umask applies, not the temporary file's private mode)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(html)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path

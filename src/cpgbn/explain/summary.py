@@ -1,0 +1,141 @@
+"""The essentials of a fitted model on one screen (``CPGBN.summary()``, ``cpgbn summary``).
+
+:func:`summary_facts` gathers (label, value) pairs about the model, its training and, when
+documents are given, the data and topic coherence; :func:`summary_text` prints them with the
+most used kernels and their best phrases.  The HTML report shows the same facts.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .coherence import DEFAULT_TOP_N, DEFAULT_WINDOW, CoherenceResult, model_coherence
+from .phrases import KernelSummary, assign_kernels, kernel_table, sort_kernels
+
+
+def _thousands(n) -> str:
+    return f"{int(n):,}"
+
+
+def usage_concentration(usage) -> tuple[float, float]:
+    """(effective number of kernels exp(entropy of the usage), share carried by the top 10%)."""
+    usage = np.asarray(usage, dtype=np.float64)
+    usage = usage / max(usage.sum(), 1e-300)
+    nz = usage[usage > 0]
+    effective = float(np.exp(-(nz * np.log(nz)).sum())) if len(nz) else 0.0
+    top = max(1, int(np.ceil(0.1 * len(usage))))
+    return effective, float(np.sort(usage)[::-1][:top].sum())
+
+
+def summary_facts(model, *, corpus=None, labels=None, coherence: CoherenceResult | None = None,
+                  assignments=None) -> list[tuple[str, str]]:
+    """(label, value) pairs: model, vocabulary, observation model, training, fit, usage, and
+    with ``corpus`` (an encoded :class:`~cpgbn.text.Corpus`) the data, with ``assignments``
+    the phrase widths, with ``coherence`` NPMI."""
+    model._check_fitted()
+    g = model.globals_
+    layers = tuple(model.layers_)
+    V, F, K = g.D.shape
+    facts = [("model", f"CPGBN {'-'.join(map(str, layers))} ({len(layers)} layer"
+                       f"{'s' if len(layers) > 1 else ''}), filter width F = {F}")]
+    facts.append(("vocabulary", f"{_thousands(V)} rows, including the out-of-vocabulary <unk>"))
+    tc = model.token_count
+    facts.append(("observation", "Bernoulli-Poisson link (the paper's)" if tc == "bernoulli-poisson"
+                  else f"{tc} pseudo-counts per token"))
+    hyper = model.hyper_
+    eta = ", ".join(f"{e:g}" for e in hyper.eta)
+    facts.append(("priors", f"eta = {eta}; e0 = {hyper.e0:g}, f0 = {hyper.f0:g}; "
+                            f"r {'sampled' if hyper.sample_r else 'fixed at 1/K_T'}"))
+    trace = np.asarray(model.loglik_trace_, dtype=np.float64)
+    n_sweeps = len(trace)
+    burn_in = int(getattr(model, "burn_in", 0) or 0)
+    facts.append(("training", f"{n_sweeps} Gibbs sweeps ({min(burn_in, n_sweeps)} burn-in, "
+                              f"{max(n_sweeps - burn_in, 0)} averaged), seed {model.seed_}"))
+    n_docs = getattr(model, "train_features_", None)
+    docs = f"{_thousands(n_docs.shape[0])} documents, " if n_docs is not None else ""
+    facts.append(("training data", f"{docs}{_thousands(model.n_train_tokens_)} tokens"))
+    seconds = np.asarray(model.sweep_seconds_, dtype=np.float64)
+    if len(seconds):
+        facts.append(("time", f"{np.median(seconds):.3f} s per sweep (median), "
+                              f"{seconds.sum():.1f} s in all"))
+    if n_sweeps:
+        per_token = trace / max(int(model.n_train_tokens_), 1)
+        tail = per_token[-max(1, n_sweeps // 10):]
+        facts.append(("log-likelihood", f"{per_token[-1]:.4f} per token at the last sweep "
+                                        f"(first sweep {per_token[0]:.4f}; last 10% of sweeps "
+                                        f"{tail.mean():.4f} +- {tail.std():.4f})"))
+    effective, top_share = usage_concentration(model.kernel_usage())
+    facts.append(("kernel usage", f"effective number of kernels {effective:.1f} of {K}; the "
+                                  f"top 10% carry {100 * top_share:.1f}% of theta^(1)"))
+    version = getattr(model, "saved_by_version_", None)
+    if version:
+        facts.append(("saved by", f"cpgbn {version}"))
+    if corpus is not None:
+        oov = float(np.mean(corpus.tokens == 0)) if corpus.n_tokens else 0.0
+        text = (f"{_thousands(len(corpus))} documents, {_thousands(corpus.n_tokens)} tokens "
+                f"({100 * oov:.1f}% out of vocabulary), mean length {corpus.lengths.mean():.1f}")
+        if labels is not None:
+            text += f", {len(set(map(str, labels)))} classes"
+        facts.append(("data", text))
+    if assignments is not None:
+        width = assignments.width
+        single = int(np.count_nonzero(width < 1.5))
+        facts.append(("phrase width", f"median {np.median(width):.2f} of F = {F} columns used "
+                                      f"(effective number, from the tokens each column explains "
+                                      f"in the data); {single} of {K} kernels use essentially one "
+                                      "column (width < 1.5)"))
+    if coherence is not None:
+        facts.append(("coherence", coherence.describe()))
+    return facts
+
+
+def top_kernels_text(rows: list[KernelSummary], top: int = 5) -> str:
+    """The ``top`` most used kernels, one line each: usage, sharpness, NPMI, best phrases."""
+    rows = sort_kernels(rows, "usage")[:top]
+    with_npmi = any(r.npmi is not None for r in rows)
+    with_width = any(r.width is not None for r in rows)
+    head = (f"  {'kernel':>6}  {'usage':>6}  {'sharp':>5}" + (f"  {'width':>5}" if with_width else "")
+            + (f"  {'NPMI':>6}" if with_npmi else ""))
+    lines = [head + "  best phrases" + (" | in corpus" if with_width else "")]
+    for r in rows:
+        line = f"  {r.kernel:>6}  {100 * r.usage:5.2f}%  {r.sharpness:5.2f}"
+        if with_width:
+            line += f"  {r.width:5.2f}" if r.width is not None else "  " + " " * 5
+        if with_npmi:
+            line += f"  {r.npmi:+6.3f}" if r.npmi is not None and np.isfinite(r.npmi) else "  " + " " * 6
+        phrases = [p.text for p in r.phrases] + [f'"{p.text}"' for p in r.corpus_phrases]
+        lines.append(line + "  " + " | ".join(phrases))
+    return "\n".join(lines)
+
+
+def summary_text(model, texts=None, *, top: int = 5, npmi: bool = True, lda: bool = True,
+                 window: int | None = DEFAULT_WINDOW, top_words: int = DEFAULT_TOP_N,
+                 lda_iter: int = 50, sweeps: int = 10, labels=None,
+                 coherence: CoherenceResult | None = None, assignments=None) -> str:
+    """A one-screen summary of a fitted model.
+
+    With ``texts`` (documents as strings or a Corpus, normally the training data): the data
+    size; the kernels' phrase widths and top corpus phrases from ``sweeps`` sweeps of inference
+    with the globals fixed (half of them burn-in); and, when ``npmi``, the NPMI coherence of the
+    kernels (and of an LDA with as many topics when ``lda``) over windows of ``window`` tokens.
+    Precomputed ``assignments`` or ``coherence`` are used as they are.
+    """
+    corpus = model._corpus(texts, model.vocabulary_, None) if texts is not None else None
+    if corpus is not None and assignments is None and sweeps:
+        assignments = assign_kernels(model, corpus, n_iter=sweeps, burn_in=sweeps // 2)
+    if coherence is None and corpus is not None and npmi:
+        coherence = model_coherence(model, corpus, window=window, top_n=top_words, lda=lda,
+                                    lda_iter=lda_iter, assignments=assignments)
+    facts = summary_facts(model, corpus=corpus, labels=labels, coherence=coherence,
+                          assignments=assignments)
+    width = max(len(label) for label, _ in facts)
+    lines = [f"{label:<{width}}  {value}" for label, value in facts]
+    rows = kernel_table(model, top_words=1, top_phrases=2, assignments=assignments, corpus_top=2,
+                        npmi=None if coherence is None else coherence.kernel_npmi)
+    lines.append("")
+    lines.append(f"most used kernels (of {len(rows)}):")
+    lines.append(top_kernels_text(rows, top))
+    if corpus is None:
+        lines.append("(give the training documents to add phrase widths, the phrases each kernel "
+                     "explains in them, and NPMI coherence)")
+    return "\n".join(lines)

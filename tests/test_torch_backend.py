@@ -1,0 +1,410 @@
+"""The PyTorch backend of the Gibbs sweep (cpgbn.inference.torch_sweep).
+
+1. Its random-variate building blocks against exact laws (zero-truncated Poisson, CRT, the
+   floor-aware conditioned gamma, multinomial splits).
+2. The Geweke (2004) joint-distribution test of the full torch sweep on the tiny models of
+   tests/test_geweke.py, with its statistics, batch-means standard errors and threshold.
+3. Agreement in distribution with the numba sampler on one simulated corpus: independent
+   chains of both backends from the same start, compared by a two-sample test on chain means
+   (see test_agrees_with_numba_in_distribution).
+4. Reproducibility for a seed, resumability, invariants of the counts under chunking, and the
+   error for device="cuda" without CUDA.
+
+Every test is deterministic (fixed seeds); torch and numba run on one thread.
+"""
+
+import itertools
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="the PyTorch backend needs torch "
+                                            "(pip install 'cpgbn[torch]')")
+
+from scipy import special, stats  # noqa: E402
+from test_geweke import THRESHOLD, _batch_se, _statistics  # noqa: E402
+
+from cpgbn.errors import CPGBNInputError  # noqa: E402
+from cpgbn.inference.gibbs import GibbsSampler  # noqa: E402
+from cpgbn.inference.state import GibbsState, GlobalParameters, Hyperparameters  # noqa: E402
+from cpgbn.inference.torch_sweep import FLOOR, TorchGibbsSampler, TorchState  # noqa: E402
+from cpgbn.simulate import sample_corpus, sample_counts, sample_globals, sample_locals  # noqa: E402
+
+#: p-value below which a goodness-of-fit check of a building block fails.
+P_MIN = 1e-4
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """One thread for torch and for the numba reference (the machine may be shared)."""
+    import numba
+    previous = torch.get_num_threads(), numba.get_num_threads()
+    torch.set_num_threads(1)
+    numba.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous[0])
+    numba.set_num_threads(previous[1])
+
+
+def _small_corpus(binary=False, layers=(3, 2), seed=1, n_docs=12, length=8):
+    hyper = Hyperparameters(eta=(0.5,) * len(layers), e0=2.0, f0=2.0)
+    g, _, _, data = sample_corpus(layers, 10, 3, np.full(n_docs, length), hyper, seed=seed,
+                                  binary=binary)
+    return hyper, g, data
+
+
+def _sampler_for_draws(seed=0):
+    hyper, _, data = _small_corpus()
+    sampler = TorchGibbsSampler(data, hyper, seed)
+    sampler._reseed(12345)
+    return sampler
+
+
+# ---------------------------------------------------------------------- building blocks
+@pytest.mark.parametrize("lam", [1e-9, 0.3, 4.0, 9.99, 10.0, 35.0])
+def test_zero_truncated_poisson_law(lam):
+    sampler = _sampler_for_draws()
+    n = 20000
+    draws = sampler._ztp(torch.full((n,), lam, dtype=torch.float64)).numpy()
+    assert draws.min() >= 1
+    if lam < 1e-6:
+        assert np.all(draws == 1)  # P(k >= 2) ~ lam / 2
+        return
+    k = np.arange(1, int(lam + 10 * np.sqrt(lam) + 10))
+    pmf = stats.poisson.pmf(k, lam) / -np.expm1(-lam)
+    observed = np.bincount(draws, minlength=k[-1] + 1)[1:k[-1] + 1]
+    keep = pmf * n >= 5  # values with enough expected draws; the rest form one cell
+    obs = np.append(observed[keep], n - observed[keep].sum())
+    exp = np.append(pmf[keep], max(1.0 - pmf[keep].sum(), 0.0)) * n
+    if exp[-1] < 5:  # the remainder is too small to test alone: merge it with the last value
+        obs = np.append(obs[:-2], obs[-2:].sum())
+        exp = np.append(exp[:-2], exp[-2:].sum())
+    assert stats.chisquare(obs, exp * n / exp.sum()).pvalue > P_MIN
+
+
+@pytest.mark.parametrize("m,a", [(1, 0.5), (5, 0.5), (60, 3.0), (400, 0.2), (400, 1e-100)])
+def test_crt_moments(m, a):
+    sampler = _sampler_for_draws()
+    n = 20000
+    draws = sampler._crt(torch.full((n,), m, dtype=torch.int64),
+                         torch.full((n,), a, dtype=torch.float64)).numpy()
+    p = a / (a + np.arange(m))  # customer i + 1 opens a table with probability a / (a + i)
+    assert draws.min() >= 1 and draws.max() <= m
+    mean, var = p.sum(), (p * (1 - p)).sum()
+    if var == 0:
+        assert np.all(draws == 1)
+        return
+    z = (draws.mean() - mean) / np.sqrt(var / n)
+    assert abs(z) < 4.5
+    # zero counts give zero tables
+    assert sampler._crt(torch.zeros(3, dtype=torch.int64), torch.ones(3, dtype=torch.float64)).sum() == 0
+
+
+@pytest.mark.parametrize("alpha,x0", [(0.05, 2e-30), (0.5, 1e-12), (0.001, 3e-30)])
+def test_gamma_above_law(alpha, x0):
+    """The floor-aware draw of empty positions: Gam(alpha) conditioned on >= x0, against the exact
+    conditional cdf."""
+    sampler = _sampler_for_draws()
+    n = 20000
+    x = sampler._gamma_above(torch.full((n,), alpha, dtype=torch.float64),
+                             torch.full((n,), np.log(x0), dtype=torch.float64)).numpy()
+    assert x.min() >= x0
+    tail = special.gammaincc(alpha, x0)
+
+    def cdf(v):
+        return np.clip((special.gammainc(alpha, v) - special.gammainc(alpha, x0)) / tail, 0, 1)
+
+    assert stats.kstest(x, cdf).pvalue > P_MIN
+
+
+def test_log_gamma_small_shapes():
+    """Shapes far below 1 stay finite in log space (no underflow to -inf or NaN)."""
+    sampler = _sampler_for_draws()
+    shape = torch.tensor([1e-100, 1e-8, 0.3, 1.0, 250.0], dtype=torch.float64).repeat(4000)
+    lg = sampler._log_gamma(shape)
+    assert torch.isfinite(lg).all()
+    # E[log G] = digamma(shape)
+    means = lg.reshape(4000, 5).mean(dim=0).numpy()
+    sds = lg.reshape(4000, 5).std(dim=0).numpy() / np.sqrt(4000)
+    z = (means[1:] - special.digamma([1e-8, 0.3, 1.0, 250.0])) / sds[1:]
+    assert np.all(np.abs(z) < 4.5), z
+
+
+def test_multinomial_units_law():
+    """Rows of varying counts (1..60, so every grouping path runs) split by their weights."""
+    sampler = _sampler_for_draws()
+    rng = np.random.default_rng(3)
+    weights = np.array([0.0, 2.0, 1e-9, 0.5, 0.0, 3.0, 1.5])
+    rows = 3000
+    counts = rng.integers(0, 61, size=rows)
+    cum = torch.tensor(np.tile(np.cumsum(weights), (rows, 1)))
+    r_u, c_u = sampler._units(cum, torch.tensor(counts))
+    per_row = np.bincount(r_u.numpy(), minlength=rows)
+    np.testing.assert_array_equal(per_row, counts)
+    totals = np.bincount(c_u.numpy(), minlength=len(weights))
+    assert totals[weights == 0].sum() == 0
+    p = weights / weights.sum()
+    big = p * counts.sum() >= 5
+    obs = np.append(totals[big], totals[~big].sum())
+    exp = np.append(p[big], p[~big].sum()) * counts.sum()
+    assert stats.chisquare(obs[exp > 0], exp[exp > 0]).pvalue > P_MIN
+
+
+# ---------------------------------------------------------------------- Geweke
+def _run_geweke_torch(layers, binary, n_prior, n_chain, seed, V=3, F=2, N=3, L=3):
+    """tests/test_geweke.py::_run_geweke with the torch sampler, the state kept as tensors."""
+    hyper = Hyperparameters(eta=(0.8,) * len(layers), e0=2.0, f0=2.0, gamma0=2.0 * layers[-1],
+                            c0=1.0, sample_r=True)
+    rng = np.random.default_rng(seed)
+    lengths = np.full(N, L)
+    positions = np.concatenate([[0], np.cumsum(lengths - F + 1)])
+
+    prior = []
+    for _ in range(n_prior):
+        g = sample_globals(layers, V, F, hyper, rng)
+        loc = sample_locals(g, positions, hyper, rng)
+        prior.append(_statistics(g, loc.w, loc.theta, loc.c))
+    prior = np.array(prior)
+
+    g = sample_globals(layers, V, F, hyper, rng)
+    loc = sample_locals(g, positions, hyper, rng)
+    m, data = sample_counts(g, loc.w, lengths, F, rng, binary=binary)
+    sampler = TorchGibbsSampler(data, hyper, seed=seed + 1)
+    ts = sampler.to_device(GibbsState(globals=g, w=loc.w, m=m, theta=loc.theta, c=loc.c,
+                                      A=np.zeros((N, layers[0]), dtype=np.int32),
+                                      loglik=np.zeros(N)))
+    chain = []
+    for _ in range(n_chain):
+        sampler.sweep(ts)
+        sampler.draw_weights(ts)  # w current again before it is read with the stack
+        g_now = GlobalParameters(ts.D.numpy(), [p.numpy() for p in ts.phi], ts.r.numpy())
+        w = ts.w.numpy()
+        chain.append(_statistics(g_now, w, [t.numpy() for t in ts.theta],
+                                 [c.numpy() for c in ts.c]))
+        m, sampler.data = sample_counts(g_now, w, lengths, F, rng, binary=binary)
+        ts.m = torch.from_numpy(m.astype(np.int64))
+    chain = np.array(chain)
+
+    se = np.sqrt(prior.var(axis=0, ddof=1) / n_prior + _batch_se(chain) ** 2)
+    return (chain.mean(axis=0) - prior.mean(axis=0)) / se
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("layers,binary", [
+    ((2,), False),
+    ((2,), True),
+    ((2, 2), False),
+])
+def test_geweke_torch_sweep(layers, binary):
+    """F = 2, documents of 3 columns; 10000 prior draws and sweeps (the numba test uses 20000:
+    the torch sweep of a tiny model is dominated by per-operation overhead)."""
+    z = _run_geweke_torch(layers, binary, n_prior=10000, n_chain=10000, seed=11)
+    assert np.all(np.isfinite(z))
+    assert np.max(np.abs(z)) < THRESHOLD, f"Geweke z-scores {np.round(z, 2)}"
+
+
+# ---------------------------------------------------------------------- agreement with numba
+_AGREE_LAYERS = (3,)
+_AGREE_V, _AGREE_F = 12, 2
+
+
+def _agreement_corpus():
+    hyper = Hyperparameters(eta=(0.3,), e0=3.0, f0=3.0)
+    rng = np.random.default_rng(2024)
+    g = sample_globals(_AGREE_LAYERS, _AGREE_V, _AGREE_F, hyper, rng)
+    g.r = np.full(3, 8.0)
+    _, _, _, data = sample_corpus(_AGREE_LAYERS, _AGREE_V, _AGREE_F, np.full(40, 10), hyper,
+                                  seed=7, globals_=g)
+    return hyper, g, data
+
+
+def _agreement_stats(D, r, theta1, c1, loglik, D_true, n_tokens):
+    """Bounded per-sweep summaries, invariant to relabelling the kernels."""
+    K = D_true.shape[2]
+    flat, flat_true = D.reshape(-1, K), D_true.reshape(-1, K)
+    perm = min(itertools.permutations(range(K)),
+               key=lambda p: np.abs(flat[:, list(p)] - flat_true).sum())
+    perm = list(perm)  # sample kernel perm[k] plays true kernel k
+    usage = theta1.sum(axis=0)
+    out = [loglik / n_tokens]
+    out += list(np.sort(usage / usage.sum())[::-1])
+    out.append(np.mean(c1 / (1 + c1)))
+    for k in range(K):
+        for idx in np.argsort(flat_true[:, k])[::-1][:2]:  # the two heaviest true entries
+            out.append(flat[idx, perm[k]])
+        out.append(r[perm[k]] / (1 + r[perm[k]]))
+    return np.array(out, dtype=np.float64)
+
+
+def _agreement_chain(backend, seed, hyper, g, data, n_sweeps, burn):
+    init = g.copy()
+    n_tokens = int(data.cell_count.sum())
+    if backend == "torch":
+        sampler = TorchGibbsSampler(data, hyper, seed)
+        ts = sampler.to_device(sampler.initial_state(_AGREE_LAYERS, _AGREE_V, init))
+        read = lambda: (ts.D.numpy(), ts.r.numpy(), ts.theta[0].numpy(), ts.c[0].numpy(),  # noqa: E731
+                        float(ts.loglik.sum()))
+        step = lambda: sampler.sweep(ts)  # noqa: E731
+    else:
+        sampler = GibbsSampler(data, hyper, seed)
+        st = sampler.initial_state(_AGREE_LAYERS, _AGREE_V, init)
+        read = lambda: (st.globals.D, st.globals.r, st.theta[0], st.c[0],  # noqa: E731
+                        float(st.loglik.sum()))
+        step = lambda: sampler.sweep(st)  # noqa: E731
+    rows = []
+    for i in range(n_sweeps):
+        step()
+        if i >= burn:
+            rows.append(_agreement_stats(*read(), g.D, n_tokens))
+    return np.array(rows)
+
+
+def _welch_z(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(mean a - mean b) / sqrt(var a / n_a + var b / n_b), column by column."""
+    se2 = a.var(axis=0, ddof=1) / len(a) + b.var(axis=0, ddof=1) / len(b)
+    return (a.mean(axis=0) - b.mean(axis=0)) / np.sqrt(se2)
+
+
+@pytest.mark.slow
+def test_agrees_with_numba_in_distribution():
+    """Both backends give the same law of the chain, sweep by sweep.
+
+    Data: 40 documents of 10 columns (observed counts), V = 12, F = 2, K = 3, drawn from the
+    model.  Each backend runs 16 independent chains (seeds 1..16) of 150 sweeps from the same
+    start (the true globals, then each sampler's initial_state).  Statistics per sweep:
+    log-likelihood per token, the sorted kernel shares of theta^(1), the mean of c/(1+c), and,
+    after matching the kernels to the true ones (the permutation minimising the L1 distance of
+    D), the two heaviest true entries of each kernel and r/(1+r).
+
+    Since both chains start from the same distribution, a correct backend has the same law at
+    every sweep, converged or not; so each chain's mean over sweeps 50..150 is one
+    independent replicate, and autocorrelation within a chain (slow moves of D between chains'
+    local modes are visible here) needs no modelling.  Two-sample statistic per summary: Welch
+    z = (mean_torch - mean_numba) / sqrt(s_torch^2 / 16 + s_numba^2 / 16) over the 16 + 16
+    chain means, which must be below the Geweke threshold 4.5 (about 30 degrees of freedom:
+    p < 1e-4 per summary, family-wise < 2e-3 for the 14 summaries).
+    """
+    hyper, g, data = _agreement_corpus()
+    n_sweeps, burn, seeds = 150, 50, range(1, 17)
+    chain_means = {backend: np.array([
+        _agreement_chain(backend, seed, hyper, g, data, n_sweeps, burn).mean(axis=0)
+        for seed in seeds]) for backend in ("torch", "numba")}
+    z = _welch_z(chain_means["torch"], chain_means["numba"])
+    assert np.all(np.isfinite(z))
+    assert np.max(np.abs(z)) < THRESHOLD, f"torch vs numba z-scores {np.round(z, 2)}"
+
+
+# ---------------------------------------------------------------------- API, reproducibility
+def _arrays(state: GibbsState):
+    g = state.globals
+    return [g.D, g.r, *g.phi, state.w, state.m, state.A, state.loglik, *state.theta, *state.c]
+
+
+def test_reproducible_for_a_seed_on_cpu():
+    hyper, _, data = _small_corpus(binary=True)
+    states = []
+    for seed in (5, 5, 6):
+        sampler = TorchGibbsSampler(data, hyper, seed, device="cpu")
+        state = sampler.initial_state((3, 2), 10)
+        for _ in range(4):
+            sampler.sweep(state)
+        sampler.draw_weights(state)
+        states.append(state)
+    for a, b in zip(_arrays(states[0]), _arrays(states[1])):
+        np.testing.assert_array_equal(a, b)
+    assert not all(np.array_equal(a, b) for a, b in zip(_arrays(states[0]), _arrays(states[2])))
+
+
+def test_run_matches_sweeps_and_resumes_exactly():
+    """run() equals sweep by sweep, and a run continued with its collector equals one run."""
+    hyper, _, data = _small_corpus()
+    layers = (3, 2)
+    sampler = TorchGibbsSampler(data, hyper, 9)
+    whole = sampler.initial_state(layers, 10)
+    result = sampler.run(whole, 6, 2)
+
+    by_hand = sampler.initial_state(layers, 10)
+    for _ in range(6):
+        sampler.sweep(by_hand)
+    for a, b in zip(_arrays(whole), _arrays(by_hand)):
+        np.testing.assert_array_equal(a, b)
+
+    from cpgbn.inference.gibbs import Collector
+    part = sampler.initial_state(layers, 10)
+    collector = Collector.empty(part, True)
+    seen = []
+    sampler.run(part, 3, 2, collector=collector, on_sweep=lambda st, co: seen.append(st.sweep))
+    assert seen == [1, 2, 3] and part.sweep == 3
+    resumed = TorchGibbsSampler(data, hyper, 9).run(part, 6, 2, collector=collector)
+    for a, b in zip(_arrays(whole), _arrays(part)):
+        np.testing.assert_array_equal(a, b)
+    assert resumed.n_collected == result.n_collected == 4
+    np.testing.assert_allclose(resumed.theta_mean[1], result.theta_mean[1])
+    np.testing.assert_allclose(resumed.globals_mean.D, result.globals_mean.D)
+    assert result.loglik == resumed.loglik
+    assert len(result.seconds) == 6 and result.theta_mean[0].shape == (12, 3)
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_count_invariants_with_small_chunks(binary):
+    """Tiny max_elements (every chunk loop runs many times): m, A and n stay consistent, the
+    kernels stay on the simplex (up to the floor), and fixed globals stay fixed."""
+    hyper, g, data = _small_corpus(binary=binary, seed=4)
+    sampler = TorchGibbsSampler(data, hyper, 2, max_elements=7)
+    ts = sampler.to_device(sampler.initial_state((3, 2), 10))
+    for _ in range(3):
+        sampler.sweep(ts)
+    m, A = ts.m.numpy(), ts.A.numpy()
+    per_doc = np.add.reduceat(m, data.doc_positions[:-1], axis=0)
+    np.testing.assert_array_equal(per_doc, A)
+    if binary:
+        assert m.sum() >= data.n_cells
+    else:
+        assert m.sum() == data.cell_count.sum()
+    assert ts.w.dtype == torch.float32 and float(ts.w.min()) >= FLOOR
+    np.testing.assert_allclose(ts.D.double().sum(dim=(0, 1)).numpy(), 1.0, rtol=1e-5)
+    np.testing.assert_allclose(ts.phi[0].sum(dim=0).numpy(), 1.0)
+    assert all(torch.isfinite(t).all() for t in ts.theta) and torch.isfinite(ts.loglik).all()
+    # the augmentation counts are the kernel counts the D draw sees
+    counts = sampler._augment(ts, True)
+    assert int(counts.sum()) == int(ts.m.sum())
+
+    fixed = TorchGibbsSampler(data, hyper, 2, learn_globals=False)
+    state = fixed.initial_state((3, 2), 10, g.copy())
+    fixed.sweep(state)
+    np.testing.assert_array_equal(state.globals.D, g.D)
+    np.testing.assert_array_equal(state.globals.r, g.r)
+
+
+def test_fixed_count_mode_runs():
+    from cpgbn.layers.cells import from_token_sequences
+    rng = np.random.default_rng(0)
+    tokens = rng.integers(0, 10, size=60)
+    offsets = np.array([0, 5, 20, 21, 60])
+    data = from_token_sequences(tokens, offsets, 3, token_count=2)
+    hyper = Hyperparameters(eta=(0.1,))
+    sampler = TorchGibbsSampler(data, hyper, 0)
+    state = sampler.initial_state((4,), 10)
+    result = sampler.run(state, 3, 1)
+    assert state.m.sum() == 2 * len(tokens) and state.m.dtype == np.int32
+    assert np.all(np.isfinite(result.loglik))
+
+
+def test_cuda_request_without_cuda_is_a_clear_error():
+    hyper, _, data = _small_corpus()
+    if torch.cuda.is_available():
+        pytest.skip("CUDA is available here: the error path cannot be exercised")
+    with pytest.raises(CPGBNInputError, match="CUDA is not available"):
+        TorchGibbsSampler(data, hyper, 0, device="cuda")
+    with pytest.raises(CPGBNInputError, match="device"):
+        TorchGibbsSampler(data, hyper, 0, device="tpu")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_cuda_sweep_keeps_invariants():
+    hyper, _, data = _small_corpus()
+    sampler = TorchGibbsSampler(data, hyper, 0, device="cuda")
+    state = sampler.initial_state((3, 2), 10)
+    sampler.run(state, 5, 2)
+    assert state.m.sum() == data.cell_count.sum()
+    assert isinstance(sampler.to_device(state), TorchState)
