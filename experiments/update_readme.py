@@ -32,6 +32,13 @@ def token_count_table() -> str:
     return "\n".join(line for line in text.splitlines() if line.startswith("|"))
 
 
+def table2_rows() -> str:
+    path = ROOT / "results" / "table2.md"
+    if not path.exists():
+        return "(no Table 2 cells yet)"
+    return "\n".join(line for line in path.read_text().splitlines() if line.startswith("|"))
+
+
 def replace_block(readme: str, name: str, body: str) -> str:
     start, end = f"<!-- {name} -->", f"<!-- /{name} -->"
     pattern = re.compile(re.escape(start) + ".*?" + re.escape(end), re.S)
@@ -43,6 +50,7 @@ def main():
     readme = path.read_text()
     readme = replace_block(readme, "results", evaluation_table())
     readme = replace_block(readme, "token-count", token_count_table())
+    readme = replace_block(readme, "table2", table2_rows())
     path.write_text(readme)
 
 
