@@ -21,7 +21,13 @@ demo: install
 	CPGBN_DOWNLOAD=1 $(VENV)/bin/cpgbn evaluate trec --layers 200 --protocol authors --seeds 0 --save-model runs/demo-trec
 	$(VENV)/bin/cpgbn topics runs/demo-trec --kernels 12 --top 4
 
-test: install
+# The PyTorch backend's tests need torch; the CPU build is pinned here only (the library's
+# own requirement is a range, in the `torch` extra).
+$(VENV)/.torch: $(VENV)/.installed
+	$(PY) -m pip install --quiet torch==2.13.0
+	touch $@
+
+test: install $(VENV)/.torch
 	$(PY) -m pytest -q
 
 clean:

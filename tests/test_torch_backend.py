@@ -1,7 +1,8 @@
 """The PyTorch backend of the Gibbs sweep (cpgbn.inference.torch_sweep).
 
 1. Its random-variate building blocks against exact laws (zero-truncated Poisson, CRT, the
-   floor-aware conditioned gamma, multinomial splits).
+   floor-aware conditioned gamma, multinomial splits), and the pooling layer's tables against
+   the exact posterior of tests/test_pooling_crt.py (with its power check).
 2. The Geweke (2004) joint-distribution test of the full torch sweep on the tiny models of
    tests/test_geweke.py, with its statistics, batch-means standard errors and threshold.
 3. Agreement in distribution with the numba sampler on one simulated corpus: independent
@@ -408,3 +409,55 @@ def test_cuda_sweep_keeps_invariants():
     sampler.run(state, 5, 2)
     assert state.m.sum() == data.cell_count.sum()
     assert isinstance(sampler.to_device(state), TorchState)
+
+
+# ---------------------------------------------------------------------- pooling-layer tables
+def _pooled_shape_draws(m, use_positions, n_chains=3000, n_steps=100):
+    """tests/test_pooling_crt.py with the torch tables: many independent chains side by side
+    (one document each), each run n_steps from a = 1; the final states are independent draws
+    from the chain's law after n_steps (far past this scalar chain's mixing time)."""
+    from cpgbn.layers.cells import from_cells
+    from test_pooling_crt import ALPHA0, Q, S
+    data = from_cells(np.arange(n_chains + 1), np.zeros(n_chains, dtype=np.int32),
+                      np.zeros(n_chains, dtype=np.int32), np.full(n_chains, S), 1,
+                      cell_count=np.ones(n_chains, dtype=np.int32))
+    sampler = TorchGibbsSampler(data, Hyperparameters(eta=(0.1,)), 0)
+    counts = torch.tensor(np.tile(m, n_chains).reshape(-1, 1), dtype=torch.int64)
+    a = torch.ones((n_chains, 1), dtype=torch.float64)
+    for step in range(n_steps):
+        sampler._reseed(step)
+        if use_positions:
+            tables = sampler._position_tables(counts, a)
+        else:
+            tables = sampler._crt(counts.reshape(n_chains, S).sum(dim=1, keepdim=True), a)
+        a = sampler._gamma(ALPHA0 + tables.to(torch.float64)) / (1.0 + Q)
+    return a[:, 0].numpy()
+
+
+@pytest.mark.parametrize("m", [np.array([12, 0, 0, 0, 0, 0, 0, 0]),
+                               np.array([2, 1, 2, 1, 2, 1, 2, 1])])
+def test_position_tables_sample_the_exact_posterior(m):
+    from test_pooling_crt import exact_cdf
+    assert stats.kstest(_pooled_shape_draws(m, True), exact_cdf(m)).pvalue > 1e-3
+
+
+def test_summed_crt_shortcut_is_detectably_wrong():
+    """The same check has power: CRT(sum_s m_s, a) misses the exact posterior."""
+    from test_pooling_crt import exact_cdf
+    m = np.array([12, 0, 0, 0, 0, 0, 0, 0])
+    assert stats.kstest(_pooled_shape_draws(m, False), exact_cdf(m)).pvalue < 1e-6
+
+
+def test_estimator_with_the_torch_backend():
+    from cpgbn import CPGBN, PGBN
+    from helpers import random_texts
+    texts = random_texts(40, seed=4)
+    model = CPGBN(layers=(5, 2), vocab_size=30, n_iter=6, burn_in=3, random_state=0, device="cpu")
+    features = model.fit_transform(texts)
+    assert features.shape == (40, 5) and np.all(np.isfinite(features)) and np.all(features >= 0)
+    again = CPGBN(layers=(5, 2), vocab_size=30, n_iter=6, burn_in=3, random_state=0, device="cpu")
+    np.testing.assert_array_equal(again.fit(texts).globals_.D, model.globals_.D)
+    assert np.all(np.isfinite(model.transform(texts[:5])))
+    assert PGBN(layers=(4,), vocab_size=30, n_iter=4, burn_in=2, device="cpu").fit(texts).globals_.D.shape == (30, 1, 4)
+    with pytest.raises(CPGBNInputError, match="device"):
+        CPGBN(device="tpu").fit(texts)

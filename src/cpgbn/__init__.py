@@ -9,6 +9,6 @@ a hierarchy of phrase-level topics and document features for classifiers.
 """
 from ._version import __version__
 from .errors import CPGBNInputError, DataFileError, ModelFormatError
-from .model import CPGBN
+from .model import CPGBN, PGBN
 
-__all__ = ["CPGBN", "CPGBNInputError", "DataFileError", "ModelFormatError", "__version__"]
+__all__ = ["CPGBN", "PGBN", "CPGBNInputError", "DataFileError", "ModelFormatError", "__version__"]

@@ -100,7 +100,8 @@ def cmd_fit(args) -> int:
     texts, _ = _read_documents(args.data, args.split, args.data_dir, args.format)
     model = CPGBN(layers=args.layers, filter_width=args.filter_width, vocab_size=args.vocab_size,
                   token_count=args.token_count, eta=args.eta, n_iter=args.iterations,
-                  burn_in=args.iterations * 3 // 4 if args.burn_in is None else args.burn_in, random_state=args.seed, n_threads=args.threads,
+                  burn_in=args.iterations * 3 // 4 if args.burn_in is None else args.burn_in,
+                  random_state=args.seed, n_threads=args.threads, device=args.device,
                   progress=not args.quiet)
     checkpoint = Path(f"{args.out}.checkpoint")
     if args.resume and (checkpoint / "checkpoint.json").is_file():
@@ -225,6 +226,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, metavar="MODEL_DIR", help="where to save the model")
     p.add_argument("--checkpoint-every", type=int, default=10,
                    help="save the sampler state to MODEL_DIR.checkpoint every N sweeps (default 10)")
+    p.add_argument("--device", default=None,
+                   help="run the PyTorch sampler on this device (cpu, cuda, cuda:1); default: numba")
     p.add_argument("--resume", action="store_true",
                    help="continue an interrupted fit from MODEL_DIR.checkpoint (same result as an "
                         "uninterrupted run)")

@@ -89,6 +89,11 @@ class CPGBN(TransformerMixin, BaseEstimator):
         :mod:`cpgbn.inference.memory` is checked against it and against the available memory.
     progress : bool, default False
         Show a progress bar.
+    device : None or str, default None
+        None: the numba sampler (CPU).  A torch device ("cpu", "cuda", "cuda:1") selects the
+        PyTorch sampler of :mod:`cpgbn.inference.torch_sweep` (same conditionals, same order;
+        reproducible for a seed and device, equal to the numba sampler in distribution, not bit
+        for bit).  Needs ``pip install 'cpgbn[torch]'``.
 
     Attributes
     ----------
@@ -110,7 +115,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
                  token_count=DEFAULT_TOKEN_COUNT, eta=0.05, e0=0.1, f0=0.1, sample_r=True,
                  n_iter=200, burn_in=150, transform_iter=None, transform_burn_in=None,
                  feature_normalization="length", random_state=None, n_threads=None,
-                 memory_limit=None, progress=False):
+                 memory_limit=None, progress=False, device=None):
         self.layers = layers
         self.filter_width = filter_width
         self.vocab_size = vocab_size
@@ -128,6 +133,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
         self.n_threads = n_threads
         self.memory_limit = memory_limit
         self.progress = progress
+        self.device = device
 
     # ------------------------------------------------------------------ validation
     def _validated(self) -> dict:
@@ -161,6 +167,12 @@ class CPGBN(TransformerMixin, BaseEstimator):
             _check_int("n_threads", self.n_threads, 1)
         if self.memory_limit is not None:
             _check_int("memory_limit", self.memory_limit, 1)
+        if self.device is not None:
+            try:
+                from .inference.torch_sweep import resolve_device
+            except ImportError:
+                raise CPGBNInputError("device=... needs PyTorch: pip install 'cpgbn[torch]'") from None
+            resolve_device(self.device)
         token_mode(self.token_count)
         return dict(
             layers=layers,
@@ -191,8 +203,18 @@ class CPGBN(TransformerMixin, BaseEstimator):
                           "with empty columns", stacklevel=3)
         return from_token_sequences(corpus.tokens, corpus.offsets, filter_width, self.token_count)
 
+    def _sampler(self, data: ConvData, seed: int, learn_globals: bool):
+        """The numba sampler, or the PyTorch one when ``device`` is set."""
+        if self.device is None:
+            return GibbsSampler(data, self.hyper_, seed, learn_globals=learn_globals)
+        from .inference.torch_sweep import TorchGibbsSampler
+        return TorchGibbsSampler(data, self.hyper_, seed, learn_globals=learn_globals,
+                                 device=self.device)
+
     def _check_memory(self, data: ConvData, layers, vocab_size: int, training: bool) -> None:
         from .inference.memory import check_memory, estimate_bytes
+        if self.device is not None and str(self.device).startswith("cuda"):
+            return  # the estimate is of host memory
         n_threads = self.n_threads or numba.get_num_threads()
         check_memory(estimate_bytes(data.n_docs, data.n_positions, data.n_cells, vocab_size,
                                     data.filter_width, layers, n_threads, training),
@@ -245,7 +267,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
         self._check_memory(data, self.layers_, len(self.vocabulary_), training=True)
         checkpoint_every = _check_int("checkpoint_every", checkpoint_every, 1)
         with self._threads():
-            sampler = GibbsSampler(data, self.hyper_, self.seed_, learn_globals=True)
+            sampler = self._sampler(data, self.seed_, learn_globals=True)
             state, collector, on_sweep = None, None, None
             if checkpoint_dir is not None:
                 from .inference import checkpoint as ckpt
@@ -299,7 +321,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
         data = self._data(corpus, self.globals_.D.shape[1])
         self._check_memory(data, self.layers_, len(self.vocabulary_), training=False)
         with self._threads():
-            sampler = GibbsSampler(data, self.hyper_, self._transform_seed(), learn_globals=False)
+            sampler = self._sampler(data, self._transform_seed(), learn_globals=False)
             state = sampler.initial_state(self.layers_, len(self.vocabulary_), self.globals_)
             with self._progress(params["transform_iter"], "transform") as bar:
                 result = sampler.run(state, params["transform_iter"], params["transform_burn_in"],
@@ -425,13 +447,14 @@ class PGBN(CPGBN):
     def __init__(self, layers=(200,), *, filter_width=1, vocab_size=8000, token_count=1, eta=0.05,
                  e0=0.1, f0=0.1, sample_r=True, n_iter=200, burn_in=150, transform_iter=None,
                  transform_burn_in=None, feature_normalization="length", random_state=None,
-                 n_threads=None, memory_limit=None, progress=False):
+                 n_threads=None, memory_limit=None, progress=False, device=None):
         super().__init__(layers, filter_width=filter_width, vocab_size=vocab_size,
                          token_count=token_count, eta=eta, e0=e0, f0=f0, sample_r=sample_r,
                          n_iter=n_iter, burn_in=burn_in, transform_iter=transform_iter,
                          transform_burn_in=transform_burn_in,
                          feature_normalization=feature_normalization, random_state=random_state,
-                         n_threads=n_threads, memory_limit=memory_limit, progress=progress)
+                         n_threads=n_threads, memory_limit=memory_limit, progress=progress,
+                         device=device)
 
     def _data(self, corpus: Corpus, filter_width: int) -> ConvData:
         data = from_bag_of_words(corpus.tokens, corpus.offsets)

@@ -32,7 +32,7 @@ Exactness
     the multinomials are inverse-CDF categorical draws (binary search on cumulative weights) per
     unit, and CRT(m, a) is the sum of its m - 1 Bernoulli(a / (a + i)) variables.  torch's own
     Poisson/binomial are not used: on CUDA, ``torch.poisson`` goes through cuRAND, which
-    switches to a normal approximation for large rates.
+    uses float32 arithmetic above rate 64 and a normal approximation above 4000.
 
 Dtypes
     Storage follows :class:`~cpgbn.inference.state.GibbsState`: w and D float32 with the float32
@@ -242,7 +242,8 @@ class TorchGibbsSampler:
 
     def to_numpy_state(self, ts: TorchState, out: GibbsState | None = None) -> GibbsState:
         """The state as numpy arrays: written into ``out`` (in place where shapes and dtypes
-        allow, as the numba sampler mutates its state) or into a new GibbsState."""
+        allow, as the numba sampler mutates its state; the globals only when they are learned)
+        or into a new GibbsState."""
         def host(x, dtype):
             return x.detach().to("cpu").numpy().astype(dtype, copy=False)
 
@@ -265,14 +266,15 @@ class TorchGibbsSampler:
                               A=host(ts.A, np.int32).copy(),
                               loglik=host(ts.loglik, np.float64).copy(), sweep=ts.sweep)
         g = out.globals
-        put(g, "D", host(ts.D, np.float32))
-        put(g, "r", host(ts.r, np.float64))
-        for i, p in enumerate(ts.phi):
-            value = host(p, np.float64)
-            if g.phi[i].shape == value.shape and g.phi[i].flags.writeable:
-                np.copyto(g.phi[i], value)
-            else:
-                g.phi[i] = value.copy()
+        if self.learn_globals:
+            put(g, "D", host(ts.D, np.float32))
+            put(g, "r", host(ts.r, np.float64))
+            for i, p in enumerate(ts.phi):
+                value = host(p, np.float64)
+                if g.phi[i].shape == value.shape and g.phi[i].flags.writeable:
+                    np.copyto(g.phi[i], value)
+                else:
+                    g.phi[i] = value.copy()
         put(out, "w", host(ts.w, np.float32))
         put(out, "m", host(ts.m, np.int32))
         put(out, "A", host(ts.A, np.int32))
