@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from cpgbn import CPGBN, CPGBNInputError
-from cpgbn.cli_explain import main as explain_main
+from cpgbn.cli import main as explain_main
 from cpgbn.explain import (Phrase, TopicNode, assign_kernels, best_phrases, build_report,
                            class_usage_png, corpus_phrases, format_kernel_table, kernel_table,
                            loglik_png, phrases_from_columns, save_tree_svg, sharpness, sort_kernels,

@@ -134,26 +134,3 @@ def add_parsers(sub) -> None:
                         "(half burn-in; default 10)")
     _add_coherence_args(p)
     p.set_defaults(func=cmd_summary)
-
-
-def main(argv=None) -> int:
-    """Run ``report``/``summary`` alone (for testing before they are wired into ``cpgbn``)."""
-    import argparse
-
-    from .cli import EXIT_USAGE
-    parser = argparse.ArgumentParser(prog="cpgbn")
-    add_parsers(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    try:
-        return args.func(args)
-    except CPGBNInputError as exc:
-        print(f"cpgbn: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except OSError as exc:
-        print(f"cpgbn: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "),
-              file=sys.stderr)
-        return EXIT_USAGE
-
-
-if __name__ == "__main__":
-    sys.exit(main())
