@@ -39,7 +39,10 @@ def _batch_se(x: np.ndarray, n_batches: int = 50) -> np.ndarray:
     return means.std(axis=0, ddof=1) / np.sqrt(n_batches)
 
 
-def _run_geweke(layers, binary, n_prior, n_chain, seed, V=3, F=2, N=3, L=3):
+def _run_geweke(layers, binary, n_prior, n_chain, seed, V=3, F=2, N=3, L=3,
+                make_sampler=GibbsSampler):
+    """z-scores of the chain's statistics against the prior's; ``make_sampler`` builds the
+    sampler under test (any class with GibbsSampler's constructor, sweep and draw_weights)."""
     hyper = Hyperparameters(eta=(0.8,) * len(layers), e0=2.0, f0=2.0, gamma0=2.0 * layers[-1],
                             c0=1.0, sample_r=True)
     rng = np.random.default_rng(seed)
@@ -56,7 +59,7 @@ def _run_geweke(layers, binary, n_prior, n_chain, seed, V=3, F=2, N=3, L=3):
     g = sample_globals(layers, V, F, hyper, rng)
     loc = sample_locals(g, positions, hyper, rng)
     m, data = sample_counts(g, loc.w, lengths, F, rng, binary=binary)
-    sampler = GibbsSampler(data, hyper, seed=seed + 1)
+    sampler = make_sampler(data, hyper, seed=seed + 1)
     state = GibbsState(globals=g, w=loc.w, m=m, theta=loc.theta, c=loc.c,
                        A=np.zeros((N, layers[0]), dtype=np.int32), loglik=np.zeros(N))
     chain = []

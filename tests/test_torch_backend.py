@@ -23,13 +23,13 @@ torch = pytest.importorskip("torch", reason="the PyTorch backend needs torch "
                                             "(pip install 'cpgbn[torch]')")
 
 from scipy import special, stats  # noqa: E402
-from test_geweke import THRESHOLD, _batch_se, _statistics  # noqa: E402
+from test_geweke import THRESHOLD, _run_geweke  # noqa: E402
 
 from cpgbn.errors import CPGBNInputError  # noqa: E402
 from cpgbn.inference.gibbs import GibbsSampler  # noqa: E402
-from cpgbn.inference.state import GibbsState, GlobalParameters, Hyperparameters  # noqa: E402
+from cpgbn.inference.state import GibbsState, Hyperparameters  # noqa: E402
 from cpgbn.inference.torch_sweep import FLOOR, TorchGibbsSampler, TorchState  # noqa: E402
-from cpgbn.simulate import sample_corpus, sample_counts, sample_globals, sample_locals  # noqa: E402
+from cpgbn.simulate import sample_corpus, sample_globals  # noqa: E402
 
 #: p-value below which a goodness-of-fit check of a building block fails.
 P_MIN = 1e-4
@@ -152,44 +152,6 @@ def test_multinomial_units_law():
 
 
 # ---------------------------------------------------------------------- Geweke
-def _run_geweke_torch(layers, binary, n_prior, n_chain, seed, V=3, F=2, N=3, L=3):
-    """tests/test_geweke.py::_run_geweke with the torch sampler, the state kept as tensors."""
-    hyper = Hyperparameters(eta=(0.8,) * len(layers), e0=2.0, f0=2.0, gamma0=2.0 * layers[-1],
-                            c0=1.0, sample_r=True)
-    rng = np.random.default_rng(seed)
-    lengths = np.full(N, L)
-    positions = np.concatenate([[0], np.cumsum(lengths - F + 1)])
-
-    prior = []
-    for _ in range(n_prior):
-        g = sample_globals(layers, V, F, hyper, rng)
-        loc = sample_locals(g, positions, hyper, rng)
-        prior.append(_statistics(g, loc.w, loc.theta, loc.c))
-    prior = np.array(prior)
-
-    g = sample_globals(layers, V, F, hyper, rng)
-    loc = sample_locals(g, positions, hyper, rng)
-    m, data = sample_counts(g, loc.w, lengths, F, rng, binary=binary)
-    sampler = TorchGibbsSampler(data, hyper, seed=seed + 1)
-    ts = sampler.to_device(GibbsState(globals=g, w=loc.w, m=m, theta=loc.theta, c=loc.c,
-                                      A=np.zeros((N, layers[0]), dtype=np.int32),
-                                      loglik=np.zeros(N)))
-    chain = []
-    for _ in range(n_chain):
-        sampler.sweep(ts)
-        sampler.draw_weights(ts)  # w current again before it is read with the stack
-        g_now = GlobalParameters(ts.D.numpy(), [p.numpy() for p in ts.phi], ts.r.numpy())
-        w = ts.w.numpy()
-        chain.append(_statistics(g_now, w, [t.numpy() for t in ts.theta],
-                                 [c.numpy() for c in ts.c]))
-        m, sampler.data = sample_counts(g_now, w, lengths, F, rng, binary=binary)
-        ts.m = torch.from_numpy(m.astype(np.int64))
-    chain = np.array(chain)
-
-    se = np.sqrt(prior.var(axis=0, ddof=1) / n_prior + _batch_se(chain) ** 2)
-    return (chain.mean(axis=0) - prior.mean(axis=0)) / se
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("layers,binary", [
     ((2,), False),
@@ -199,7 +161,8 @@ def _run_geweke_torch(layers, binary, n_prior, n_chain, seed, V=3, F=2, N=3, L=3
 def test_geweke_torch_sweep(layers, binary):
     """F = 2, documents of 3 columns; 10000 prior draws and sweeps (the numba test uses 20000:
     the torch sweep of a tiny model is dominated by per-operation overhead)."""
-    z = _run_geweke_torch(layers, binary, n_prior=10000, n_chain=10000, seed=11)
+    z = _run_geweke(layers, binary, n_prior=10000, n_chain=10000, seed=11,
+                    make_sampler=TorchGibbsSampler)
     assert np.all(np.isfinite(z))
     assert np.max(np.abs(z)) < THRESHOLD, f"Geweke z-scores {np.round(z, 2)}"
 

@@ -6,7 +6,6 @@ convention: a :class:`~cpgbn.errors.CPGBNInputError` becomes one line and exit s
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from .errors import CPGBNInputError

@@ -276,9 +276,10 @@ class CPGBN(TransformerMixin, BaseEstimator):
                 if resume and (Path(checkpoint_dir) / "checkpoint.json").is_file():
                     state, collector = ckpt.load_checkpoint(checkpoint_dir, print_)
 
-                def on_sweep(st, coll):
+                def save_every(st, coll):
                     if st.sweep % checkpoint_every == 0 and st.sweep < params["n_iter"]:
                         ckpt.save_checkpoint(checkpoint_dir, st, coll, print_)
+                on_sweep = save_every
             if state is None:
                 state = sampler.initial_state(self.layers_, len(self.vocabulary_))
             with self._progress(params["n_iter"], "fit") as bar:
