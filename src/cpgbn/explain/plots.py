@@ -1,8 +1,8 @@
 """Pictures of a fitted model: PNG plots (matplotlib, Agg) and topic trees as SVG.
 
-Every plot function returns PNG bytes; :func:`save_png` writes them.  matplotlib is an
-optional dependency (``pip install cpgbn[plots]``), imported only here and only when a plot is
-drawn; no pyplot state is touched, so plotting is safe in scripts, servers and tests.
+Every plot function returns PNG bytes; :func:`save_png` writes them.  matplotlib is imported
+only here and only when a plot is drawn (importing cpgbn stays fast); no pyplot state is
+touched, so plotting is safe in scripts, servers and tests.
 
 :func:`tree_svg` draws a :class:`~cpgbn.explain.TopicNode` tree without any dependency: root
 on the left, one column per layer, each node a box labelled by its layer, topic and top
@@ -23,11 +23,8 @@ _BLUE = "#3367a6"
 
 
 def _figure(width: float, height: float):
-    try:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("plots need matplotlib: pip install 'cpgbn[plots]'") from exc
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
     fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
     FigureCanvasAgg(fig)
     return fig
