@@ -57,7 +57,7 @@ def _small_corpus(binary=False, layers=(3, 2), seed=1, n_docs=12, length=8):
 def _sampler_for_draws(seed=0):
     hyper, _, data = _small_corpus()
     sampler = TorchGibbsSampler(data, hyper, seed)
-    sampler._reseed(12345)
+    sampler.random.reseed(12345)
     return sampler
 
 
@@ -66,7 +66,7 @@ def _sampler_for_draws(seed=0):
 def test_zero_truncated_poisson_law(lam):
     sampler = _sampler_for_draws()
     n = 20000
-    draws = sampler._ztp(torch.full((n,), lam, dtype=torch.float64)).numpy()
+    draws = sampler.random.zero_truncated_poisson(torch.full((n,), lam, dtype=torch.float64)).numpy()
     assert draws.min() >= 1
     if lam < 1e-6:
         assert np.all(draws == 1)  # P(k >= 2) ~ lam / 2
@@ -87,7 +87,7 @@ def test_zero_truncated_poisson_law(lam):
 def test_crt_moments(m, a):
     sampler = _sampler_for_draws()
     n = 20000
-    draws = sampler._crt(torch.full((n,), m, dtype=torch.int64),
+    draws = sampler.random.crt(torch.full((n,), m, dtype=torch.int64),
                          torch.full((n,), a, dtype=torch.float64)).numpy()
     p = a / (a + np.arange(m))  # customer i + 1 opens a table with probability a / (a + i)
     assert draws.min() >= 1 and draws.max() <= m
@@ -98,7 +98,7 @@ def test_crt_moments(m, a):
     z = (draws.mean() - mean) / np.sqrt(var / n)
     assert abs(z) < 4.5
     # zero counts give zero tables
-    assert sampler._crt(torch.zeros(3, dtype=torch.int64), torch.ones(3, dtype=torch.float64)).sum() == 0
+    assert sampler.random.crt(torch.zeros(3, dtype=torch.int64), torch.ones(3, dtype=torch.float64)).sum() == 0
 
 
 @pytest.mark.parametrize("alpha,x0", [(0.05, 2e-30), (0.5, 1e-12), (0.001, 3e-30)])
@@ -107,7 +107,7 @@ def test_gamma_above_law(alpha, x0):
     conditional cdf."""
     sampler = _sampler_for_draws()
     n = 20000
-    x = sampler._gamma_above(torch.full((n,), alpha, dtype=torch.float64),
+    x = sampler.random.gamma_above(torch.full((n,), alpha, dtype=torch.float64),
                              torch.full((n,), np.log(x0), dtype=torch.float64)).numpy()
     assert x.min() >= x0
     tail = special.gammaincc(alpha, x0)
@@ -122,7 +122,7 @@ def test_log_gamma_small_shapes():
     """Shapes far below 1 stay finite in log space (no underflow to -inf or NaN)."""
     sampler = _sampler_for_draws()
     shape = torch.tensor([1e-100, 1e-8, 0.3, 1.0, 250.0], dtype=torch.float64).repeat(4000)
-    lg = sampler._log_gamma(shape)
+    lg = sampler.random.log_gamma(shape)
     assert torch.isfinite(lg).all()
     # E[log G] = digamma(shape)
     means = lg.reshape(4000, 5).mean(dim=0).numpy()
@@ -139,7 +139,7 @@ def test_multinomial_units_law():
     rows = 3000
     counts = rng.integers(0, 61, size=rows)
     cum = torch.tensor(np.tile(np.cumsum(weights), (rows, 1)))
-    r_u, c_u = sampler._units(cum, torch.tensor(counts))
+    r_u, c_u = sampler.random.units(cum, torch.tensor(counts))
     per_row = np.bincount(r_u.numpy(), minlength=rows)
     np.testing.assert_array_equal(per_row, counts)
     totals = np.bincount(c_u.numpy(), minlength=len(weights))
@@ -388,12 +388,12 @@ def _pooled_shape_draws(m, use_positions, n_chains=3000, n_steps=100):
     counts = torch.tensor(np.tile(m, n_chains).reshape(-1, 1), dtype=torch.int64)
     a = torch.ones((n_chains, 1), dtype=torch.float64)
     for step in range(n_steps):
-        sampler._reseed(step)
+        sampler.random.reseed(step)
         if use_positions:
             tables = sampler._position_tables(counts, a)
         else:
-            tables = sampler._crt(counts.reshape(n_chains, S).sum(dim=1, keepdim=True), a)
-        a = sampler._gamma(ALPHA0 + tables.to(torch.float64)) / (1.0 + Q)
+            tables = sampler.random.crt(counts.reshape(n_chains, S).sum(dim=1, keepdim=True), a)
+        a = sampler.random.gamma(ALPHA0 + tables.to(torch.float64)) / (1.0 + Q)
     return a[:, 0].numpy()
 
 

@@ -16,7 +16,8 @@ for the reasons of the order):
 6. downward pass theta^(T), ..., theta^(2).
 
 Random numbers
-    One ``torch.Generator`` on the device, re-seeded at every step of every sweep from
+    One ``torch.Generator`` on the device (in :class:`cpgbn.samplers.torch_random.TorchRandom`,
+    with the exact variates built on it), re-seeded at every step of every sweep from
     ``(seed, sweep, step)`` (the stream codes of :mod:`cpgbn.inference.gibbs`).  A run is
     therefore reproducible for a given seed, device type, torch version and ``max_elements``
     (the chunking changes the order in which variates are consumed), and a run resumed from a
@@ -67,6 +68,7 @@ from ..errors import CPGBNInputError
 from ..layers.cells import BERNOULLI_POISSON, FIXED_COUNT, OBSERVED_COUNT, ConvData
 from ..samplers.conv import FLOOR as _FLOOR32
 from ..samplers.gbn import PHI_FLOOR, TINY
+from ..samplers.torch_random import TorchRandom
 from .gibbs import (_CONV, _DOWNWARD, _INIT, _KERNELS, _PHI, _R, _REFRESH, _SCALES, _SPLIT,
                     _UPWARD, Collector, RunResult, _stream)
 from .state import GibbsState, GlobalParameters, Hyperparameters
@@ -79,32 +81,11 @@ FLOOR = float(_FLOOR32)
 _LOG_FLOOR = math.log(FLOOR)
 #: Shapes below this use the floor-aware draw for positions without counts (as conv.py).
 _FAST_SHAPE = 0.1
-#: Rates from which the zero-truncated Poisson uses PTRS rejection instead of inversion.
-_POISSON_INV_MAX = 10.0
 
-#: Unit blocks: rows whose sizes are all <= this go in one padded block.
-_ONE_BLOCK = 8
 
 _F64 = torch.float64
 _F32 = torch.float32
 _I64 = torch.int64
-
-_MASK64 = (1 << 64) - 1
-
-
-def _splitmix64(x: int) -> int:
-    x = (x + 0x9E3779B97F4A7C15) & _MASK64
-    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
-    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK64
-    return x ^ (x >> 31)
-
-
-def _step_seed(seed: int, stream: int) -> int:
-    """The generator seed of one (seed, sweep, step): a splitmix64 chain, below 2**63."""
-    h = _splitmix64(seed & _MASK64)
-    h = _splitmix64(h ^ ((stream * 0xD1B54A32D192ED03) & _MASK64))
-    return h >> 1
-
 
 def resolve_device(device) -> torch.device:
     """``"cpu"``, ``"cuda"``, ``"cuda:N"`` or a ``torch.device``; CPGBNInputError if CUDA is
@@ -195,7 +176,7 @@ class TorchGibbsSampler:
         if int(max_elements) < 1:
             raise CPGBNInputError(f"max_elements must be >= 1, got {max_elements}")
         self.max_elements = int(max_elements)
-        self._gen = torch.Generator(device=self.device)
+        self.random = TorchRandom(self.seed, self.device, self.max_elements)
         self.data = data
 
     # ------------------------------------------------------------------ data
@@ -298,12 +279,12 @@ class TorchGibbsSampler:
         K1 = layers[0]
         dev = self.device
         if globals_ is None:
-            self._reseed(_stream(-1, _INIT))
+            self.random.reseed(_stream(-1, _INIT))
             D = self._dirichlet_kernels(torch.zeros((vocab_size, F, K1), dtype=_I64, device=dev),
                                         1.0)
             phi = []
             for t in range(1, len(layers)):
-                self._reseed(_stream(-1, _INIT + t))
+                self.random.reseed(_stream(-1, _INIT + t))
                 phi.append(self._dirichlet_columns(
                     torch.zeros((layers[t - 1], layers[t]), dtype=_I64, device=dev), 1.0))
             r = torch.full((layers[-1],), self.hyper.gamma0 / layers[-1], dtype=_F64, device=dev)
@@ -323,7 +304,7 @@ class TorchGibbsSampler:
             A=torch.zeros((n_docs, K1), dtype=_I64, device=dev),
             loglik=torch.zeros(n_docs, dtype=_F64, device=dev),
             sweep=0)
-        self._reseed(_stream(-1, _CONV))
+        self.random.reseed(_stream(-1, _CONV))
         self._augment(ts, None)
         state = self.to_numpy_state(ts)
         if globals_ is not None:
@@ -343,7 +324,7 @@ class TorchGibbsSampler:
     def draw_weights(self, state):
         """Redraw w | m, a, c^(2) alone (no augmentation); see GibbsSampler.draw_weights."""
         if isinstance(state, TorchState):
-            self._reseed(_stream(state.sweep, _REFRESH))
+            self.random.reseed(_stream(state.sweep, _REFRESH))
             self._draw_w(state)
             return state
         ts = self.to_device(state)
@@ -358,20 +339,20 @@ class TorchGibbsSampler:
         learn = self.learn_globals
 
         # 1. w | m, then m | w, D (with the kernel counts n when learning)
-        self._reseed(_stream(s, _CONV))
+        self.random.reseed(_stream(s, _CONV))
         self._draw_w(ts)
         counts = self._augment(ts, learn)
         # 2. D | n
         if learn:
-            self._reseed(_stream(s, _KERNELS))
+            self.random.reseed(_stream(s, _KERNELS))
             ts.D = self._dirichlet_kernels(counts, hyper.eta[0])
         del counts
 
         # 3. c^(t+1) | theta^(t), theta^(t+1), all current
         for t in range(1, T + 1):
-            self._reseed(_stream(s, _SCALES + t))
+            self.random.reseed(_stream(s, _SCALES + t))
             above = (ts.r.sum().expand(n_docs) if t == T else ts.theta[t].sum(dim=1))
-            ts.c[t - 1] = (self._gamma(hyper.e0 + above).clamp_min(TINY)
+            ts.c[t - 1] = (self.random.gamma(hyper.e0 + above).clamp_min(TINY)
                            / (hyper.f0 + ts.theta[t - 1].sum(dim=1)))
         q = [torch.ones(n_docs, dtype=_F64, device=self.device)]
         for t in range(1, T + 1):
@@ -381,37 +362,37 @@ class TorchGibbsSampler:
         need_first = T > 1 or (learn and hyper.sample_r)
         tables = None
         if need_first:
-            self._reseed(_stream(s, _UPWARD))
+            self.random.reseed(_stream(s, _UPWARD))
             tables = self._position_tables(ts.m, ts.first_layer_shape())
         counts_up = [ts.A]
         for t in range(1, T):
             phi = ts.phi[t - 1]
             if t > 1:
-                self._reseed(_stream(s, _UPWARD + t))
-                tables = self._crt(counts_up[-1], (ts.theta[t] @ phi.T).clamp_min(TINY))
-            self._reseed(_stream(s, _SPLIT + t))
+                self.random.reseed(_stream(s, _UPWARD + t))
+                tables = self.random.crt(counts_up[-1], (ts.theta[t] @ phi.T).clamp_min(TINY))
+            self.random.reseed(_stream(s, _SPLIT + t))
             m_next, phi_counts = self._split_tables(tables, phi, ts.theta[t])
             if learn:
-                self._reseed(_stream(s, _PHI + t))
+                self.random.reseed(_stream(s, _PHI + t))
                 ts.phi[t - 1] = self._dirichlet_columns(
                     phi_counts, hyper.eta[min(t, len(hyper.eta) - 1)])
             counts_up.append(m_next)
         if learn and hyper.sample_r:
             if T > 1:
-                self._reseed(_stream(s, _UPWARD + T))
-                tables = self._crt(counts_up[-1],
+                self.random.reseed(_stream(s, _UPWARD + T))
+                tables = self.random.crt(counts_up[-1],
                                    ts.r.clamp_min(TINY).unsqueeze(0).expand(counts_up[-1].shape))
-            self._reseed(_stream(s, _R))
+            self.random.reseed(_stream(s, _R))
             shape = hyper.gamma0 / ts.r.numel() + tables.sum(dim=0).to(_F64)
-            ts.r = self._gamma(shape).clamp_min(TINY) / (hyper.c0 + q[T].sum())
+            ts.r = self.random.gamma(shape).clamp_min(TINY) / (hyper.c0 + q[T].sum())
 
         # 6. downward pass theta^(T), ..., theta^(2)
         for t in range(T, 1, -1):
-            self._reseed(_stream(s, _DOWNWARD + t))
+            self.random.reseed(_stream(s, _DOWNWARD + t))
             shape = (ts.r.unsqueeze(0).expand(ts.theta[t - 1].shape) if t == T
                      else ts.theta[t] @ ts.phi[t - 1].T)
             rate = ts.c[t - 1] + q[t - 1]
-            ts.theta[t - 1] = (self._gamma(shape + counts_up[t - 1].to(_F64)).clamp_min(TINY)
+            ts.theta[t - 1] = (self.random.gamma(shape + counts_up[t - 1].to(_F64)).clamp_min(TINY)
                                / rate[:, None])
         ts.sweep += 1
 
@@ -472,205 +453,6 @@ class TorchGibbsSampler:
         return collector.result(state)
 
     # ------------------------------------------------------------------ random variates
-    def _reseed(self, stream: int) -> None:
-        self._gen.manual_seed(_step_seed(self.seed, stream))
-
-    def _rand(self, *shape) -> torch.Tensor:
-        return torch.rand(shape, dtype=_F64, device=self.device, generator=self._gen)
-
-    def _exponential(self, n: int) -> torch.Tensor:
-        return torch.empty(n, dtype=_F64, device=self.device).exponential_(generator=self._gen)
-
-    def _log_gamma(self, shape: torch.Tensor) -> torch.Tensor:
-        """log Gam(shape, 1) variates, exact for every shape > 0 (the boost in log space below 1);
-        shape 0 gives -inf."""
-        shape = shape.to(_F64)
-        small = shape < 1.0
-        g = torch._standard_gamma(torch.where(small, shape + 1.0, shape), generator=self._gen)
-        lg = torch.log(g)
-        idx = small.nonzero(as_tuple=True)
-        if idx[0].numel():
-            lg[idx] = lg[idx] - self._exponential(idx[0].numel()) / shape[idx]
-        return lg
-
-    def _gamma(self, shape: torch.Tensor) -> torch.Tensor:
-        """Gam(shape, 1) variates (float64; may underflow to 0 for tiny shapes: callers floor)."""
-        shape = shape.to(_F64)
-        small = shape < 1.0
-        g = torch._standard_gamma(torch.where(small, shape + 1.0, shape), generator=self._gen)
-        idx = small.nonzero(as_tuple=True)
-        if idx[0].numel():
-            g[idx] = torch.exp(torch.log(g[idx]) - self._exponential(idx[0].numel()) / shape[idx])
-        return g
-
-    def _gamma_above(self, alpha: torch.Tensor, log_x0: torch.Tensor) -> torch.Tensor:
-        """G ~ Gam(alpha, 1) | G >= x0 = exp(log_x0) < 1, alpha < 1: the rejection sampler of
-        conv._gamma_above (envelope x^(alpha-1) on [x0, 1], e^-x beyond), vectorised."""
-        n = alpha.numel()
-        out = torch.empty(n, dtype=_F64, device=self.device)
-        d = -torch.expm1(alpha * log_x0)
-        mass_low = d / alpha
-        mass_high = math.exp(-1.0)
-        active = torch.arange(n, device=self.device)
-        while active.numel():
-            a, dd, ml = alpha[active], d[active], mass_low[active]
-            k = active.numel()
-            u = self._rand(3, k)
-            e = self._exponential(k)
-            low = u[0] * (ml + mass_high) < ml
-            x_low = torch.exp(torch.log1p(-(1.0 - u[1]) * dd) / a)
-            x_high = 1.0 + e
-            x = torch.where(low, x_low, x_high)
-            accept = torch.where(low, u[2] < torch.exp(-x_low),
-                                 torch.log(u[2]) < (a - 1.0) * torch.log(x_high))
-            out[active[accept]] = x[accept]
-            active = active[~accept]
-        return out
-
-    def _ztp(self, lam: torch.Tensor) -> torch.Tensor:
-        """Zero-truncated Poisson(lam) per entry (int64), exact; lam <= 0 gives 1
-        (as distributions.zero_truncated_poisson)."""
-        out = torch.ones(lam.shape, dtype=_I64, device=self.device)
-        ok = lam > 0.0
-        small = (ok & (lam < _POISSON_INV_MAX)).nonzero(as_tuple=True)[0]
-        large = (lam >= _POISSON_INV_MAX).nonzero(as_tuple=True)[0]
-        if small.numel():
-            out[small] = self._ztp_inversion(lam[small])
-        if large.numel():
-            out[large] = self._ztp_ptrs(lam[large])
-        return out
-
-    def _ztp_inversion(self, lam: torch.Tensor) -> torch.Tensor:
-        """Inversion from k = 1 with P(1) = lam / expm1(lam) (lam < 10); a u beyond the
-        float-representable cdf is redrawn."""
-        result = torch.empty(lam.shape, dtype=_I64, device=self.device)
-        todo = torch.arange(lam.numel(), device=self.device)
-        while todo.numel():
-            lt = lam[todo]
-            p = lt / torch.expm1(lt)
-            s = p.clone()
-            k = torch.ones(lt.shape, dtype=_I64, device=self.device)
-            u = self._rand(lt.numel())
-            act = (u > s).nonzero(as_tuple=True)[0]
-            failed = []
-            while act.numel():
-                k[act] += 1
-                p[act] = p[act] * lt[act] / k[act].to(_F64)
-                s[act] = s[act] + p[act]
-                bad = (p[act] < 1e-300) & (k[act].to(_F64) > lt[act])
-                if bool(bad.any()):
-                    failed.append(act[bad])
-                    act = act[~bad]
-                act = act[u[act] > s[act]]
-            if failed:
-                failed = torch.cat(failed)
-                good = torch.ones(todo.shape, dtype=torch.bool, device=self.device)
-                good[failed] = False
-                result[todo[good]] = k[good]
-                todo = todo[failed]
-            else:
-                result[todo] = k
-                break
-        return result
-
-    def _ztp_ptrs(self, lam: torch.Tensor) -> torch.Tensor:
-        """Poisson(lam) by PTRS (Hormann 1993), lam >= 10, redrawn until > 0."""
-        result = torch.empty(lam.shape, dtype=_I64, device=self.device)
-        slam = torch.sqrt(lam)
-        loglam = torch.log(lam)
-        b = 0.931 + 2.53 * slam
-        a = -0.059 + 0.02483 * b
-        log_invalpha = torch.log(1.1239 + 1.1328 / (b - 3.4))
-        vr = 0.9277 - 3.6224 / (b - 2.0)
-        active = torch.arange(lam.numel(), device=self.device)
-        while active.numel():
-            n = active.numel()
-            uv = self._rand(2, n)
-            u = uv[0] - 0.5
-            v = uv[1]
-            us = 0.5 - u.abs()
-            aa, bb, ll = a[active], b[active], lam[active]
-            kf = torch.floor((2.0 * aa / us + bb) * u + ll + 0.43)
-            quick = (us >= 0.07) & (v <= vr[active])
-            reject = (kf < 0.0) | ((us < 0.013) & (v > us))
-            slow = (torch.log(v) + log_invalpha[active] - torch.log(aa / (us * us) + bb)
-                    <= -ll + kf * loglam[active] - torch.lgamma(kf + 1.0))
-            accept = (quick | (~reject & slow)) & (kf > 0.0)
-            result[active[accept]] = kf[accept].to(_I64)
-            active = active[~accept]
-        return result
-
-    def _units(self, cum: torch.Tensor, counts: torch.Tensor):
-        """Multinomial(counts[i], w_i / sum w_i) for every row i of the INCLUSIVE cumulative
-        weights ``cum`` (R, C), as the list of units: (row, column) index tensors.
-
-        Each unit is one categorical draw by inversion (first column with cum > u * total, as
-        distributions.categorical_cumulative; a u that rounds onto the total is redrawn), which
-        is the multinomial law.  Rows are grouped by ceil(log2(count)) so that the padded
-        (rows, max count) blocks waste at most half of their entries (see _blocks).
-        """
-        rows_out, cols_out = [], []
-        total = cum[:, -1]
-        C = cum.shape[1]
-        for rows, width in self._blocks(counts):
-            t = self._rand(rows.numel(), width) * total[rows, None]
-            block = cum if rows.numel() == cum.shape[0] else cum[rows]  # all rows: no copy
-            cols = torch.searchsorted(block, t, right=True)
-            if width == 1:
-                r_u, c_u = rows, cols[:, 0]
-            else:
-                mask = torch.arange(width, device=self.device) < counts[rows, None]
-                r_u = rows[:, None].expand(-1, width)[mask]
-                c_u = cols[mask]
-            bad = (c_u >= C).nonzero(as_tuple=True)[0]
-            while bad.numel():
-                rb = r_u[bad]
-                c_u[bad] = torch.searchsorted(cum[rb], (self._rand(bad.numel()) * total[rb])
-                                              [:, None], right=True)[:, 0]
-                bad = bad[c_u[bad] >= C]
-            rows_out.append(r_u)
-            cols_out.append(c_u)
-        if not rows_out:
-            empty = torch.zeros(0, dtype=_I64, device=self.device)
-            return empty, empty
-        return torch.cat(rows_out), torch.cat(cols_out)
-
-    def _blocks(self, sizes: torch.Tensor):
-        """Yield (row indices, width) covering the rows with sizes > 0, width >= their sizes,
-        rows grouped by ceil(log2(size)) (one group if no size exceeds _ONE_BLOCK) and each
-        block at most max_elements entries."""
-        rows = (sizes > 0).nonzero(as_tuple=True)[0]
-        if rows.numel() == 0:
-            return
-        sz = sizes[rows]
-        largest = int(sz.max())
-        if largest <= _ONE_BLOCK:
-            groups = [(rows, largest)]  # little padding, and fewer launches
-        else:
-            key = torch.ceil(torch.log2(sz.to(_F64))).to(_I64)
-            groups = []
-            for value in torch.unique(key).tolist():
-                sel = key == value
-                groups.append((rows[sel], int(sz[sel].max())))
-        for g_rows, width in groups:
-            step = max(1, self.max_elements // width)
-            for start in range(0, g_rows.numel(), step):
-                yield g_rows[start:start + step], width
-
-    def _crt(self, counts: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
-        """CRT(counts, a) entrywise (any shape; a > 0):
-        1(m >= 1) + sum_{i=1}^{m-1} Bernoulli(a / (a + i)), with one uniform per customer."""
-        flat_m = counts.reshape(-1)
-        flat_a = a.reshape(-1).to(_F64)
-        out = (flat_m > 0).to(_I64)
-        for rows, width in self._blocks(flat_m - 1):
-            i = torch.arange(1, width + 1, dtype=_F64, device=self.device)
-            ar = flat_a[rows, None]
-            hit = (self._rand(rows.numel(), width) * (ar + i) < ar) & (i < flat_m[rows, None])
-            out[rows] += hit.sum(dim=1)
-        return out.reshape(counts.shape)
-
-    # ------------------------------------------------------------------ the convolutional layer
     def _position_chunks(self, K: int):
         P = self.data.n_positions
         step = max(1, self.max_elements // max(K, 1))
@@ -693,17 +475,17 @@ class TorchGibbsSampler:
             value = torch.empty(alpha.shape, dtype=_F64, device=self.device)
             gen = (~fast).nonzero(as_tuple=True)
             if gen[0].numel():
-                value[gen] = torch.exp(self._log_gamma(m[gen].to(_F64) + alpha[gen])
+                value[gen] = torch.exp(self.random.log_gamma(m[gen].to(_F64) + alpha[gen])
                                        - log_rate[gen])
             idx = fast.nonzero(as_tuple=True)
             if idx[0].numel():
                 a, lr = alpha[idx], log_rate[idx]
                 p_floor = torch.exp(a * (_LOG_FLOOR + lr) - torch.lgamma(a + 1.0))
-                above = self._rand(a.numel()) >= p_floor
+                above = self.random.uniform(a.numel()) >= p_floor
                 v = torch.full(a.shape, FLOOR, dtype=_F64, device=self.device)
                 sel = above.nonzero(as_tuple=True)[0]
                 if sel.numel():
-                    v[sel] = (self._gamma_above(a[sel], _LOG_FLOOR + lr[sel])
+                    v[sel] = (self.random.gamma_above(a[sel], _LOG_FLOOR + lr[sel])
                               * torch.exp(-lr[sel]))
                 value[idx] = v
             w_chunk = torch.where(value > FLOOR, value, FLOOR).to(_F32)
@@ -738,7 +520,7 @@ class TorchGibbsSampler:
             del weights
             lam = cum[:, -1]
             if data.mode == BERNOULLI_POISSON:
-                units = self._ztp(lam)
+                units = self.random.zero_truncated_poisson(lam)
                 cell_ll = torch.log(-torch.expm1(-lam)) + lam
             else:
                 if data.mode == FIXED_COUNT:
@@ -748,7 +530,7 @@ class TorchGibbsSampler:
                 uf = units.to(_F64)
                 cell_ll = uf * torch.log(lam) - torch.lgamma(uf + 1.0)
             loglik.index_add_(0, doc, cell_ll)
-            r_u, c_u = self._units(cum, units)
+            r_u, c_u = self.random.units(cum, units)
             del cum
             f_u = torch.div(c_u, K, rounding_mode="floor")
             k_u = c_u - f_u * K
@@ -766,7 +548,7 @@ class TorchGibbsSampler:
     def _dirichlet_kernels(self, counts: torch.Tensor, eta: float) -> torch.Tensor:
         """D_k ~ Dir(n_k + eta) over the V*F entries of each kernel, floored, float32."""
         V, F, K = counts.shape
-        lg = self._log_gamma(counts.to(_F64) + eta).reshape(V * F, K)
+        lg = self.random.log_gamma(counts.to(_F64) + eta).reshape(V * F, K)
         D = torch.exp(lg - torch.logsumexp(lg, dim=0, keepdim=True))
         D = torch.where(D > FLOOR, D, FLOOR)
         return D.reshape(V, F, K).to(_F32)
@@ -774,7 +556,7 @@ class TorchGibbsSampler:
     # ------------------------------------------------------------------ the gamma belief stack
     def _dirichlet_columns(self, counts: torch.Tensor, eta: float) -> torch.Tensor:
         """Phi[:, k'] ~ Dir(eta + counts[:, k']), floored at PHI_FLOOR and renormalised."""
-        lg = self._log_gamma(counts.to(_F64) + eta)
+        lg = self.random.log_gamma(counts.to(_F64) + eta)
         col = torch.exp(lg - lg.max(dim=0, keepdim=True).values)
         col = col / col.sum(dim=0, keepdim=True)
         col = col.clamp_min(PHI_FLOOR)
@@ -791,7 +573,7 @@ class TorchGibbsSampler:
             if p.numel() == 0:
                 continue
             doc = self._pos_doc[lo:hi][p]
-            t = self._crt(mm[p, k], a_doc[doc, k].clamp_min(TINY))
+            t = self.random.crt(mm[p, k], a_doc[doc, k].clamp_min(TINY))
             tables.index_add_(0, doc * K + k, t)
         return tables.reshape(n_docs, K)
 
@@ -807,7 +589,7 @@ class TorchGibbsSampler:
         for lo in range(0, j_all.numel(), step):
             j, k = j_all[lo:lo + step], k_all[lo:lo + step]
             cum = torch.cumsum(phi[k] * theta_above[j], dim=1)
-            r_u, c_u = self._units(cum, tables[j, k])
+            r_u, c_u = self.random.units(cum, tables[j, k])
             ones = torch.ones(r_u.shape, dtype=_I64, device=self.device)
             m_next.index_add_(0, j[r_u] * n_above + c_u, ones)
             phi_counts.index_add_(0, k[r_u] * n_above + c_u, ones)
