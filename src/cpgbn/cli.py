@@ -11,7 +11,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -67,31 +66,6 @@ def _read_documents(data: str, split: str, data_dir, fmt: str):
                           f"({', '.join(DATASETS)})")
 
 
-def _atomic_save_npy(path: Path, array) -> None:
-    import numpy as np
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".npy", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            np.save(fh, array)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 # ---------------------------------------------------------------------- commands
 def cmd_fit(args) -> int:
     from .io import check_replaceable
@@ -126,7 +100,10 @@ def cmd_transform(args) -> int:
         model.set_params(transform_iter=args.iterations, transform_burn_in=burn_in)
     texts, _ = _read_documents(args.data, args.split, args.data_dir, args.format)
     features = model.transform(texts, all_layers=args.all_layers)
-    _atomic_save_npy(Path(args.out), features)
+    import numpy as np
+
+    from .io import write_file_atomically
+    write_file_atomically(args.out, lambda fh: np.save(fh, features), binary=True)
     print(f"wrote features of {features.shape[0]} documents x {features.shape[1]} to {args.out}")
     return 0
 
@@ -180,7 +157,8 @@ def cmd_evaluate(args) -> int:
           f"({result['protocol']} protocol, seeds {','.join(map(str, result['seeds']))}): "
           f"accuracy {100 * result['accuracy_mean']:.1f} +- {100 * result['accuracy_std']:.1f} %")
     if args.json:
-        _atomic_write_text(Path(args.json), json.dumps(result, indent=2) + "\n")
+        from .io import write_file_atomically
+        write_file_atomically(args.json, lambda fh: fh.write(json.dumps(result, indent=2) + "\n"))
         print(f"wrote {args.json}")
     return 0
 

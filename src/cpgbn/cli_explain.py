@@ -14,14 +14,12 @@ from .errors import CPGBNInputError
 def _window(text: str):
     if text in ("doc", "document", "none"):
         return None
+    import argparse
     try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        import argparse
-        raise argparse.ArgumentTypeError(f"window must be a positive integer or 'doc', got {text!r}")
-    return value
+        return _positive(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"window must be a positive integer or 'doc', got {text!r}") from None
 
 
 def _positive(text: str) -> int:
@@ -76,16 +74,11 @@ def cmd_summary(args) -> int:
 
 
 def _add_data_args(p):
+    from .cli import _add_data_args as add_split_dir_format
     p.add_argument("data", metavar="DATA", nargs="?", default=None,
                    help="the training documents (a file or a dataset name: mr, subj, trec, imdb); "
                         "adds corpus phrases, NPMI coherence and per-class usage")
-    p.add_argument("--split", default="train", choices=["train", "test", "all"],
-                   help="split of a named dataset (default: train)")
-    p.add_argument("--data-dir", default=None,
-                   help="folder with the named datasets (default: $CPGBN_DATA)")
-    p.add_argument("--format", default="auto", choices=["auto", "tsv", "lines"],
-                   help="file layout: label<TAB>text (tsv) or one document per line (default: by "
-                        "extension)")
+    add_split_dir_format(p, split_help="split of a named dataset (default: train)")
 
 
 def _add_coherence_args(p):

@@ -56,6 +56,28 @@ def _fsync_file(path: Path) -> None:
         os.fsync(fh.fileno())
 
 
+def write_file_atomically(path, write, *, binary: bool = False) -> Path:
+    """Call ``write(fh)`` on a temporary sibling of ``path``, then rename it into place.
+
+    The file gets the permissions of any new file (the umask applies, not the temporary
+    file's private mode); on failure nothing is left behind.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as fh:
+            write(fh)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
 def check_replaceable(directory, marker: str = _META) -> None:
     """Raise unless ``directory`` is free or holds an earlier save (never delete anything else)."""
     target = Path(directory)

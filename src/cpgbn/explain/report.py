@@ -19,8 +19,6 @@ Element ids and classes for tools and tests: ``#summary``, ``#phrase-table`` (ro
 from __future__ import annotations
 
 import base64
-import os
-import tempfile
 from html import escape
 from pathlib import Path
 
@@ -362,19 +360,6 @@ def build_report(model, texts=None, labels=None, *, title: str | None = None, so
 
 
 def write_report(html: str, path) -> Path:
-    """Write the report atomically (a temporary sibling renamed into place), readable as any
-    new file is (the umask applies, not the temporary file's private mode)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(html)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    """Write the report atomically (a temporary sibling renamed into place)."""
+    from ..io import write_file_atomically
+    return write_file_atomically(path, lambda fh: fh.write(html))

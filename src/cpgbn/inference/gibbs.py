@@ -179,8 +179,11 @@ class GibbsSampler:
         s = state.sweep
         counts = self._counts_for_sweep(g.D.shape) if self.learn_globals else self._no_counts()
 
+        # a_jk = (Phi^(2) theta^(2)_j)_k or r_k: unchanged until the stack is redrawn in step 4-5
+        first_shape = state.first_layer_shape()
         # 1. w | m (uses the stack's latest theta^(2) or r and c^(2)), then m | w, D
-        self._sweep_positions(state, stream=_stream(s, _CONV), draw_w=True, counts=counts)
+        self._sweep_positions(state, stream=_stream(s, _CONV), draw_w=True, counts=counts,
+                              prior_shape=first_shape)
         # 2. D | n
         if self.learn_globals:
             conv.draw_kernels(self.seed, _stream(s, _KERNELS), counts, hyper.eta[0], g.D, WORD_BLOCK)
@@ -198,7 +201,7 @@ class GibbsSampler:
         n_docs = self.data.n_docs
         tables = np.empty((n_docs, g.D.shape[2]), dtype=np.int64)
         gbn.position_tables(self.seed, _stream(s, _UPWARD), DOC_BLOCK, self.data.doc_positions,
-                            state.m, state.first_layer_shape(), tables)
+                            state.m, first_shape, tables)
         counts_up = [state.A]  # m^(t), t = 1..T
         for t in range(1, T):
             phi = g.phi[t - 1]
@@ -273,14 +276,15 @@ class GibbsSampler:
         return state
 
     def _sweep_positions(self, state: GibbsState, *, stream: int, draw_w: bool, counts,
-                         augment: bool = True) -> None:
+                         augment: bool = True, prior_shape=None) -> None:
         data, g = self.data, state.globals
         rate = 1.0 + state.c[0]
+        if prior_shape is None:
+            prior_shape = state.first_layer_shape()
         conv.sweep_positions(
             self.seed, stream, DOC_BLOCK, data.doc_cells, data.doc_positions, data.cell_word,
-            data.cell_col, data.cell_count, data.mode, data.fixed_count, g.D,
-            state.first_layer_shape(), rate, draw_w, augment, state.w, state.m, state.theta[0], state.A,
-            counts, state.loglik)
+            data.cell_col, data.cell_count, data.mode, data.fixed_count, g.D, prior_shape, rate,
+            draw_w, augment, state.w, state.m, state.theta[0], state.A, counts, state.loglik)
 
     def _counts_for_sweep(self, shape) -> np.ndarray:
         n_threads = numba.get_num_threads()
