@@ -1,0 +1,138 @@
+"""Seconds per Gibbs sweep of the PyTorch backend on a CUDA device, with a per-step profile.
+
+For each dataset (the authors' training split, the paper's vocabulary size, F = 3, the default
+token_count) and each structure: ``--warmup`` sweeps, then the median of ``--sweeps`` timed
+full training sweeps (each ends with a device synchronisation).  With ``--profile`` one extra
+pass times every step of the sweep separately (synchronising around each one, so the steps'
+sum is a little above the sweep time).  Peak device memory is ``torch.cuda.max_memory_allocated``
+per configuration.  Writes ``results/gpu_speed.json`` (or ``--out``) and prints a table; the last
+line of stdout is JSON.
+
+    python benchmarks/gpu_speed.py --datasets mr,trec,imdb [--layers 200,200-100-50] [--profile]
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import sys
+import time
+from collections import defaultdict
+
+import numpy as np
+
+PAPER_SECONDS = {("mr", "200"): 3.58, ("mr", "200-100"): 8.19, ("mr", "200-100-50"): 10.44,
+                 ("trec", "200"): 0.98, ("trec", "200-100"): 1.99, ("trec", "200-100-50"): 2.59,
+                 ("subj", "200"): 3.53, ("subj", "200-100"): 6.56, ("subj", "200-100-50"): 7.87}
+PROFILED_STEPS = ("_draw_w", "_augment", "_dirichlet_kernels", "_position_tables",
+                  "_split_tables", "_dirichlet_columns")
+
+
+def corpus_of(dataset: str, data_dir=None):
+    from cpgbn.text import Corpus, dataset_info, load_dataset
+    texts, _ = load_dataset(dataset, "train", data_dir=data_dir)
+    return Corpus.from_texts(texts, vocab_size=dataset_info(dataset)["vocab_size"] + 1)
+
+
+def _timed(fn, totals, name, sync):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        sync()
+        start = time.perf_counter()
+        out = fn(*args, **kwargs)
+        sync()
+        totals[name] += time.perf_counter() - start
+        return out
+    return wrapper
+
+
+def time_configuration(corpus, layers, device, sweeps, warmup, token_count, profile):
+    import torch
+
+    from cpgbn.inference.state import Hyperparameters
+    from cpgbn.inference.torch_sweep import TorchGibbsSampler
+    from cpgbn.layers.cells import from_token_sequences
+    data = from_token_sequences(corpus.tokens, corpus.offsets, 3, token_count)
+    torch.cuda.reset_peak_memory_stats(device)
+    sampler = TorchGibbsSampler(data, Hyperparameters(eta=(0.05,) * len(layers)), seed=0,
+                                device=device)
+    state = sampler.to_device(sampler.initial_state(layers, len(corpus.vocabulary)))
+    sync = functools.partial(torch.cuda.synchronize, device)
+    for _ in range(warmup):
+        sampler.sweep(state)
+    sync()
+    times = []
+    for _ in range(sweeps):
+        start = time.perf_counter()
+        sampler.sweep(state)
+        sync()
+        times.append(time.perf_counter() - start)
+    steps = {}
+    if profile:
+        totals = defaultdict(float)
+        for name in PROFILED_STEPS:
+            setattr(sampler, name, _timed(getattr(sampler, name), totals, name, sync))
+        sync()
+        start = time.perf_counter()
+        sampler.sweep(state)
+        sync()
+        totals["whole sweep"] = time.perf_counter() - start
+        steps = dict(totals)
+    return dict(times=times, steps=steps,
+                peak_gpu_mb=torch.cuda.max_memory_allocated(device) / 2**20,
+                n_cells=int(data.n_cells), n_positions=int(data.n_positions))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--datasets", default="mr,trec,imdb")
+    ap.add_argument("--layers", default="200,200-100,200-100-50")
+    ap.add_argument("--sweeps", type=int, default=7)
+    ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--data-dir", default=None)
+    ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--commit", default=None,
+                    help="the source commit to record where git is absent (a copied tree)")
+    args = ap.parse_args()
+    import torch
+
+    from cpgbn.evaluate.provenance import provenance
+    from cpgbn.model import DEFAULT_TOKEN_COUNT
+    device = torch.device(args.device)
+    rows = []
+    for dataset in args.datasets.split(","):
+        corpus = corpus_of(dataset, args.data_dir)
+        for name in args.layers.split(","):
+            layers = tuple(int(k) for k in name.split("-"))
+            res = time_configuration(corpus, layers, device, args.sweeps, args.warmup,
+                                     DEFAULT_TOKEN_COUNT, args.profile)
+            median = float(np.median(res["times"]))
+            paper = PAPER_SECONDS.get((dataset, name))
+            row = dict(dataset=dataset, layers=name, seconds_per_sweep=median,
+                       sweep_seconds=res["times"], paper_gpu_seconds=paper,
+                       peak_gpu_mb=res["peak_gpu_mb"], step_seconds=res["steps"],
+                       n_docs=len(corpus), n_tokens=int(corpus.lengths.sum()),
+                       n_cells=res["n_cells"], n_positions=res["n_positions"],
+                       vocab_size=len(corpus.vocabulary))
+            rows.append(row)
+            steps = " ".join(f"{k}={v * 1000:.1f}ms" for k, v in res["steps"].items())
+            print(f"{dataset:5s} {name:11s} {median:8.4f} s/sweep"
+                  + (f" (paper GTX 1080Ti {paper:.2f})" if paper else "")
+                  + f" peak {row['peak_gpu_mb']:.0f} MiB {steps}", flush=True)
+    record = {"device": torch.cuda.get_device_name(device), "torch": torch.__version__,
+              "token_count": DEFAULT_TOKEN_COUNT, "warmup": args.warmup, "rows": rows,
+              "command": "python " + " ".join(sys.argv), **provenance()}
+    if args.commit and record["commit"] == "unknown":
+        record["commit"] = args.commit
+    out = args.out or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "results",
+                                   "gpu_speed.json")
+    with open(out, "w", encoding="utf-8") as fh:
+        json.dump(record, fh, indent=1)
+    print(json.dumps({k: v for k, v in record.items() if k != "rows"}))
+
+
+if __name__ == "__main__":
+    main()
