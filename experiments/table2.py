@@ -7,6 +7,9 @@ configuration as mean +- std over its seeds beside the paper's figure.
     python experiments/table2.py                      # everything, in order
     python experiments/table2.py --datasets trec      # a subset
     python experiments/table2.py --report             # only rewrite table2.md
+    python experiments/table2.py --device cuda --out /tmp/t2.json --models cpgbn
+                                     # run cells with the PyTorch sampler elsewhere, merge later
+    python experiments/table2.py --merge /tmp/t2.json # add cells run elsewhere (new keys only)
 """
 import argparse
 import json
@@ -93,6 +96,8 @@ def report(record):
             times.append(f"{np.mean([c['runs'][0]['median_sweep_seconds'] for c in cells]):.2f}")
         lines.append(f"| {protocol} | {model.upper()} | {layers} | {tc} | " + " | ".join(cols)
                      + f" | {', '.join(times)} |")
+    if OUT != ROOT / "results" / "table2.json":
+        return  # a side file: its cells are merged into results/table2.json later
     (OUT.with_suffix(".md")).write_text("\n".join(lines) + "\n")
 
 
@@ -103,20 +108,37 @@ def main():
     ap.add_argument("--protocols", default="authors,paper")
     ap.add_argument("--token-count", default=str(DEFAULT_TOKEN_COUNT))
     ap.add_argument("--report", action="store_true")
+    ap.add_argument("--models", default="cpgbn,pgbn,lda", help="which of CONFIGS' models to run")
+    ap.add_argument("--device", default=None,
+                    help="torch device for CPGBN/PGBN (default: the numba sampler)")
+    ap.add_argument("--out", default=None, help="cells file (default results/table2.json)")
+    ap.add_argument("--merge", default=None, help="add the cells of another cells file and stop")
     args = ap.parse_args()
+    global OUT
+    if args.out:
+        OUT = Path(args.out)
     record = load()
+    if args.merge:
+        other = json.loads(Path(args.merge).read_text())["cells"]
+        new = {k: v for k, v in other.items() if k not in record["cells"]}
+        record["cells"].update(new)
+        save(record)
+        print(f"merged {len(new)} new cells from {args.merge}")
+        args.report = True
     if not args.report:
         tc = args.token_count if args.token_count == "bernoulli-poisson" else int(args.token_count)
         for protocol, dataset, model, layers, config_tc, seed in plan(
                 args.datasets.split(","), [int(s) for s in args.seeds.split(",")],
                 args.protocols.split(",")):
+            if model not in args.models.split(","):
+                continue
             model_tc = tc if config_tc in (None, "same") else config_tc
             key = key_of(protocol, dataset, model, layers, seed, model_tc)
             if key in record["cells"]:
                 continue
             start = time.perf_counter()
             cell = evaluate(dataset, layers=layers, protocol=protocol, seeds=[seed], model=model,
-                            token_count=model_tc)
+                            token_count=model_tc, device=args.device)
             cell["wall_seconds"] = round(time.perf_counter() - start, 1)
             cell["command"] = "python " + " ".join(sys.argv)
             record["cells"][key] = cell

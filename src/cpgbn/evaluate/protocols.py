@@ -101,7 +101,7 @@ MODELS = ("cpgbn", "pgbn", "lda")
 
 
 def _make_model(kind, *, layers, filter_width, vocab_size, token_count, eta, n_iter, burn_in, seed,
-                n_threads, progress):
+                n_threads, progress, device=None):
     if kind == "lda":
         if len(layers) != 1:
             raise CPGBNInputError(f"LDA has one layer, got layers={layers}")
@@ -112,19 +112,21 @@ def _make_model(kind, *, layers, filter_width, vocab_size, token_count, eta, n_i
     extra = {} if kind == "pgbn" else {"filter_width": filter_width}
     return cls(layers=tuple(layers), vocab_size=vocab_size, token_count=token_count, eta=eta,
                n_iter=n_iter, burn_in=burn_in, random_state=seed, n_threads=n_threads,
-               progress=progress, **extra)
+               progress=progress, device=device, **extra)
 
 
 def evaluate(dataset: str, *, layers=(200,), protocol: str = "authors", seeds=(0,), data_dir=None,
              vocab_size: int | None = None, token_count=DEFAULT_TOKEN_COUNT, n_iter: int | None = None,
              burn_in: int | None = None, filter_width: int = 3, eta=0.05, n_threads=None,
-             progress: bool = False, log=None, save_model=None, model: str = "cpgbn") -> dict:
+             progress: bool = False, log=None, save_model=None, model: str = "cpgbn",
+             device=None) -> dict:
     """Train on the training split, infer the test split, score an SVM; repeat for each seed.
 
     Returns a JSON-ready dict: settings, per-run accuracy and timing, mean and std.
     ``save_model``: a directory where the model of the last run is saved.  ``model``: "cpgbn",
     or a baseline in the same harness: "pgbn" (bag-of-words PGBN, token_count multiplies the
-    word counts) or "lda" (scikit-learn, at most 100 variational iterations).
+    word counts) or "lda" (scikit-learn, at most 100 variational iterations).  ``device``: None
+    for the numba sampler, or a torch device for the PyTorch one (CPGBN and PGBN only).
     """
     origin = provenance()  # before any work: the code this process imported
     dataset = dataset.lower()
@@ -142,7 +144,7 @@ def evaluate(dataset: str, *, layers=(200,), protocol: str = "authors", seeds=(0
             estimator = _make_model(model, layers=layers, filter_width=filter_width,
                                     vocab_size=vocab_size, token_count=token_count, eta=eta,
                                     n_iter=n_iter, burn_in=burn_in, seed=seed, n_threads=n_threads,
-                                    progress=progress)
+                                    progress=progress, device=device)
             start = time.perf_counter()
             f_train = estimator.fit_transform(x_train)
             fit_seconds = time.perf_counter() - start
@@ -169,6 +171,7 @@ def evaluate(dataset: str, *, layers=(200,), protocol: str = "authors", seeds=(0
         dataset=dataset, model=model, layers=list(layers), protocol=protocol, classifier=proto.classifier,
         n_iter=n_iter, burn_in=burn_in, vocab_size=vocab_size, token_count=token_count,
         filter_width=filter_width, eta=eta, seeds=[int(s) for s in seeds],
+        device=None if device is None or model == "lda" else str(device),
         accuracy_mean=float(seed_means.mean()),
         accuracy_std=float(seed_means.std(ddof=1)) if len(seed_means) > 1 else 0.0,
         runs=runs, **origin,

@@ -19,7 +19,12 @@ def source_commit() -> str:
     "+dirty" is added when the package's own files differ from that commit.  Cached for the
     life of the process: the code a process runs is the code it imported, so the first call
     (made when an evaluation starts) describes every later record of the same process.
+    ``$CPGBN_SOURCE_COMMIT``, when set, is returned instead: for a copy of the tree whose git
+    metadata is absent or stale (a remote machine given the working tree, not the repository).
     """
+    override = os.environ.get("CPGBN_SOURCE_COMMIT")
+    if override:
+        return override
     here = Path(__file__).resolve().parents[1]
     try:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True,
