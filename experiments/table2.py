@@ -31,6 +31,7 @@ PAPER = {  # Table 2 of the paper: accuracy % (MR, TREC, SUBJ)
     ("pgbn", "200-100-50"): (57.0, 67.9, 78.3), ("lda", "200"): (54.4, 45.5, 68.2),
 }
 DATASETS = ("trec", "mr", "subj")
+LOCAL_MACHINE = "x86_64 2 cpus"  # the development machine; other machines are marked
 # (model, layers, token_count): None = CPGBN's --token-count for cpgbn, plain counts (1) for the
 # baselines.  PGBN is also run at CPGBN's pseudo-count ("tempered"), so that the comparison of
 # word order against bag of words is made at the same likelihood tempering.
@@ -51,8 +52,16 @@ def plan(datasets, seeds, protocols):
                     yield protocol, dataset, model, layers, tc, seed
 
 
-def key_of(protocol, dataset, model, layers, seed, token_count):
-    return f"{protocol}|{dataset}|{model}|{'-'.join(map(str, layers))}|tc={token_count}|seed={seed}"
+def key_of(protocol, dataset, model, layers, seed, token_count, vocab=None):
+    key = f"{protocol}|{dataset}|{model}|{'-'.join(map(str, layers))}|tc={token_count}|seed={seed}"
+    return key if vocab is None else key + f"|V={vocab}"
+
+
+def vocab_label(cell):
+    """"paper" for the paper's V_pre (TREC 8000, MR and SUBJ 20000), else the number of words."""
+    from cpgbn.text import dataset_info
+    words = cell["vocab_size"] - 1
+    return "paper" if words == dataset_info(cell["dataset"])["vocab_size"] else str(words)
 
 
 def load():
@@ -70,21 +79,26 @@ def report(record):
     groups = {}
     for cell in record["cells"].values():
         layers = "-".join(map(str, cell["layers"]))
-        key = (cell["protocol"], cell["model"], layers, str(cell["token_count"]))
+        key = (cell["protocol"], cell["model"], layers, str(cell["token_count"]), vocab_label(cell))
         groups.setdefault(key, {}).setdefault(cell["dataset"], []).append(cell)
     lines = ["# Table 2: unsupervised features + SVM (accuracy %)", "",
              "Made by `experiments/table2.py` (records with command, commit, iterations and wall time "
              "in `table2.json`). Each cell: mean +- std over seeds (n = seeds); paper figure in "
-             "brackets. Protocols: see README.", "",
-             "| protocol | model | layers | token_count | MR | TREC | SUBJ | s/sweep (MR, TREC, SUBJ) |",
-             "|---|---|---|---|---|---|---|---|"]
+             "brackets. Protocols: see README. V: words in the vocabulary (\"paper\": the paper's "
+             "V_pre, TREC 8000, MR and SUBJ 20000; the study behind V = 8000 is "
+             "`results/prior_study.md`). s/sweep: median over the cells' training sweeps, with "
+             "the sampler that ran them (numba on 2 CPU cores; * the PyTorch sampler on an H100 GPU; "
+             "+ the GPU machine's 16 CPU cores).", "",
+             "| protocol | model | layers | token_count | V | MR | TREC | SUBJ | s/sweep (MR, TREC, SUBJ) |",
+             "|---|---|---|---|---|---|---|---|---|"]
     order = {"cpgbn": 0, "pgbn": 1, "lda": 2}
-    for (protocol, model, layers, tc) in sorted(
-            groups, key=lambda k: (k[0], order.get(k[1], 9), k[3] != "1" and k[1] != "cpgbn", k[2])):
+    for (protocol, model, layers, tc, vocab) in sorted(
+            groups, key=lambda k: (k[0], k[4] != "paper", k[4], order.get(k[1], 9),
+                                   k[3] != "1" and k[1] != "cpgbn", k[2])):
         cols, times = [], []
         paper = PAPER.get((model, layers)) if (model == "cpgbn" or tc == "1") else None
         for i, dataset in enumerate(("mr", "trec", "subj")):
-            cells = groups[(protocol, model, layers, tc)].get(dataset, [])
+            cells = groups[(protocol, model, layers, tc, vocab)].get(dataset, [])
             ref = f" [{paper[i]}]" if paper else ""
             if not cells:
                 cols.append("-" + ref)
@@ -93,8 +107,10 @@ def report(record):
             acc = np.array([100 * c["accuracy_mean"] for c in cells])
             std = f" +- {acc.std(ddof=1):.1f}" if len(acc) > 1 else ""
             cols.append(f"{acc.mean():.1f}{std} (n={len(acc)}){ref}")
-            times.append(f"{np.mean([c['runs'][0]['median_sweep_seconds'] for c in cells]):.2f}")
-        lines.append(f"| {protocol} | {model.upper()} | {layers} | {tc} | " + " | ".join(cols)
+            gpu = "*" if any(str(c.get("device") or "").startswith("cuda") for c in cells) else (
+                "+" if any(not c.get("machine", "").startswith(LOCAL_MACHINE) for c in cells) else "")
+            times.append(f"{np.mean([c['runs'][0]['median_sweep_seconds'] for c in cells]):.2f}{gpu}")
+        lines.append(f"| {protocol} | {model.upper()} | {layers} | {tc} | {vocab} | " + " | ".join(cols)
                      + f" | {', '.join(times)} |")
     if OUT != ROOT / "results" / "table2.json":
         return  # a side file: its cells are merged into results/table2.json later
@@ -109,6 +125,8 @@ def main():
     ap.add_argument("--token-count", default=str(DEFAULT_TOKEN_COUNT))
     ap.add_argument("--report", action="store_true")
     ap.add_argument("--models", default="cpgbn,pgbn,lda", help="which of CONFIGS' models to run")
+    ap.add_argument("--vocab", type=int, default=None,
+                    help="words in the vocabulary (default: the paper's V_pre per dataset)")
     ap.add_argument("--device", default=None,
                     help="torch device for CPGBN/PGBN (default: the numba sampler)")
     ap.add_argument("--out", default=None, help="cells file (default results/table2.json)")
@@ -133,12 +151,13 @@ def main():
             if model not in args.models.split(","):
                 continue
             model_tc = tc if config_tc in (None, "same") else config_tc
-            key = key_of(protocol, dataset, model, layers, seed, model_tc)
+            key = key_of(protocol, dataset, model, layers, seed, model_tc, args.vocab)
             if key in record["cells"]:
                 continue
             start = time.perf_counter()
             cell = evaluate(dataset, layers=layers, protocol=protocol, seeds=[seed], model=model,
-                            token_count=model_tc, device=args.device)
+                            token_count=model_tc, device=args.device,
+                            vocab_size=None if args.vocab is None else args.vocab + 1)
             cell["wall_seconds"] = round(time.perf_counter() - start, 1)
             cell["command"] = "python " + " ".join(sys.argv)
             record["cells"][key] = cell
