@@ -32,6 +32,16 @@ def _layers(text: str) -> tuple[int, ...]:
     return values
 
 
+def _kernel_ids(text: str) -> list[int]:
+    try:
+        values = [int(p) for p in text.split(",") if p.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"kernel ids must be integers like 83,5,199, got {text!r}")
+    if not values or min(values) < 0:
+        raise argparse.ArgumentTypeError(f"kernel ids must be >= 0, got {text!r}")
+    return values
+
+
 def _seeds(text: str) -> list[int]:
     try:
         return [int(p) for p in text.split(",") if p.strip()]
@@ -112,8 +122,16 @@ def cmd_topics(args) -> int:
     from .explain import format_kernel_table, kernel_table, sort_kernels
     from .model import CPGBN
     model = CPGBN.load(args.model_dir)
+    if args.ids is not None:
+        n_kernels = model.layers_[0]
+        bad = [k for k in args.ids if k >= n_kernels]
+        if bad:
+            raise CPGBNInputError(f"--ids: the model has kernels 0..{n_kernels - 1}, got {bad}")
     rows = sort_kernels(kernel_table(model, top_words=args.top, top_phrases=args.phrases,
                                      hide_unknown=not args.show_unknown), args.sort)
+    if args.ids is not None:
+        by_id = {row.kernel: row for row in rows}
+        rows = [by_id[k] for k in args.ids]
     if args.kernels is not None:
         rows = rows[:args.kernels]
     print(format_kernel_table(rows))
@@ -229,6 +247,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("model_dir", metavar="MODEL_DIR")
     p.add_argument("--top", type=int, default=4, help="words per column (default 4)")
     p.add_argument("--kernels", type=int, default=None, help="show only the N most used kernels")
+    p.add_argument("--ids", type=_kernel_ids, default=None,
+                   help="show these kernels, in this order (e.g. 83,5,199)")
     p.add_argument("--show-unknown", action="store_true", help="include the out-of-vocabulary token")
     p.add_argument("--phrases", type=int, default=3, help="best phrases per kernel (default 3)")
     p.add_argument("--sort", choices=["usage", "sharpness", "kernel"], default="usage",
