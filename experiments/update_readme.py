@@ -39,6 +39,28 @@ def table2_rows() -> str:
     return "\n".join(line for line in path.read_text().splitlines() if line.startswith("|"))
 
 
+def speed_rows() -> str:
+    path = ROOT / "results" / "speed.md"
+    return "\n".join(line for line in path.read_text().splitlines() if line.startswith("|"))
+
+
+def gpu_speed_table() -> str:
+    r = json.loads((ROOT / "results" / "gpu_speed.json").read_text())
+    rows = [f"{r['device']}, torch {r['torch']}, commit {r['commit']}, `{r['command']}`:", "",
+            "| dataset | CPGBN | s/sweep (GPU) | paper (GTX 1080Ti) | tokens | peak GPU memory GiB |",
+            "|---|---|---|---|---|---|"]
+    for x in r["rows"]:
+        paper = f"{x['paper_gpu_seconds']:.2f}" if x["paper_gpu_seconds"] else "-"
+        rows.append(f"| {x['dataset'].upper()} | {x['layers']} | {x['seconds_per_sweep']:.4f} | {paper} | "
+                    f"{x['n_tokens']:,} | {x['peak_gpu_mb'] / 1024:.1f} |")
+    return "\n".join(rows)
+
+
+def example(name: str) -> str:
+    path = ROOT / "results" / "examples" / f"{name}.txt"
+    return "```\n" + path.read_text().rstrip("\n") + "\n```"
+
+
 def replace_block(readme: str, name: str, body: str) -> str:
     start, end = f"<!-- {name} -->", f"<!-- /{name} -->"
     pattern = re.compile(re.escape(start) + ".*?" + re.escape(end), re.S)
@@ -51,6 +73,10 @@ def main():
     readme = replace_block(readme, "results", evaluation_table())
     readme = replace_block(readme, "token-count", token_count_table())
     readme = replace_block(readme, "table2", table2_rows())
+    readme = replace_block(readme, "speed", speed_rows())
+    readme = replace_block(readme, "gpu-speed", gpu_speed_table())
+    for name in ("topics", "tree", "summary"):
+        readme = replace_block(readme, f"example-{name}", example(name))
     path.write_text(readme)
 
 
