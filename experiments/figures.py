@@ -133,7 +133,7 @@ def width(record, seed, widths=range(1, 8), vocab=8000, device=None):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("parts", nargs="*", choices=["loglik", "depth", "width"])
+    ap.add_argument("parts", nargs="*", help="loglik, depth and/or width")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--widths", default="1,2,3,4,5,6,7", help="width: the filter widths to run")
     ap.add_argument("--device", default=None, help="width: torch device (default numba)")
@@ -141,6 +141,9 @@ def main():
     ap.add_argument("--merge", action="append", default=[],
                     help="add the entries of another record file first (new keys only)")
     args = ap.parse_args()
+    unknown = set(args.parts) - {"loglik", "depth", "width"}
+    if unknown:
+        ap.error(f"unknown parts {sorted(unknown)}: choose from loglik, depth, width")
     global OUT
     if args.out:
         OUT = Path(args.out)
