@@ -3,7 +3,7 @@
 * size: IMDB training documents 2.5k, 5k, 10k, 25k (the first n of a fixed shuffle), K = 200;
 * kernels: K = 50, 100, 200, 400 on the 5k-document subset.
 One layer, F = 3, V = 30000 words + OOV, the default token_count; median of timed sweeps after
-20 warm-up sweeps (the first sweeps of a chain are several times slower while its counts
+20 warm-up sweeps, and the peak resident memory of the process after the largest corpus (the first sweeps of a chain are several times slower while its counts
 spread out; the steady state is what a run spends its time in).  Writes results/scaling.json and results/scaling.png (two panels, with a straight
 line through the origin fitted to each series, to show linear growth in tokens and in K).
 The last line of stdout is JSON.
@@ -46,13 +46,17 @@ def main():
         rows.append(dict(series="size", n_docs=n, n_tokens=int(corpus.lengths.sum()), K=200,
                          seconds_per_sweep=t))
         print(f"docs {n:6d} tokens {rows[-1]['n_tokens']:9d} K 200: {t:.3f} s/sweep", flush=True)
+    import resource
+    # the largest corpus ran last: this process's peak RSS is that run's (corpus included)
+    peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    print(f"peak RSS after the {max(sizes)}-document run: {peak_rss_mb:.0f} MB", flush=True)
     base = full.subset(np.arange(5000))
     for K in (int(k) for k in args.kernels.split(",")):
         t = float(np.median(time_cpgbn(base, (K,), args.sweeps, args.warmup, DEFAULT_TOKEN_COUNT)))
         rows.append(dict(series="kernels", n_docs=5000, n_tokens=int(base.lengths.sum()), K=K,
                          seconds_per_sweep=t))
         print(f"docs   5000 K {K:4d}: {t:.3f} s/sweep", flush=True)
-    record = {"rows": rows, "token_count": DEFAULT_TOKEN_COUNT, "command": "python " + " ".join(sys.argv),
+    record = {"rows": rows, "peak_rss_mb_largest_size": peak_rss_mb, "token_count": DEFAULT_TOKEN_COUNT, "command": "python " + " ".join(sys.argv),
               **provenance()}
     (ROOT / "results" / "scaling.json").write_text(json.dumps(record, indent=1) + "\n")
     plot(record, ROOT / "results" / "scaling.png")
