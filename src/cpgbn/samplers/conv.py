@@ -23,7 +23,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from .distributions import (binomial, categorical_cumulative, gamma, log_gamma,
+from .distributions import (binomial, categorical_cumulative, gamma, gamma_counts_plus, log_gamma,
                             multinomial_cumulative, zero_truncated_poisson)
 from .rng import seed_state, standard_exponential, uniform
 
@@ -326,20 +326,21 @@ def draw_kernels(seed, stream, counts, eta, D, block_words):
     for block in prange(n_blocks):
         state = np.empty(4, dtype=np.uint64)
         seed_state(state, seed, stream, block)
+        row_counts = np.empty(n_kernels, dtype=np.int64)
+        row = np.empty(n_kernels, dtype=np.float64)
         for v in range(block * block_words, min(n_words, (block + 1) * block_words)):
             for f in range(filter_width):
                 for k in range(n_kernels):
                     n_vfk = 0
                     for t in range(n_slabs):
                         n_vfk += counts[t, v, f, k]
-                    shape = eta + n_vfk
-                    if shape >= 1.0:
-                        value = gamma(state, shape)
-                    else:
-                        value = np.exp(log_gamma(state, shape))
+                    row_counts[k] = n_vfk
+                    # one call per row: most counts are 0 and share the shape eta
+                gamma_counts_plus(state, row_counts, eta, row)
+                for k in range(n_kernels):
                     # stored unnormalised; float32 keeps 1e-38..3e38, far beyond these values
-                    D[v, f, k] = value
-                    partial[block, k] += value
+                    D[v, f, k] = row[k]
+                    partial[block, k] += row[k]
     for k in range(n_kernels):
         total = 0.0
         for block in range(n_blocks):
