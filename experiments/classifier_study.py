@@ -1,0 +1,139 @@
+"""The classifier side of Table 2: feature normalisation, layers used and SVM, on fixed features.
+
+Table 2 fixes the classifier (authors' protocol: RBF ``SVC()`` on theta^(1)/L_j).  This script
+fits one model per (dataset, layers, seed) on the authors' split, keeps the training chain's
+and the test inference's averaged theta of every layer, and scores a grid of classifiers on the
+same features, so that the share of the gap to the paper that is due to the classifier can be
+read off.  Records (with command, commit and seconds) go to results/classifier_study.json,
+a table to results/classifier_study.md.
+
+    python experiments/classifier_study.py --dataset mr --layers 200-100-50 --seeds 0,1
+"""
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVC, LinearSVC
+
+from cpgbn import CPGBN
+from cpgbn.evaluate.provenance import provenance
+from cpgbn.text import dataset_info, load_dataset
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "results" / "classifier_study.json"
+
+CLASSIFIERS = {
+    "rbf-svc C=1 (authors)": lambda seed: SVC(),
+    "rbf-svc C=10": lambda seed: SVC(C=10.0),
+    "scaled rbf-svc C=1": lambda seed: make_pipeline(StandardScaler(), SVC()),
+    "scaled linear-svm (paper)": lambda seed: make_pipeline(
+        StandardScaler(), LinearSVC(C=1.0, max_iter=20000, random_state=seed)),
+    "scaled logistic C=0.1": lambda seed: make_pipeline(
+        StandardScaler(), LogisticRegression(C=0.1, max_iter=5000)),
+}
+
+
+def normalise(thetas, lengths, how):
+    feats = np.hstack(thetas)
+    if how == "theta/L (authors)":
+        return feats / np.maximum(lengths, 1)[:, None]
+    if how == "proportions per layer":
+        return np.hstack([t / np.maximum(t.sum(axis=1, keepdims=True), 1e-300) for t in thetas])
+    if how == "log(1 + theta)":
+        return np.log1p(feats)
+    raise ValueError(how)
+
+
+NORMALISATIONS = ("theta/L (authors)", "proportions per layer", "log(1 + theta)")
+
+
+def run(dataset, layers, seed):
+    origin = provenance()
+    x_train, y_train = load_dataset(dataset, "train")
+    x_test, y_test = load_dataset(dataset, "test")
+    start = time.perf_counter()
+    model = CPGBN(layers=layers, vocab_size=dataset_info(dataset)["vocab_size"] + 1,
+                  n_iter=200, burn_in=150, random_state=seed)
+    model.fit(x_train)
+    train_thetas = model.train_theta_
+    test_features = model.transform(x_test, all_layers=True)
+    split = np.cumsum(layers)[:-1]
+    test_thetas = np.split(test_features * _lengths(model, x_test)[:, None], split, axis=1)
+    fit_seconds = time.perf_counter() - start
+    scores = {}
+    for which, n_layers in (("layer 1", 1), ("all layers", len(layers))):
+        for how in NORMALISATIONS:
+            f_train = normalise(train_thetas[:n_layers], _lengths(model, x_train), how)
+            f_test = normalise(test_thetas[:n_layers], _lengths(model, x_test), how)
+            for name, make in CLASSIFIERS.items():
+                clf = make(seed).fit(f_train, y_train)
+                scores[f"{which} | {how} | {name}"] = float(clf.score(f_test, np.asarray(y_test)))
+    return dict(dataset=dataset, layers=list(layers), seed=seed, scores=scores,
+                fit_seconds=round(fit_seconds, 1), token_count=model.token_count,
+                vocab_size=model.vocab_size, command="python " + " ".join(sys.argv), **origin)
+
+
+def _lengths(model, texts):
+    """L_j as the features use it (tokens of the document after encoding, at least 1)."""
+    from cpgbn.text import Corpus
+    corpus = Corpus.from_texts(texts, vocabulary=model.vocabulary_)
+    return np.maximum(corpus.lengths, 1).astype(float)
+
+
+def report(record):
+    lines = ["# Classifier study: the same features, different classifiers", "",
+             "Made by `experiments/classifier_study.py` (records in `classifier_study.json`). "
+             "Authors' split; features averaged over the collected sweeps of the training chain "
+             "(train) and of inference with the globals fixed (test). Accuracy %, mean over seeds "
+             "(n in the header).", ""]
+    groups = {}
+    for cell in record["cells"].values():
+        groups.setdefault((cell["dataset"], "-".join(map(str, cell["layers"]))), []).append(cell)
+    for (dataset, layers), cells in sorted(groups.items()):
+        lines += [f"## {dataset.upper()} {layers} (n = {len(cells)}: seeds "
+                  f"{', '.join(str(c['seed']) for c in cells)}; commits "
+                  f"{', '.join(sorted({c['commit'] for c in cells}))})", "",
+                  "| features | normalisation | " + " | ".join(CLASSIFIERS) + " |",
+                  "|---|---|" + "---|" * len(CLASSIFIERS)]
+        for which in ("layer 1", "all layers"):
+            for how in NORMALISATIONS:
+                row = []
+                for name in CLASSIFIERS:
+                    key = f"{which} | {how} | {name}"
+                    row.append(f"{100 * np.mean([c['scores'][key] for c in cells]):.1f}")
+                lines.append(f"| {which} | {how} | " + " | ".join(row) + " |")
+        lines.append("")
+    OUT.with_suffix(".md").write_text("\n".join(lines))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dataset", default="mr")
+    ap.add_argument("--layers", default="200-100-50")
+    ap.add_argument("--seeds", default="0,1")
+    args = ap.parse_args()
+    record = json.loads(OUT.read_text()) if OUT.exists() else {"cells": {}}
+    layers = tuple(int(k) for k in args.layers.split("-"))
+    for seed in (int(s) for s in args.seeds.split(",")):
+        key = f"{args.dataset}|{args.layers}|seed={seed}"
+        if key not in record["cells"]:
+            record["cells"][key] = run(args.dataset, layers, seed)
+            tmp = OUT.with_suffix(".json.tmp")
+            tmp.write_text(json.dumps(record, indent=1) + "\n")
+            os.replace(tmp, OUT)
+            best = max(record["cells"][key]["scores"].items(), key=lambda kv: kv[1])
+            print(f"{key}: authors' classifier "
+                  f"{100 * record['cells'][key]['scores']['layer 1 | theta/L (authors) | rbf-svc C=1 (authors)']:.1f}%, "
+                  f"best {100 * best[1]:.1f}% ({best[0]})", flush=True)
+    report(record)
+
+
+if __name__ == "__main__":
+    main()
