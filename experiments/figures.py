@@ -63,13 +63,22 @@ def loglik(record, seed):
                          **provenance())
         save(record)
     p = plt()
-    fig, ax = p.subplots(figsize=(5, 3.5))
+    fig, axes = p.subplots(1, 2, figsize=(9, 3.5))
+    finals = []
     for key, run in part.items():
-        ax.plot(run["seconds"], run["loglik_per_token"], label=f"K = [{key.replace('-', ', ')}]")
-    ax.set_xlabel("wall time (s)")
-    ax.set_ylabel("training log-likelihood per token")
-    ax.set_title(f"CPGBN on TREC (token_count={run['token_count']}, seed {run['seed']})")
-    ax.legend()
+        for ax in axes:
+            ax.plot(run["seconds"], run["loglik_per_token"], label=f"K = [{key.replace('-', ', ')}]")
+        finals.append(np.mean(run["loglik_per_token"][-50:]))
+    # right panel: after the first 10 sweeps, where the depths separate
+    low = min(min(run["loglik_per_token"][10:]) for run in part.values())
+    axes[1].set_ylim(low, max(finals) + 0.25 * (max(finals) - low))
+    axes[1].set_xlim(left=min(run["seconds"][10] for run in part.values()))
+    axes[1].set_title("after 10 sweeps")
+    for ax in axes:
+        ax.set_xlabel("wall time (s)")
+        ax.set_ylabel("training log-likelihood per token")
+    axes[0].set_title(f"CPGBN on TREC (token_count={run['token_count']}, seed {run['seed']})")
+    axes[1].legend()
     fig.tight_layout()
     fig.savefig(ROOT / "results" / "fig3_loglik_vs_time.png", dpi=120)
 
