@@ -65,8 +65,10 @@ def report(record, path):
              "a kernel's Dirichlet prior mass (F = 3).", "",
              "| dataset | layers | V | token_count | eta | eta*V*F | accuracy % | seeds | device |",
              "|---|---|---|---|---|---|---|---|---|"]
-    for config in sorted(groups):
-        dataset, layers, V, tc, eta = config
+    for config in sorted(groups, key=str):
+        dataset, layers, V, tc, eta = config[:5]
+        if len(config) > 5:  # a run with other sweeps than the protocol's 200 / 150
+            layers = f"{layers} ({config[5]} sweeps, {config[6]} burn-in)"
         cells = groups[config]
         acc = np.array([100 * c["accuracy_mean"] for c in cells])
         std = f" +- {acc.std(ddof=1):.1f}" if len(acc) > 1 else ""
@@ -83,6 +85,8 @@ def main():
                     help="one configuration 'dataset|layers|V|token_count|eta'")
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--device", default=None)
+    ap.add_argument("--n-iter", type=int, default=None, help="sweeps (default: the protocol's 200)")
+    ap.add_argument("--burn-in", type=int, default=None, help="burn-in (with --n-iter)")
     ap.add_argument("--out", default=None)
     ap.add_argument("--merge", default=None)
     args = ap.parse_args()
@@ -103,13 +107,15 @@ def main():
         dataset, layers, V, tc, eta = config
         for seed in (int(s) for s in args.seeds.split(",")):
             key = key_of(*config, seed)
+            if args.n_iter:
+                key += f"|iter={args.n_iter}/{args.burn_in}"
             if key in record["cells"]:
                 continue
             start = time.perf_counter()
             cell = evaluate(dataset, layers=tuple(int(k) for k in layers.split("-")),
                             protocol="authors", seeds=[seed], vocab_size=V + 1, token_count=tc,
-                            eta=eta, device=args.device)
-            cell["config"] = list(config)
+                            eta=eta, device=args.device, n_iter=args.n_iter, burn_in=args.burn_in)
+            cell["config"] = list(config) + ([args.n_iter, args.burn_in] if args.n_iter else [])
             cell["wall_seconds"] = round(time.perf_counter() - start, 1)
             cell["command"] = "python " + " ".join(sys.argv)
             record = load(out)  # other processes may have added cells meanwhile
