@@ -22,17 +22,11 @@ from collections import defaultdict
 
 import numpy as np
 
-PAPER_SECONDS = {("mr", "200"): 3.58, ("mr", "200-100"): 8.19, ("mr", "200-100-50"): 10.44,
-                 ("trec", "200"): 0.98, ("trec", "200-100"): 1.99, ("trec", "200-100-50"): 2.59,
-                 ("subj", "200"): 3.53, ("subj", "200-100"): 6.56, ("subj", "200-100-50"): 7.87}
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gibbs_speed import PAPER_SECONDS, corpus_of  # noqa: E402  (same corpora and paper times)
+
 PROFILED_STEPS = ("_draw_w", "_augment", "_dirichlet_kernels", "_position_tables",
                   "_split_tables", "_dirichlet_columns")
-
-
-def corpus_of(dataset: str, data_dir=None):
-    from cpgbn.text import Corpus, dataset_info, load_dataset
-    texts, _ = load_dataset(dataset, "train", data_dir=data_dir)
-    return Corpus.from_texts(texts, vocab_size=dataset_info(dataset)["vocab_size"] + 1)
 
 
 def _timed(fn, totals, name, sync):

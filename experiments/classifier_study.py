@@ -11,7 +11,6 @@ a table to results/classifier_study.md.
 """
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -24,6 +23,7 @@ from sklearn.svm import SVC, LinearSVC
 
 from cpgbn import CPGBN
 from cpgbn.evaluate.provenance import provenance
+from cpgbn.io import write_file_atomically
 from cpgbn.text import dataset_info, load_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,14 +64,15 @@ def run(dataset, layers, seed):
     model.fit(x_train)
     train_thetas = model.train_theta_
     test_features = model.transform(x_test, all_layers=True)
+    train_lengths, test_lengths = _lengths(model, x_train), _lengths(model, x_test)
     split = np.cumsum(layers)[:-1]
-    test_thetas = np.split(test_features * _lengths(model, x_test)[:, None], split, axis=1)
+    test_thetas = np.split(test_features * test_lengths[:, None], split, axis=1)
     fit_seconds = time.perf_counter() - start
     scores = {}
     for which, n_layers in (("layer 1", 1), ("all layers", len(layers))):
         for how in NORMALISATIONS:
-            f_train = normalise(train_thetas[:n_layers], _lengths(model, x_train), how)
-            f_test = normalise(test_thetas[:n_layers], _lengths(model, x_test), how)
+            f_train = normalise(train_thetas[:n_layers], train_lengths, how)
+            f_test = normalise(test_thetas[:n_layers], test_lengths, how)
             for name, make in CLASSIFIERS.items():
                 clf = make(seed).fit(f_train, y_train)
                 scores[f"{which} | {how} | {name}"] = float(clf.score(f_test, np.asarray(y_test)))
@@ -125,9 +126,7 @@ def main():
         key = f"{args.dataset}|{args.layers}|seed={seed}"
         if key not in record["cells"]:
             record["cells"][key] = run(args.dataset, layers, seed)
-            tmp = OUT.with_suffix(".json.tmp")
-            tmp.write_text(json.dumps(record, indent=1) + "\n")
-            os.replace(tmp, OUT)
+            write_file_atomically(OUT, lambda fh: fh.write(json.dumps(record, indent=1) + "\n"))
             best = max(record["cells"][key]["scores"].items(), key=lambda kv: kv[1])
             print(f"{key}: authors' classifier "
                   f"{100 * record['cells'][key]['scores']['layer 1 | theta/L (authors) | rbf-svc C=1 (authors)']:.1f}%, "

@@ -14,7 +14,6 @@ runs are kept) and redraws its PNG from them.  Timing figures need a quiet machi
 """
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -24,6 +23,7 @@ import numpy as np
 from cpgbn import CPGBN
 from cpgbn.evaluate import evaluate
 from cpgbn.evaluate.provenance import provenance
+from cpgbn.io import write_file_atomically
 from cpgbn.text import load_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,9 +36,7 @@ def load():
 
 
 def save(record):
-    tmp = OUT.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(record, indent=1) + "\n")
-    os.replace(tmp, OUT)
+    write_file_atomically(OUT, lambda fh: fh.write(json.dumps(record, indent=1) + "\n"))
 
 
 def plt():

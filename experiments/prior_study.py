@@ -14,7 +14,6 @@ token_count, eta) and stores every (configuration, seed) as one resumable cell i
 """
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -22,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from cpgbn.evaluate import evaluate
+from cpgbn.io import write_file_atomically
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "results" / "prior_study.json"
@@ -48,10 +48,7 @@ def load(path):
 
 
 def save(record, path):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(record, indent=1) + "\n")
-    os.replace(tmp, path)
+    write_file_atomically(path, lambda fh: fh.write(json.dumps(record, indent=1) + "\n"))
 
 
 def report(record, path):

@@ -13,7 +13,6 @@ configuration as mean +- std over its seeds beside the paper's figure.
 """
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -21,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from cpgbn.evaluate import evaluate
+from cpgbn.io import write_file_atomically
 from cpgbn.model import DEFAULT_TOKEN_COUNT
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,10 +69,7 @@ def load():
 
 
 def save(record):
-    OUT.parent.mkdir(exist_ok=True)
-    tmp = OUT.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(record, indent=1) + "\n")
-    os.replace(tmp, OUT)
+    write_file_atomically(OUT, lambda fh: fh.write(json.dumps(record, indent=1) + "\n"))
 
 
 def report(record):

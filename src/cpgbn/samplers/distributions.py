@@ -41,19 +41,7 @@ def _gamma_mt(state, shape):
     """Gamma(shape, 1) for shape >= 1: Marsaglia & Tsang (2000), "A simple method
     for generating gamma variables", with the x**4 squeeze."""
     d = shape - _ONE_THIRD
-    c = 1.0 / math.sqrt(9.0 * d)
-    while True:
-        x = _normal(state)
-        v = 1.0 + c * x
-        if v <= 0.0:
-            continue
-        v = v * v * v
-        u = _uniform(state)
-        x2 = x * x
-        if u < 1.0 - 0.0331 * x2 * x2:
-            return d * v
-        if math.log(u) < 0.5 * x2 + d * (1.0 - v + math.log(v)):
-            return d * v
+    return _gamma_mt_constants(state, d, 1.0 / math.sqrt(9.0 * d))
 
 
 @numba.njit(inline="always", fastmath=False, error_model="numpy")
