@@ -178,3 +178,27 @@ def test_real_mr_tokenizes_close_to_its_whitespace_split(data_dir):
     # the tokenizer only ever splits whitespace tokens further, never joins them
     for text in texts[:2000]:
         assert tokenize(text) == [t for w in text.lower().split() for t in tokenize(w)]
+
+
+def test_fold_indices_are_the_cv_rows(tmp_path):
+    from cpgbn.text.datasets import fold_indices
+    root = _fake_dir(tmp_path, 20)
+    texts, labels = load_dataset("mr", "all", data_dir=root)
+    for fold in (0, 7):
+        train, test = fold_indices(labels, fold, 10, seed=4)
+        kwargs = dict(data_dir=root, protocol="cv", fold=fold, n_folds=10, seed=4)
+        assert [texts[i] for i in test] == load_dataset("mr", "test", **kwargs)[0]
+        assert [texts[i] for i in train] == load_dataset("mr", "train", **kwargs)[0]
+
+
+def test_transductive_evaluation_fits_once_for_all_folds(tmp_path):
+    from cpgbn.evaluate import evaluate
+    root = _fake_dir(tmp_path, 20)
+    result = evaluate("mr", layers=(3,), protocol="paper", data_dir=root, n_iter=4, burn_in=2,
+                      vocab_size=50, transductive=True)
+    assert result["features"] == "transductive"
+    runs = result["runs"]
+    assert [r["split"] for r in runs] == [f"fold{i}" for i in range(10)]
+    assert len({r["fit_seconds"] for r in runs}) == 1  # one fit shared by the folds
+    assert all(r["n_train"] + r["n_test"] == 40 for r in runs)
+    assert 0.0 <= result["accuracy_mean"] <= 1.0

@@ -30,3 +30,55 @@ def test_matches_a_plain_floored_gamma_in_log_space():
     plain = np.log(np.maximum(rng.gamma(alpha, size=N) / rate, float(FLOOR)).astype(np.float32)
                    .astype(np.float64))
     assert stats.ks_2samp(fast, plain).pvalue > 1e-3
+
+
+@pytest.mark.parametrize("alpha,rate", [(2e-3, 1.0), (0.02, 5.0)])
+def test_positions_above_the_floor_are_independent_trials(alpha, rate):
+    """The geometric walk across a document's positions: the number of positions above the floor
+    among 50 is Binomial(50, 1 - p_floor)."""
+    n_pos, n_docs = 50, 8000
+    draws = sample_empty_weights(11, alpha, rate, n_pos * n_docs).reshape(n_docs, n_pos)
+    above = np.count_nonzero(draws > FLOOR, axis=1)
+    q = 1.0 - gammainc(alpha, float(FLOOR) * rate)
+    values = np.arange(n_pos + 1)
+    expected = stats.binom.pmf(values, n_pos, q) * n_docs
+    observed = np.bincount(above, minlength=n_pos + 1)
+    keep = expected >= 5
+    obs, exp = observed[keep], expected[keep]
+    rest_obs, rest_exp = n_docs - obs.sum(), n_docs - exp.sum()
+    assert stats.chisquare(np.append(obs, rest_obs), np.append(exp, rest_exp)).pvalue > 1e-3
+    # and where in the document they fall does not matter
+    per_position = np.count_nonzero(draws > FLOOR, axis=0)
+    assert stats.chisquare(per_position).pvalue > 1e-3
+
+
+def test_document_draw_lists_heavy_kernels_and_sums_theta():
+    """draw_document_weights: theta is the sum of w, the heavy lists are exactly the kernels above
+    the floor, and a position with counts follows Gam(m + alpha) / rate."""
+    from cpgbn.samplers.conv import draw_document_weights
+    from cpgbn.samplers.rng import seed_state
+
+    n_pos, n_kernels, reps, p0 = 12, 6, 4000, 3
+    rng = np.random.default_rng(3)
+    m = np.zeros((p0 + n_pos, n_kernels), dtype=np.int32)
+    m[p0:][rng.random((n_pos, n_kernels)) < 0.2] = 2
+    m[p0 + 4, 2] = 2
+    prior = np.array([0.01, 0.05, 0.3, 1.0, 2.5, 0.002]) * n_pos
+    rate = 1.7
+    state = seed_state(np.empty(4, dtype=np.uint64), 5, 0, 0)
+    w = np.empty((p0 + n_pos, n_kernels), dtype=np.float32)
+    theta, alpha = np.empty(n_kernels), np.empty(n_kernels)
+    heavy_k = np.empty((n_pos, n_kernels), dtype=np.int32)
+    n_heavy_at = np.empty(n_pos, dtype=np.int32)
+    draws = np.empty(reps)
+    for r in range(reps):
+        draw_document_weights(state, m, w, p0, n_pos, prior, np.log(rate), theta, alpha,
+                              heavy_k, n_heavy_at)
+        block = w[p0:]
+        np.testing.assert_allclose(theta, block.astype(np.float64).sum(axis=0), rtol=1e-12)
+        for s in range(n_pos):
+            listed = np.sort(heavy_k[s, :n_heavy_at[s]])
+            np.testing.assert_array_equal(listed, np.flatnonzero(block[s] > FLOOR))
+        draws[r] = w[p0 + 4, 2]
+    shape = 2 + prior[2] / n_pos
+    assert stats.kstest(draws, stats.gamma(shape, scale=1 / rate).cdf).pvalue > 1e-3

@@ -37,3 +37,35 @@ def test_all_light_and_all_heavy():
     for mask in (np.zeros(3, bool), np.ones(3, bool)):
         counts = sample_split(1, w, mask, 50, 5000)
         np.testing.assert_allclose(counts.mean(axis=0), 50 * w, rtol=0.03)
+
+
+@pytest.mark.parametrize("w_row", [[2e-30, 1e-30, 3e-30, 1e-30, 1e-30],   # heavy and floor mixed
+                                   [1e-30] * 5,                            # every candidate at the floor
+                                   [0.4, 1e-30, 1.0, 1e-30, 1e-30]])       # floor units are rare
+def test_sweep_splits_a_cell_over_heavy_and_floor_candidates_by_weight(w_row):
+    """In the sweep, a cell's units go to candidate k with probability w_k d_k / lambda, whether
+    w_k is above the floor or at it (the light total comes from the kernels' row sums)."""
+    from cpgbn.layers.cells import from_token_sequences
+    from cpgbn.samplers.conv import kernel_row_sums, sweep_positions
+
+    n_kernels, vocab, n_units, reps = 5, 3, 40, 2000
+    data = from_token_sequences(np.array([1]), np.array([0, 1]), 1, n_units)  # one token, F = 1
+    D = np.full((vocab, 1, n_kernels), 1e-3, dtype=np.float32)
+    D[1, 0] = [0.5, 0.2, 0.1, 0.4, 0.3]
+    w = np.array([w_row], dtype=np.float32)
+    p = w[0].astype(np.float64) * D[1, 0].astype(np.float64)
+    p /= p.sum()
+    row_sums = np.empty((vocab, 1))
+    kernel_row_sums(D, row_sums)
+    totals = np.zeros(n_kernels)
+    for r in range(reps):
+        m = np.zeros((1, n_kernels), dtype=np.int32)
+        A = np.zeros((1, n_kernels), dtype=np.int32)
+        sweep_positions(r, 0, 32, data.doc_cells, data.doc_positions, data.cell_word,
+                        data.cell_col, data.cell_count, data.mode, data.fixed_count, D, row_sums,
+                        np.ones((1, n_kernels)), np.ones(1), False, True, w.copy(), m,
+                        w.astype(np.float64), A, np.zeros((0, 0, 0, 0), np.int32), np.zeros(1))
+        assert m.sum() == n_units and np.array_equal(A, m)
+        totals += m[0]
+    expected = p * n_units * reps
+    assert stats.chisquare(totals, expected).pvalue > 1e-3

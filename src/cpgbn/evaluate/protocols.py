@@ -25,7 +25,7 @@ from sklearn.svm import SVC, LinearSVC
 from ..errors import CPGBNInputError
 from ..model import CPGBN, DEFAULT_TOKEN_COUNT, PGBN
 from ..text.corpus import Corpus
-from ..text.datasets import dataset_info, load_dataset
+from ..text.datasets import dataset_info, fold_indices, load_dataset
 from .provenance import provenance
 
 
@@ -115,11 +115,45 @@ def _make_model(kind, *, layers, filter_width, vocab_size, token_count, eta, n_i
                progress=progress, device=device, **extra)
 
 
+def _inductive_splits(dataset, proto, data_dir, seed, new_estimator):
+    """Per split: fit on the training texts, infer the test texts with the globals fixed."""
+    for split_name, (x_train, y_train), (x_test, y_test) in _splits(dataset, proto, data_dir, seed):
+        estimator = new_estimator()
+        start = time.perf_counter()
+        f_train = estimator.fit_transform(x_train)
+        fit_seconds = time.perf_counter() - start
+        start = time.perf_counter()
+        f_test = estimator.transform(x_test)
+        yield (split_name, estimator, (f_train, y_train), (f_test, y_test),
+               (fit_seconds, time.perf_counter() - start))
+
+
+def _transductive_splits(dataset, proto, data_dir, seed, new_estimator):
+    """One unsupervised fit on the training and test texts together; every split's features are
+    rows of that chain (no label is seen).  Cross-validation folds share the one fit."""
+    if proto.cross_validation and dataset in ("mr", "subj"):
+        texts, labels = load_dataset(dataset, "all", data_dir=data_dir)
+        folds = [(f"fold{fold}",) + fold_indices(labels, fold, 10, seed) for fold in range(10)]
+    else:
+        (x_train, y_train), (x_test, y_test) = (load_dataset(dataset, "train", data_dir=data_dir),
+                                                load_dataset(dataset, "test", data_dir=data_dir))
+        texts, labels = list(x_train) + list(x_test), list(y_train) + list(y_test)
+        folds = [("fixed", list(range(len(x_train))), list(range(len(x_train), len(texts))))]
+    estimator = new_estimator()
+    start = time.perf_counter()
+    features = estimator.fit_transform(texts)
+    fit_seconds = time.perf_counter() - start
+    labels = np.asarray(labels)
+    for split_name, train, test in folds:
+        yield (split_name, estimator, (features[train], labels[train]),
+               (features[test], labels[test]), (fit_seconds, 0.0))
+
+
 def evaluate(dataset: str, *, layers=(200,), protocol: str = "authors", seeds=(0,), data_dir=None,
              vocab_size: int | None = None, token_count=DEFAULT_TOKEN_COUNT, n_iter: int | None = None,
              burn_in: int | None = None, filter_width: int = 3, eta=0.05, n_threads=None,
              progress: bool = False, log=None, save_model=None, model: str = "cpgbn",
-             device=None) -> dict:
+             device=None, transductive: bool = False) -> dict:
     """Train on the training split, infer the test split, score an SVM; repeat for each seed.
 
     Returns a JSON-ready dict: settings, per-run accuracy and timing, mean and std.
@@ -127,6 +161,9 @@ def evaluate(dataset: str, *, layers=(200,), protocol: str = "authors", seeds=(0
     or a baseline in the same harness: "pgbn" (bag-of-words PGBN, token_count multiplies the
     word counts) or "lda" (scikit-learn, at most 100 variational iterations).  ``device``: None
     for the numba sampler, or a torch device for the PyTorch one (CPGBN and PGBN only).
+    ``transductive``: fit the unsupervised model once on the training and test texts together
+    and take both feature sets from that chain (a variant, not one of the two protocols: it is
+    recorded in the result), instead of inferring the test documents with the globals fixed.
     """
     origin = provenance()  # before any work: the code this process imported
     dataset = dataset.lower()
@@ -140,29 +177,26 @@ def evaluate(dataset: str, *, layers=(200,), protocol: str = "authors", seeds=(0
     burn_in = proto.burn_in if burn_in is None else burn_in
     runs = []
     for seed in seeds:
-        for split_name, (x_train, y_train), (x_test, y_test) in _splits(dataset, proto, data_dir, seed):
-            estimator = _make_model(model, layers=layers, filter_width=filter_width,
-                                    vocab_size=vocab_size, token_count=token_count, eta=eta,
-                                    n_iter=n_iter, burn_in=burn_in, seed=seed, n_threads=n_threads,
-                                    progress=progress, device=device)
-            start = time.perf_counter()
-            f_train = estimator.fit_transform(x_train)
-            fit_seconds = time.perf_counter() - start
-            start = time.perf_counter()
-            f_test = estimator.transform(x_test)
-            transform_seconds = time.perf_counter() - start
+        def new_estimator():
+            return _make_model(model, layers=layers, filter_width=filter_width,
+                               vocab_size=vocab_size, token_count=token_count, eta=eta,
+                               n_iter=n_iter, burn_in=burn_in, seed=seed, n_threads=n_threads,
+                               progress=progress, device=device)
+        splits = (_transductive_splits(dataset, proto, data_dir, seed, new_estimator)
+                  if transductive else _inductive_splits(dataset, proto, data_dir, seed, new_estimator))
+        for split_name, estimator, (f_train, y_train), (f_test, y_test), seconds in splits:
             classifier = make_classifier(proto.classifier, seed).fit(f_train, y_train)
             accuracy = float(classifier.score(f_test, np.asarray(y_test)))
             run = dict(seed=int(seed), split=split_name, accuracy=accuracy,
-                       fit_seconds=round(fit_seconds, 2), transform_seconds=round(transform_seconds, 2),
+                       fit_seconds=round(seconds[0], 2), transform_seconds=round(seconds[1], 2),
                        median_sweep_seconds=float(np.median(estimator.sweep_seconds_)),
-                       n_train=len(x_train), n_test=len(x_test))
+                       n_train=len(y_train), n_test=len(y_test))
             runs.append(run)
             if save_model is not None and model != "lda":
                 estimator.save(save_model)
             if log is not None:
                 log(f"{dataset} {model} layers={'-'.join(map(str, layers))} seed={seed} {split_name}: "
-                    f"accuracy {accuracy:.4f} (fit {fit_seconds:.0f}s)")
+                    f"accuracy {accuracy:.4f} (fit {seconds[0]:.0f}s)")
     per_seed = {}
     for run in runs:
         per_seed.setdefault(run["seed"], []).append(run["accuracy"])
@@ -171,6 +205,7 @@ def evaluate(dataset: str, *, layers=(200,), protocol: str = "authors", seeds=(0
         dataset=dataset, model=model, layers=list(layers), protocol=protocol, classifier=proto.classifier,
         n_iter=n_iter, burn_in=burn_in, vocab_size=vocab_size, token_count=token_count,
         filter_width=filter_width, eta=eta, seeds=[int(s) for s in seeds],
+        features="transductive" if transductive else "inductive",
         device=None if device is None or model == "lda" else str(device),
         accuracy_mean=float(seed_means.mean()),
         accuracy_std=float(seed_means.std(ddof=1)) if len(seed_means) > 1 else 0.0,

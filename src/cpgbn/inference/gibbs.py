@@ -281,10 +281,14 @@ class GibbsSampler:
         rate = 1.0 + state.c[0]
         if prior_shape is None:
             prior_shape = state.first_layer_shape()
+        row_sums = np.empty(g.D.shape[:2], dtype=np.float64)
+        if augment:
+            conv.kernel_row_sums(g.D, row_sums)
         conv.sweep_positions(
             self.seed, stream, DOC_BLOCK, data.doc_cells, data.doc_positions, data.cell_word,
-            data.cell_col, data.cell_count, data.mode, data.fixed_count, g.D, prior_shape, rate,
-            draw_w, augment, state.w, state.m, state.theta[0], state.A, counts, state.loglik)
+            data.cell_col, data.cell_count, data.mode, data.fixed_count, g.D, row_sums,
+            prior_shape, rate, draw_w, augment, state.w, state.m, state.theta[0], state.A,
+            counts, state.loglik)
 
     def _counts_for_sweep(self, shape) -> np.ndarray:
         n_threads = numba.get_num_threads()

@@ -9,6 +9,15 @@ Shapes (paper symbols in brackets):
 * ``A``      int32   (N, K)     counts per document and kernel [m_{j,k,.,.}].
 * ``counts`` int32   (T, V, F, K) counts per kernel entry [n_{k,v,f}], one slab per thread.
 
+Sparsity.  Almost every w_jks is stored at the floor (a draw below FLOOR): on MR about 6% of
+the (position, kernel) pairs are above it.  The sweep therefore keeps, for each position of the
+document in hand, the list of its kernels above the floor ("heavy"); a cell's candidates are
+split into the heavy ones, weighed one by one, and the light ones, whose total weight is
+FLOOR * (sum of the cell's D entries) minus the heavy entries, from per-row sums of D.  A light
+candidate is only looked at when the multinomial sends it a unit (about once in 10^20 cells).
+Positions without counts are drawn by walking from one above-floor position to the next with
+geometric gaps, instead of one uniform per position.  Both are decompositions of the same laws.
+
 Every parallel loop runs over fixed blocks of documents (or words); block b draws from its
 own stream ``(seed, stream, b)``, so a seed gives the same result for any thread count.
 Integer counts are summed into per-thread slabs (integer addition is order-free) and
@@ -17,6 +26,7 @@ floating-point sums go through per-block partials added in block order.
 
 from __future__ import annotations
 
+import math
 from math import lgamma
 
 import numba
@@ -38,148 +48,31 @@ _SMALL_SPLIT = 24
 #: Shapes below this use the floor-aware path for positions without counts (see below).
 _FAST_SHAPE = 0.1
 _LOG_FLOOR = float(np.log(np.float64(FLOOR)))
+_EXP_M1 = float(np.exp(-1.0))
 
 
 @njit(cache=True, inline="always")
-def _gamma_above(state, alpha, log_x0):
-    """G ~ Gam(alpha, 1) conditioned on G >= x0 = exp(log_x0) < 1, for alpha < 1; exact.
+def _gamma_above(state, alpha, d, p_low):
+    """G ~ Gam(alpha, 1) conditioned on G >= x0, for alpha < 1 and x0 < 1; exact.
 
-    Rejection from the envelope x^(alpha-1) on [x0, 1] (accept with e^-x) plus e^-x on (1, inf)
-    (accept with x^(alpha-1)); each piece is drawn by inversion, in log1p form so that tiny
-    alphas keep their precision.  Acceptance is at least 1/e, near 1 for small alpha.
+    ``d = 1 - x0^alpha`` and ``p_low = m / (m + e^-1)`` with m = d / alpha are per-(document,
+    kernel) constants.  Rejection from the envelope x^(alpha-1) on [x0, 1] (mass m, accept
+    with e^-x) plus e^-x on (1, inf) (mass e^-1, accept with x^(alpha-1)); each piece is drawn
+    by inversion, in log1p form so that tiny alphas keep their precision, and the uniform that
+    picks the piece is reused (rescaled) for the inversion.  Acceptance is at least 1/e, near 1
+    for small alpha, and the test against e^-x is first made against its lower bound 1 - x.
     """
-    d = -np.expm1(alpha * log_x0)          # 1 - x0^alpha
-    mass_low = d / alpha                    # integral of x^(alpha-1) over [x0, 1]
-    mass_high = np.exp(-1.0)                # integral of e^-x over (1, inf)
     while True:
-        if uniform(state) * (mass_low + mass_high) < mass_low:
-            x = np.exp(np.log1p(-(1.0 - uniform(state)) * d) / alpha)
-            if uniform(state) < np.exp(-x):
+        u = uniform(state)
+        if u < p_low:
+            x = np.exp(np.log1p(-(u / p_low) * d) / alpha)
+            t = uniform(state)
+            if t <= 1.0 - x or t < np.exp(-x):
                 return x
         else:
             x = 1.0 + standard_exponential(state)
             if np.log(uniform(state)) < (alpha - 1.0) * np.log(x):
                 return x
-
-
-@njit(cache=True, inline="always")
-def _draw_empty_weight(state, alpha, log_rate, p_floor):
-    """w ~ Gam(alpha, rate) stored as float32 with the floor, for a position without counts.
-
-    Stored values below FLOOR become FLOOR, so only P(G < x0) with x0 = FLOOR * rate matters
-    below it: with probability p_floor = x0^alpha / Gamma(alpha + 1) (exact to O(x0)) the draw is
-    the floor; otherwise it is G conditioned on G >= x0.  Same law as flooring a full draw, at
-    the cost of one uniform for most positions (empty positions are >99% of all on real text).
-    """
-    if uniform(state) < p_floor:
-        return FLOOR
-    value = _gamma_above(state, alpha, _LOG_FLOOR + log_rate) * np.exp(-log_rate)
-    return np.float32(value) if value > FLOOR else FLOOR
-
-
-@njit(cache=True)
-def sample_empty_weights(seed, alpha, rate, n):
-    """n draws of :func:`_draw_empty_weight` (for tests: compare with flooring Gam(alpha)/rate)."""
-    state = np.empty(4, dtype=np.uint64)
-    seed_state(state, seed, 0, 0)
-    log_rate = np.log(rate)
-    p_floor = np.exp(alpha * (_LOG_FLOOR + log_rate) - lgamma(alpha + 1.0))
-    out = np.empty(n, dtype=np.float32)
-    for i in range(n):
-        out[i] = _draw_empty_weight(state, alpha, log_rate, p_floor)
-    return out
-
-
-@njit(cache=True)
-def split_units(state, n_units, cum, size, heavy, heavy_cum, n_heavy, light_total, scratch,
-                out_idx, out_cnt):
-    """Multinomial(n_units, w_i / lambda) over a cell's candidates, exactly, in O(heavy) work.
-
-    ``cum[0:size]`` are the inclusive cumulative weights of all candidates; ``heavy[0:n_heavy]``
-    (ascending) are the candidates whose w is above the floor, with cumulative weights
-    ``heavy_cum``; the others ("light", w at the floor) weigh ``light_total`` together.  The
-    light group receives Binomial(n, light / lambda) units (almost always 0), spread over its
-    members by their weights; the heavy units are split over the heavy candidates only.  This
-    is the multinomial's own decomposition, so the law is unchanged; the work is proportional
-    to the ~7% heavy candidates instead of all K F.  Writes (candidate, count) pairs to
-    out_idx/out_cnt and returns how many.
-    """
-    if n_units <= 0:
-        return 0
-    if n_heavy == 0:
-        n_light = n_units
-    elif light_total <= 0.0:
-        n_light = 0
-    else:
-        n_light = binomial(state, n_units, light_total / (light_total + heavy_cum[n_heavy - 1]))
-    n_out = 0
-    n_heavy_units = n_units - n_light
-    if n_heavy_units > 0:
-        if n_heavy_units <= _SMALL_SPLIT:
-            for _ in range(n_heavy_units):
-                out_idx[n_out] = heavy[categorical_cumulative(state, heavy_cum, n_heavy)]
-                out_cnt[n_out] = 1
-                n_out += 1
-        else:
-            multinomial_cumulative(state, n_heavy_units, heavy_cum, n_heavy, scratch)
-            for h in range(n_heavy):
-                if scratch[h] > 0:
-                    out_idx[n_out] = heavy[h]
-                    out_cnt[n_out] = scratch[h]
-                    n_out += 1
-    if n_light > 0:
-        # rare: cumulative weights of the light candidates, then one multinomial over them
-        light_cum = np.empty(size, dtype=np.float64)
-        light_pos = np.empty(size, dtype=np.int64)
-        n_l, h, running, previous = 0, 0, 0.0, 0.0
-        for i in range(size):
-            weight = cum[i] - previous
-            previous = cum[i]
-            if h < n_heavy and heavy[h] == i:
-                h += 1
-                continue
-            running += weight
-            light_cum[n_l] = running
-            light_pos[n_l] = i
-            n_l += 1
-        counts = np.empty(n_l, dtype=np.int64)
-        multinomial_cumulative(state, n_light, light_cum, n_l, counts)
-        for i in range(n_l):
-            if counts[i] > 0:
-                out_idx[n_out] = light_pos[i]
-                out_cnt[n_out] = counts[i]
-                n_out += 1
-    return n_out
-
-
-@njit(cache=True)
-def sample_split(seed, weights, heavy_mask, n_units, reps):
-    """reps draws of :func:`split_units` as a (reps, len(weights)) count matrix (for tests)."""
-    state = np.empty(4, dtype=np.uint64)
-    seed_state(state, seed, 0, 0)
-    size = len(weights)
-    cum = np.cumsum(weights)
-    heavy = np.empty(size, dtype=np.int64)
-    heavy_cum = np.empty(size, dtype=np.float64)
-    n_heavy, running, light = 0, 0.0, 0.0
-    for i in range(size):
-        if heavy_mask[i]:
-            running += weights[i]
-            heavy[n_heavy] = i
-            heavy_cum[n_heavy] = running
-            n_heavy += 1
-        else:
-            light += weights[i]
-    out = np.zeros((reps, size), dtype=np.int64)
-    scratch = np.empty(size, dtype=np.int64)
-    out_idx = np.empty(size + n_units, dtype=np.int64)
-    out_cnt = np.empty(size + n_units, dtype=np.int64)
-    for r in range(reps):
-        n = split_units(state, n_units, cum, size, heavy, heavy_cum, n_heavy, light, scratch,
-                        out_idx, out_cnt)
-        for t in range(n):
-            out[r, out_idx[t]] += out_cnt[t]
-    return out
 
 
 @njit(cache=True, inline="always")
@@ -194,21 +87,277 @@ def _draw_scaled_gamma(state, shape, log_rate):
     return np.float32(value)
 
 
+@njit(cache=True)
+def draw_document_weights(state, m, w, p0, n_pos, prior_shape, log_rate, theta, alpha,
+                          heavy_k, n_heavy_at):
+    """w_jks ~ Gam(m_jks + a_jk / S_j, 1 / rate_j) for one document (pooling prior, paper eq. 3).
+
+    Rows ``p0 .. p0 + n_pos - 1`` of ``w`` and ``m``; ``prior_shape`` = a_j (K,), ``theta`` =
+    theta^(1)_j (K,) is overwritten with sum_s w_jks.  Stored values are floored at FLOOR, and
+    for a tiny shape alpha = a_jk / S_j (< 0.1) at a position without counts only
+    P(G < x0) with x0 = FLOOR * rate matters below the floor: the draw is the floor with
+    probability p_floor = x0^alpha / Gamma(alpha + 1) (exact to O(x0)) and otherwise G
+    conditioned on G >= x0.  Such positions are Bernoulli(1 - p_floor) trials, so the next one
+    above the floor is a Geometric gap away: the walk costs one log per position above the floor
+    instead of one uniform per position.  Writes the kernels above the floor at position s to
+    ``heavy_k[s, :n_heavy_at[s]]``; ``alpha`` is scratch (K,).
+    """
+    n_kernels = w.shape[1]
+    log_x0 = _LOG_FLOOR + log_rate
+    for k in range(n_kernels):
+        theta[k] = 0.0
+        alpha[k] = prior_shape[k] / n_pos
+    for s in range(n_pos):
+        row = p0 + s
+        n_here = 0
+        for k in range(n_kernels):
+            count = m[row, k]
+            if count == 0 and alpha[k] < _FAST_SHAPE:
+                w[row, k] = FLOOR  # the walk below raises the few above the floor
+            else:
+                value = _draw_scaled_gamma(state, count + alpha[k], log_rate)
+                w[row, k] = value
+                theta[k] += value
+                if value > FLOOR:
+                    heavy_k[s, n_here] = k
+                    n_here += 1
+        n_heavy_at[s] = n_here
+    scale = np.exp(-log_rate)
+    for k in range(n_kernels):
+        a = alpha[k]
+        if a >= _FAST_SHAPE:
+            continue
+        log_p_floor = a * log_x0 - lgamma(a + 1.0)
+        if log_p_floor >= 0.0:
+            continue  # every empty position is at the floor
+        # floor outcomes before the next position above it: Geometric(1 - p_floor); np.floor
+        # keeps the float (math.floor's int64 overflows when p_floor is within 1e-19 of 1)
+        s = np.floor(math.log(uniform(state)) / log_p_floor)
+        if s >= n_pos:
+            continue
+        d = -math.expm1(a * log_x0)
+        mass_low = d / a
+        p_low = mass_low / (mass_low + _EXP_M1)
+        while s < n_pos:
+            si = int(s)
+            s += 1.0 + np.floor(math.log(uniform(state)) / log_p_floor)
+            if m[p0 + si, k] != 0:
+                continue  # drawn above; this trial belongs to no empty position
+            value = _gamma_above(state, a, d, p_low) * scale
+            if value > FLOOR:
+                stored = np.float32(value)
+                w[p0 + si, k] = stored
+                theta[k] += stored
+                heavy_k[si, n_heavy_at[si]] = k
+                n_heavy_at[si] += 1
+
+
+@njit(cache=True)
+def list_heavy_kernels(w, p0, n_pos, heavy_k, n_heavy_at):
+    """The kernels above the floor at each position of one document (w given, not drawn)."""
+    n_kernels = w.shape[1]
+    for s in range(n_pos):
+        n_here = 0
+        for k in range(n_kernels):
+            if w[p0 + s, k] > FLOOR:
+                heavy_k[s, n_here] = k
+                n_here += 1
+        n_heavy_at[s] = n_here
+
+
+@njit(cache=True)
+def sample_empty_weights(seed, alpha, rate, n):
+    """n draws of w at positions without counts (for tests: compare with flooring Gam(alpha)/rate).
+
+    They come from :func:`draw_document_weights` on one-kernel documents of 50 positions with
+    m = 0, in position order, so the geometric walk across positions is what is tested.
+    """
+    state = np.empty(4, dtype=np.uint64)
+    seed_state(state, seed, 0, 0)
+    n_pos = 50
+    m = np.zeros((n_pos, 1), dtype=np.int32)
+    w = np.empty((n_pos, 1), dtype=np.float32)
+    prior = np.array([alpha * n_pos])
+    theta = np.empty(1)
+    scratch = np.empty(1)
+    heavy_k = np.empty((n_pos, 1), dtype=np.int32)
+    n_heavy_at = np.empty(n_pos, dtype=np.int32)
+    out = np.empty(n, dtype=np.float32)
+    log_rate = np.log(rate)
+    for start in range(0, n, n_pos):
+        draw_document_weights(state, m, w, 0, n_pos, prior, log_rate, theta, scratch,
+                              heavy_k, n_heavy_at)
+        for s in range(min(n_pos, n - start)):
+            out[start + s] = w[s, 0]
+    return out
+
+
+@njit(cache=True)
+def split_units(state, n_units, heavy, heavy_cum, n_heavy, light_total, scratch, rest_cum,
+                rest_pos, out_idx, out_cnt):
+    """The heavy part of Multinomial(n_units, weight_i / lambda) over a cell's candidates; exact.
+
+    ``heavy[0:n_heavy]`` are the candidates above the floor with inclusive cumulative weights
+    ``heavy_cum``; the others ("light") weigh ``light_total`` together.  The light group
+    receives Binomial(n, light / lambda) units (almost always 0) and the rest are split over
+    the heavy candidates only -- the multinomial's own decomposition, so the law is
+    unchanged and the work is proportional to the heavy candidates.  Writes (candidate, count)
+    pairs to out_idx/out_cnt and returns (pairs written, units left for the light group); the
+    caller spreads those with :func:`spread_light_units`.  ``scratch``, ``rest_cum`` and
+    ``rest_pos`` are work arrays of at least ``n_heavy`` entries.
+    """
+    if n_units <= 0:
+        return 0, 0
+    if n_heavy == 0:
+        return 0, n_units
+    n_light = 0
+    if light_total > 0.0:
+        n_light = binomial(state, n_units, light_total / (light_total + heavy_cum[n_heavy - 1]))
+    n_out = 0
+    n_heavy_units = n_units - n_light
+    if n_heavy_units <= _SMALL_SPLIT:
+        for _ in range(n_heavy_units):
+            out_idx[n_out] = heavy[categorical_cumulative(state, heavy_cum, n_heavy)]
+            out_cnt[n_out] = 1
+            n_out += 1
+    else:
+        # the largest candidate first (the multinomial's conditional binomials may come in any
+        # order): it usually takes most units, and the few left are split over the others by
+        # categorical draws instead of one binomial per candidate
+        top, top_weight, previous = 0, 0.0, 0.0
+        for h in range(n_heavy):
+            weight = heavy_cum[h] - previous
+            previous = heavy_cum[h]
+            if weight > top_weight:
+                top, top_weight = h, weight
+        total = heavy_cum[n_heavy - 1]
+        n_top = binomial(state, n_heavy_units, top_weight / total) if top_weight < total \
+            else n_heavy_units
+        if n_top > 0:
+            out_idx[n_out] = heavy[top]
+            out_cnt[n_out] = n_top
+            n_out += 1
+        rest = n_heavy_units - n_top
+        if rest > 0:
+            # cumulative weights of the others, in place of the top one's slot
+            running, previous, i = 0.0, 0.0, 0
+            for h in range(n_heavy):
+                weight = heavy_cum[h] - previous
+                previous = heavy_cum[h]
+                if h != top:
+                    running += weight
+                    rest_cum[i] = running
+                    rest_pos[i] = heavy[h]
+                    i += 1
+            multinomial_cumulative(state, rest, rest_cum, n_heavy - 1, scratch)
+            for h in range(n_heavy - 1):
+                if scratch[h] > 0:
+                    out_idx[n_out] = rest_pos[h]
+                    out_cnt[n_out] = scratch[h]
+                    n_out += 1
+    return n_out, n_light
+
+
+@njit(cache=True)
+def spread_light_units(state, n_light, light_cum, light_idx, n_l, out_idx, out_cnt, n_out):
+    """Multinomial(n_light) over the light candidates (cumulative weights ``light_cum``),
+    appended to the pairs after ``n_out``; returns the new number of pairs.  Rare."""
+    counts = np.empty(n_l, dtype=np.int64)
+    multinomial_cumulative(state, n_light, light_cum, n_l, counts)
+    for i in range(n_l):
+        if counts[i] > 0:
+            out_idx[n_out] = light_idx[i]
+            out_cnt[n_out] = counts[i]
+            n_out += 1
+    return n_out
+
+
+@njit(cache=True)
+def sample_split(seed, weights, heavy_mask, n_units, reps):
+    """reps draws of the heavy/light split as a (reps, len(weights)) count matrix (for tests)."""
+    state = np.empty(4, dtype=np.uint64)
+    seed_state(state, seed, 0, 0)
+    size = len(weights)
+    heavy = np.empty(size, dtype=np.int64)
+    heavy_cum = np.empty(size, dtype=np.float64)
+    light_idx = np.empty(size, dtype=np.int64)
+    light_cum = np.empty(size, dtype=np.float64)
+    n_heavy, n_l, running, light = 0, 0, 0.0, 0.0
+    for i in range(size):
+        if heavy_mask[i]:
+            running += weights[i]
+            heavy[n_heavy] = i
+            heavy_cum[n_heavy] = running
+            n_heavy += 1
+        else:
+            light += weights[i]
+            light_idx[n_l] = i
+            light_cum[n_l] = light
+            n_l += 1
+    out = np.zeros((reps, size), dtype=np.int64)
+    scratch = np.empty(size, dtype=np.int64)
+    rest_cum = np.empty(size, dtype=np.float64)
+    rest_pos = np.empty(size, dtype=np.int64)
+    out_idx = np.empty(size + n_units, dtype=np.int64)
+    out_cnt = np.empty(size + n_units, dtype=np.int64)
+    for r in range(reps):
+        n, n_light = split_units(state, n_units, heavy, heavy_cum, n_heavy, light, scratch,
+                                 rest_cum, rest_pos, out_idx, out_cnt)
+        if n_light > 0:
+            n = spread_light_units(state, n_light, light_cum, light_idx, n_l, out_idx, out_cnt, n)
+        for t in range(n):
+            out[r, out_idx[t]] += out_cnt[t]
+    return out
+
+
+@njit(parallel=True, cache=True)
+def kernel_row_sums(D, out):
+    """out[v, f] = sum_k D[v, f, k] (float64): the light candidates' weights of a cell come from it."""
+    n_words, filter_width, n_kernels = D.shape
+    for v in prange(n_words):
+        for f in range(filter_width):
+            total = 0.0
+            for k in range(n_kernels):
+                total += D[v, f, k]
+            out[v, f] = total
+
+
+@njit(cache=True)
+def _light_candidates(w, D, p0, v, col, f_lo, f_hi, light_idx, light_cum):
+    """The cell's candidates at the floor, with inclusive cumulative weights; returns (count, total)."""
+    n_kernels = D.shape[2]
+    n_l = 0
+    running = 0.0
+    for f in range(f_lo, f_hi + 1):
+        row = p0 + col - f
+        for k in range(n_kernels):
+            if w[row, k] <= FLOOR:
+                running += np.float64(w[row, k]) * np.float64(D[v, f, k])
+                light_idx[n_l] = (f - f_lo) * n_kernels + k
+                light_cum[n_l] = running
+                n_l += 1
+    return n_l, running
+
+
 @njit(parallel=True, cache=True)
 def sweep_positions(seed, stream, block_size, doc_cells, doc_positions, cell_word, cell_col,
-                    cell_count, mode, fixed_count, D, prior_shape, rate, draw_w,
+                    cell_count, mode, fixed_count, D, D_row_sums, prior_shape, rate, draw_w,
                     augment, w, m, theta, A, counts, loglik):
     """One pass over all documents: draw w | m, then re-augment every cell m | w, D.
 
     For document j (prior shape a_jk, rate 1 + c_j^(2)):
 
     1. if ``draw_w``: w_jks ~ Gam(m_jks + a_jk / S_j, 1 / rate_j) for every position s and
-       kernel k (the pooling prior, paper eq. 3); theta^(1)_jk = sum_s w_jks;
+       kernel k (the pooling prior, paper eq. 3; :func:`draw_document_weights`);
+       theta^(1)_jk = sum_s w_jks;
     2. for each cell (v, l): candidates are (f, k) with s = l - f a valid position, weight
        w_jks d_kvf; lambda = sum of weights; the cell's count is zero-truncated Poisson(lambda)
        (Bernoulli-Poisson link), the pseudo-count, or the observed count; it is split over the
        candidates by one multinomial draw and added to m, A and (if ``counts`` has a slab per
-       thread) to n_kvf.
+       thread) to n_kvf.  Heavy candidates are weighed one by one, the light ones in total:
+       FLOOR * (D_row_sums[v, f] - their heavy entries), clamped at 0 (the subtraction
+       rounds at 1e-16 of the row sum; when a cell has no heavy candidate its light total is
+       summed exactly).
     3. loglik_j = sum over cells of the cell term minus sum_{k,s} w_jks (the rate of all
        other cells, since each kernel sums to 1): ln(1 - e^-lambda) + lambda for the
        Bernoulli-Poisson link, n ln lambda - ln n! for counts.
@@ -219,40 +368,38 @@ def sweep_positions(seed, stream, block_size, doc_cells, doc_positions, cell_wor
     n_docs = len(doc_positions) - 1
     n_kernels = D.shape[2]
     filter_width = D.shape[1]
+    n_candidates = filter_width * n_kernels
     n_blocks = (n_docs + block_size - 1) // block_size
     update_counts = counts.shape[0] > 0
+    max_pos = 1
+    for j in range(n_docs):
+        max_pos = max(max_pos, doc_positions[j + 1] - doc_positions[j])
     for block in prange(n_blocks):
         state = np.empty(4, dtype=np.uint64)
         seed_state(state, seed, stream, block)
-        cum = np.empty(filter_width * n_kernels, dtype=np.float64)
-        split = np.empty(filter_width * n_kernels, dtype=np.int64)
-        heavy = np.empty(filter_width * n_kernels, dtype=np.int64)
-        heavy_cum = np.empty(filter_width * n_kernels, dtype=np.float64)
-        out_idx = np.empty(2 * filter_width * n_kernels, dtype=np.int64)
-        out_cnt = np.empty(2 * filter_width * n_kernels, dtype=np.int64)
+        heavy_k = np.empty((max_pos, n_kernels), dtype=np.int32)
+        n_heavy_at = np.empty(max_pos, dtype=np.int32)
         alpha = np.empty(n_kernels, dtype=np.float64)
-        p_floor = np.empty(n_kernels, dtype=np.float64)
+        split = np.empty(n_candidates, dtype=np.int64)
+        rest_cum = np.empty(n_candidates, dtype=np.float64)
+        rest_pos = np.empty(n_candidates, dtype=np.int64)
+        heavy = np.empty(n_candidates, dtype=np.int64)
+        heavy_cum = np.empty(n_candidates, dtype=np.float64)
+        light_idx = np.empty(n_candidates, dtype=np.int64)
+        light_cum = np.empty(n_candidates, dtype=np.float64)
+        out_idx = np.empty(2 * n_candidates, dtype=np.int64)
+        out_cnt = np.empty(2 * n_candidates, dtype=np.int64)
         slab = numba.get_thread_id() if update_counts else 0
         for j in range(block * block_size, min(n_docs, (block + 1) * block_size)):
             p0 = doc_positions[j]
             n_pos = doc_positions[j + 1] - p0
             if draw_w:
-                log_rate = np.log(rate[j])
-                for k in range(n_kernels):
-                    theta[j, k] = 0.0
-                    alpha[k] = prior_shape[j, k] / n_pos
-                    p_floor[k] = (np.exp(alpha[k] * (_LOG_FLOOR + log_rate) - lgamma(alpha[k] + 1.0))
-                                  if alpha[k] < _FAST_SHAPE else 0.0)
-                for s in range(n_pos):
-                    for k in range(n_kernels):
-                        if m[p0 + s, k] == 0 and alpha[k] < _FAST_SHAPE:
-                            value = _draw_empty_weight(state, alpha[k], log_rate, p_floor[k])
-                        else:
-                            value = _draw_scaled_gamma(state, m[p0 + s, k] + alpha[k], log_rate)
-                        w[p0 + s, k] = value
-                        theta[j, k] += value
+                draw_document_weights(state, m, w, p0, n_pos, prior_shape[j], np.log(rate[j]),
+                                      theta[j], alpha, heavy_k, n_heavy_at)
             if not augment:
                 continue
+            if not draw_w:
+                list_heavy_kernels(w, p0, n_pos, heavy_k, n_heavy_at)
             total_w = 0.0
             for k in range(n_kernels):
                 A[j, k] = 0
@@ -266,39 +413,46 @@ def sweep_positions(seed, stream, block_size, doc_cells, doc_positions, cell_wor
                 col = cell_col[c]
                 f_lo = max(0, col - n_pos + 1)
                 f_hi = min(filter_width - 1, col)
-                size = (f_hi - f_lo + 1) * n_kernels
-                running = 0.0
-                light_total = 0.0
                 heavy_total = 0.0
+                light_d = 0.0
                 n_heavy = 0
-                i = 0
                 for f in range(f_lo, f_hi + 1):
-                    row = p0 + col - f
-                    for k in range(n_kernels):
-                        w_k = w[row, k]
-                        weight = np.float64(w_k) * np.float64(D[v, f, k])
-                        running += weight
-                        cum[i] = running
-                        if w_k > FLOOR:
-                            heavy_total += weight
-                            heavy[n_heavy] = i
-                            heavy_cum[n_heavy] = heavy_total
-                            n_heavy += 1
-                        else:
-                            light_total += weight
-                        i += 1
-                lam = running
+                    s = col - f
+                    d_heavy = 0.0
+                    for h in range(n_heavy_at[s]):
+                        k = heavy_k[s, h]
+                        d = np.float64(D[v, f, k])
+                        heavy_total += np.float64(w[p0 + s, k]) * d
+                        d_heavy += d
+                        heavy[n_heavy] = (f - f_lo) * n_kernels + k
+                        heavy_cum[n_heavy] = heavy_total
+                        n_heavy += 1
+                    light_d += max(D_row_sums[v, f] - d_heavy, 0.0)
+                light_total = np.float64(FLOOR) * light_d
+                n_l = 0
+                if n_heavy == 0:
+                    # every candidate at the floor: weigh them exactly
+                    n_l, light_total = _light_candidates(w, D, p0, v, col, f_lo, f_hi,
+                                                         light_idx, light_cum)
+                lam = heavy_total + light_total
                 if mode == 0:
                     n_units = zero_truncated_poisson(state, lam)
                     ll += np.log(-np.expm1(-lam)) + lam
                 else:
                     n_units = fixed_count if mode == 1 else cell_count[c]
                     ll += n_units * np.log(lam) - lgamma(n_units + 1.0)
-                if n_units > len(out_idx):
-                    out_idx = np.empty(2 * n_units, dtype=np.int64)
-                    out_cnt = np.empty(2 * n_units, dtype=np.int64)
-                n_pairs = split_units(state, n_units, cum, size, heavy, heavy_cum, n_heavy,
-                                      light_total, split, out_idx, out_cnt)
+                if n_units + n_candidates > len(out_idx):
+                    out_idx = np.empty(2 * (n_units + n_candidates), dtype=np.int64)
+                    out_cnt = np.empty(2 * (n_units + n_candidates), dtype=np.int64)
+                n_pairs, n_light = split_units(state, n_units, heavy, heavy_cum, n_heavy,
+                                               light_total, split, rest_cum, rest_pos,
+                                               out_idx, out_cnt)
+                if n_light > 0:
+                    if n_heavy > 0:
+                        n_l, _ = _light_candidates(w, D, p0, v, col, f_lo, f_hi, light_idx,
+                                                   light_cum)
+                    n_pairs = spread_light_units(state, n_light, light_cum, light_idx, n_l,
+                                                 out_idx, out_cnt, n_pairs)
                 for t in range(n_pairs):
                     idx = out_idx[t]
                     n_here = out_cnt[t]

@@ -232,6 +232,14 @@ def load_dataset(
     return [texts[i] for i in index], [labels[i] for i in index]
 
 
+def fold_indices(labels: Sequence[str], fold: int, n_folds: int = 10,
+                 seed: int = 0) -> tuple[list[int], list[int]]:
+    """(train rows, test rows) of stratified fold ``fold``, as indices into ``labels`` -- the
+    labels of ``load_dataset(name, "all")`` -- for the same folds as ``protocol="cv"``."""
+    return (_cv_indices(labels, "train", fold, n_folds, seed),
+            _cv_indices(labels, "test", fold, n_folds, seed))
+
+
 def _check_name(name: str) -> str:
     key = name.lower() if isinstance(name, str) else None
     if key not in _SPECS:
