@@ -13,8 +13,9 @@ Sparsity.  Almost every w_jks is stored at the floor (a draw below FLOOR): on MR
 the (position, kernel) pairs are above it.  The sweep therefore keeps, for each position of the
 document in hand, the list of its kernels above the floor ("heavy"); a cell's candidates are
 split into the heavy ones, weighed one by one, and the light ones, whose total weight is
-FLOOR * (sum of the cell's D entries) minus the heavy entries, from per-row sums of D.  A light
-candidate is only looked at when the multinomial sends it a unit (about once in 10^20 cells).
+FLOOR * (sum of the cell's D entries minus the heavy ones), from per-row sums of D.  The light
+candidates are only listed when the multinomial sends them a unit, which on real text almost
+never happens (they weigh about 1e-30 against the heavy candidates' 1e-3 to 1).
 Positions without counts are drawn by walking from one above-floor position to the next with
 geometric gaps, instead of one uniform per position.  Both are decompositions of the same laws.
 
