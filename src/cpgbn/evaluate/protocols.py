@@ -52,9 +52,14 @@ def make_classifier(kind: str, seed: int):
     raise CPGBNInputError(f"unknown classifier {kind!r}")
 
 
+def _uses_folds(dataset: str, protocol: Protocol) -> bool:
+    """Whether the protocol scores this dataset by 10-fold CV (MR and SUBJ have no official split)."""
+    return protocol.cross_validation and dataset in ("mr", "subj")
+
+
 def _splits(dataset: str, protocol: Protocol, data_dir, seed: int):
     """Yield (split_name, (train_texts, train_labels), (test_texts, test_labels))."""
-    if protocol.cross_validation and dataset in ("mr", "subj"):
+    if _uses_folds(dataset, protocol):
         for fold in range(10):
             train = load_dataset(dataset, "train", data_dir=data_dir, protocol="cv", fold=fold,
                                  n_folds=10, seed=seed)
@@ -131,12 +136,11 @@ def _inductive_splits(dataset, proto, data_dir, seed, new_estimator):
 def _transductive_splits(dataset, proto, data_dir, seed, new_estimator):
     """One unsupervised fit on the training and test texts together; every split's features are
     rows of that chain (no label is seen).  Cross-validation folds share the one fit."""
-    if proto.cross_validation and dataset in ("mr", "subj"):
+    if _uses_folds(dataset, proto):
         texts, labels = load_dataset(dataset, "all", data_dir=data_dir)
         folds = [(f"fold{fold}",) + fold_indices(labels, fold, 10, seed) for fold in range(10)]
     else:
-        (x_train, y_train), (x_test, y_test) = (load_dataset(dataset, "train", data_dir=data_dir),
-                                                load_dataset(dataset, "test", data_dir=data_dir))
+        [(_, (x_train, y_train), (x_test, y_test))] = _splits(dataset, proto, data_dir, seed)
         texts, labels = list(x_train) + list(x_test), list(y_train) + list(y_test)
         folds = [("fixed", list(range(len(x_train))), list(range(len(x_train), len(texts))))]
     estimator = new_estimator()

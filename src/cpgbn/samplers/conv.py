@@ -515,13 +515,3 @@ def reset_counts(counts):
     for v in prange(n_words):
         for t in range(n_slabs):
             counts[t, v] = 0
-
-
-@njit(parallel=True, cache=True)
-def sum_count_slabs(counts, out):
-    """out[v, f, k] = sum over slabs of counts[t, v, f, k]."""
-    n_slabs, n_words = counts.shape[0], counts.shape[1]
-    for v in prange(n_words):
-        out[v] = 0
-        for t in range(n_slabs):
-            out[v] += counts[t, v]
