@@ -32,6 +32,7 @@ import numpy as np
 
 from ..layers.cells import ConvData
 from ..samplers import conv, gbn
+from ..samplers.shared_shape import shared_shape_table
 from .state import GibbsState, GlobalParameters, Hyperparameters
 
 #: Documents per RNG block.  Part of what a seed means: changing it changes the draws.
@@ -146,7 +147,8 @@ class GibbsSampler:
         if globals_ is None:
             D = np.empty((vocab_size, F, K1), dtype=np.float32)
             conv.draw_kernels(self.seed, _stream(-1, _INIT),
-                              np.zeros((1, vocab_size, F, K1), dtype=np.int32), 1.0, D, WORD_BLOCK)
+                              np.zeros((1, vocab_size, F, K1), dtype=np.int32),
+                              shared_shape_table(1.0), D, WORD_BLOCK)
             phi = []
             for t in range(1, len(layers)):
                 p = np.empty((layers[t - 1], layers[t]), dtype=np.float64)
@@ -186,7 +188,8 @@ class GibbsSampler:
                               prior_shape=first_shape)
         # 2. D | n
         if self.learn_globals:
-            conv.draw_kernels(self.seed, _stream(s, _KERNELS), counts, hyper.eta[0], g.D, WORD_BLOCK)
+            conv.draw_kernels(self.seed, _stream(s, _KERNELS), counts,
+                              shared_shape_table(hyper.eta[0]), g.D, WORD_BLOCK)
 
         # 3. c^(t+1) | theta^(t), theta^(t+1), all current
         for t in range(1, T + 1):

@@ -34,9 +34,10 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from .distributions import (binomial, categorical_cumulative, gamma, gamma_counts_plus, log_gamma,
+from .distributions import (binomial, categorical_cumulative, gamma, log_gamma,
                             multinomial_cumulative, zero_truncated_poisson)
 from .rng import seed_state, standard_exponential, uniform
+from .shared_shape import gamma_counts_shared
 
 #: Smallest value stored for w and D.  Gamma draws with shapes of 1e-4 underflow; a floor that
 #: is a normal float32 keeps every token's total rate positive and the arithmetic fast.
@@ -467,11 +468,13 @@ def sweep_positions(seed, stream, block_size, doc_cells, doc_positions, cell_wor
 
 
 @njit(parallel=True, cache=True)
-def draw_kernels(seed, stream, counts, eta, D, block_words):
+def draw_kernels(seed, stream, counts, eta_table, D, block_words):
     """D_k ~ Dir(n_k + eta) over all V*F entries of each kernel (paper: D_k(:) ~ Dir(eta 1_{VF})).
 
-    ``counts`` holds one (V, F, K) slab per thread; they are summed here.  Gamma variates are
-    drawn per block of words, normalised by per-kernel totals summed in block order.
+    ``counts`` holds one (V, F, K) slab per thread; they are summed here.  ``eta_table`` is
+    :func:`cpgbn.samplers.shared_shape.shared_shape_table` (eta): the entries without counts
+    (almost all) share the shape eta and come from its ziggurat.  Gamma variates are drawn per
+    block of words, normalised by per-kernel totals summed in block order.
     """
     n_words, filter_width, n_kernels = D.shape
     n_slabs = counts.shape[0]
@@ -491,7 +494,7 @@ def draw_kernels(seed, stream, counts, eta, D, block_words):
                         n_vfk += counts[t, v, f, k]
                     row_counts[k] = n_vfk
                     # one call per row: most counts are 0 and share the shape eta
-                gamma_counts_plus(state, row_counts, eta, row)
+                gamma_counts_shared(state, row_counts, eta_table, row)
                 for k in range(n_kernels):
                     # stored unnormalised; float32 keeps 1e-38..3e38, far beyond these values
                     D[v, f, k] = row[k]
