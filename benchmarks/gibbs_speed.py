@@ -5,11 +5,12 @@ structure (200, 200-100, 200-100-50): 20 warm-up sweeps (JIT compilation include
 sweeps of a chain are several times slower while its counts spread out), then the median of
 timed full training sweeps.  In the same run and with the same thread count,
 tomotopy's collapsed-Gibbs LDA with K = 200 on the same token ids gives the bag-of-words
-reference; the ratio is printed.  Peak resident memory is measured per configuration in a
+reference: its iterations alternate with the timed CPGBN sweeps (one each, in turn), so both
+are measured under the same machine load, and the ratio of the medians is printed.  Peak resident memory is measured per configuration in a
 fresh subprocess.  The paper's GTX 1080Ti times are printed beside ours.  The last line of
 stdout is JSON.
 
-    python benchmarks/gibbs_speed.py [--datasets mr,trec,subj] [--sweeps 7] [--threads 2]
+    python benchmarks/gibbs_speed.py [--datasets mr,trec,subj] [--sweeps 9] [--threads 2]
 """
 from __future__ import annotations
 
@@ -34,7 +35,8 @@ def corpus_of(dataset: str, data_dir=None):
     return Corpus.from_texts(texts, vocab_size=dataset_info(dataset)["vocab_size"] + 1)
 
 
-def time_cpgbn(corpus, layers, sweeps: int, warmup: int, token_count: int) -> list[float]:
+def cpgbn_sweeper(corpus, layers, warmup: int, token_count: int):
+    """A function running one CPGBN training sweep, after ``warmup`` sweeps."""
     from cpgbn.inference.gibbs import GibbsSampler
     from cpgbn.inference.state import Hyperparameters
     from cpgbn.layers.cells import from_token_sequences
@@ -43,15 +45,16 @@ def time_cpgbn(corpus, layers, sweeps: int, warmup: int, token_count: int) -> li
     state = sampler.initial_state(layers, len(corpus.vocabulary))
     for _ in range(warmup):
         sampler.sweep(state)
-    times = []
-    for _ in range(sweeps):
-        start = time.perf_counter()
-        sampler.sweep(state)
-        times.append(time.perf_counter() - start)
-    return times
+    return lambda: sampler.sweep(state)
 
 
-def time_tomotopy(corpus, sweeps: int, warmup: int, threads: int) -> list[float] | None:
+def time_cpgbn(corpus, layers, sweeps: int, warmup: int, token_count: int) -> list[float]:
+    sweep = cpgbn_sweeper(corpus, layers, warmup, token_count)
+    return [_seconds(sweep) for _ in range(sweeps)]
+
+
+def tomotopy_sweeper(corpus, warmup: int, threads: int):
+    """A function running one tomotopy LDA-200 iteration on the same token ids, or None."""
     try:
         import tomotopy as tp
     except ImportError:
@@ -63,12 +66,13 @@ def time_tomotopy(corpus, sweeps: int, warmup: int, threads: int) -> list[float]
         if words:
             model.add_doc(words)
     model.train(warmup, workers=threads)
-    times = []
-    for _ in range(sweeps):
-        start = time.perf_counter()
-        model.train(1, workers=threads)
-        times.append(time.perf_counter() - start)
-    return times
+    return lambda: model.train(1, workers=threads)
+
+
+def _seconds(function) -> float:
+    start = time.perf_counter()
+    function()
+    return time.perf_counter() - start
 
 
 def peak_memory_mb(dataset: str, layers, data_dir, token_count: int) -> float:
@@ -85,7 +89,7 @@ def peak_memory_mb(dataset: str, layers, data_dir, token_count: int) -> float:
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--datasets", default="mr,trec,subj")
-    ap.add_argument("--sweeps", type=int, default=7)
+    ap.add_argument("--sweeps", type=int, default=9)
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--data-dir", default=None)
@@ -100,12 +104,19 @@ def main():
     rows = []
     for dataset in args.datasets.split(","):
         corpus = corpus_of(dataset, args.data_dir)
-        lda = time_tomotopy(corpus, args.sweeps, args.warmup, threads)
-        lda_median = float(np.median(lda)) if lda else None
+        lda_sweep = tomotopy_sweeper(corpus, args.warmup, threads)
         for layers in STRUCTURES:
             name = "-".join(map(str, layers))
-            times = time_cpgbn(corpus, layers, args.sweeps, args.warmup, DEFAULT_TOKEN_COUNT)
+            sweep = cpgbn_sweeper(corpus, layers, args.warmup, DEFAULT_TOKEN_COUNT)
+            # alternate the two samplers sweep by sweep, so that both see the same machine
+            # (shared machines drift by 20-30% over minutes)
+            times, lda = [], []
+            for _ in range(args.sweeps):
+                times.append(_seconds(sweep))
+                if lda_sweep is not None:
+                    lda.append(_seconds(lda_sweep))
             median = float(np.median(times))
+            lda_median = float(np.median(lda)) if lda else None
             row = dict(dataset=dataset, layers=name, seconds_per_sweep=median,
                        sweeps_timed=len(times), paper_gpu_seconds=PAPER_SECONDS[(dataset, name)],
                        tomotopy_lda200_seconds=lda_median,
@@ -135,7 +146,8 @@ def write_report(record, path):
              f"Made by `{record['command']}` at commit {record['commit']} on {record['machine']}, "
              f"{record['threads']} threads, token_count={record['token_count']}; medians of timed "
              "sweeps after warm-up. tomotopy LDA (K = 200, same token ids, same threads) is timed in "
-             "the same run. Scaling with corpus size and K: `results/scaling.png` "
+             "the same run, one iteration after each timed CPGBN sweep, so each row's ratio compares "
+             "sweeps made under the same machine load. Scaling with corpus size and K: `results/scaling.png` "
              "(`benchmarks/scaling.py`).", "",
              "| dataset | CPGBN | s/sweep (ours, CPU) | paper (GTX 1080Ti) | speed-up | tomotopy LDA-200 s/sweep | ours / LDA | peak RSS MB |",
              "|---|---|---|---|---|---|---|---|"]

@@ -51,6 +51,8 @@ _SMALL_SPLIT = 24
 _FAST_SHAPE = 0.1
 _LOG_FLOOR = float(np.log(np.float64(FLOOR)))
 _EXP_M1 = float(np.exp(-1.0))
+_EULER = 0.5772156649015329
+_PI2_12 = math.pi ** 2 / 12.0
 
 
 @njit(cache=True, inline="always")
@@ -129,12 +131,19 @@ def draw_document_weights(state, m, w, p0, n_pos, prior_shape, log_rate, theta, 
         a = alpha[k]
         if a >= _FAST_SHAPE:
             continue
+        # floor outcomes before the first position above it: Geometric(1 - p_floor), i.e.
+        # floor(E / -ln p_floor) with E ~ Exp(1); none of the n_pos is above when
+        # E >= -n_pos ln p_floor.  For 0 < a < 1, ln Gamma(1 + a) <= -euler a + (pi^2 / 12) a^2,
+        # so ln p_floor >= a (ln x0 + euler - (pi^2 / 12) a): most kernels are decided by
+        # that bound, without lgamma
+        e = standard_exponential(state)
+        if e >= -n_pos * a * (log_x0 + _EULER - _PI2_12 * a):
+            continue
         log_p_floor = a * log_x0 - lgamma(a + 1.0)
         if log_p_floor >= 0.0:
             continue  # every empty position is at the floor
-        # floor outcomes before the next position above it: Geometric(1 - p_floor); np.floor
-        # keeps the float (math.floor's int64 overflows when p_floor is within 1e-19 of 1)
-        s = np.floor(math.log(uniform(state)) / log_p_floor)
+        # np.floor keeps the float (math.floor's int64 overflows when p_floor is within 1e-19 of 1)
+        s = np.floor(e / -log_p_floor)
         if s >= n_pos:
             continue
         d = -math.expm1(a * log_x0)
