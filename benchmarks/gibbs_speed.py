@@ -77,14 +77,32 @@ def _seconds(function) -> float:
 
 
 def peak_memory_mb(dataset: str, layers, data_dir, token_count: int) -> float:
-    """Peak RSS of a fresh process that builds the corpus and runs two sweeps."""
+    """Peak RSS of a fresh process that builds the corpus and runs two sweeps.
+
+    Read from VmHWM (the peak of the process's own address space): getrusage's ru_maxrss
+    survives fork and exec on Linux, so a child would report this benchmark's own peak if
+    that were larger.
+    """
     code = ("import sys, resource; sys.path.insert(0, %r); import gibbs_speed as g; "
             "c = g.corpus_of(%r, %r); g.time_cpgbn(c, %r, 1, 1, %d); "
-            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+            "print(g.own_peak_rss_kib())"
             % (os.path.dirname(os.path.abspath(__file__)), dataset, data_dir, tuple(layers),
                token_count))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return int(out.stdout.strip().splitlines()[-1]) / 1024.0  # ru_maxrss is in KiB on Linux
+    return int(out.stdout.strip().splitlines()[-1]) / 1024.0
+
+
+def own_peak_rss_kib() -> int:
+    """This process's peak resident set in KiB (VmHWM on Linux, else ru_maxrss)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
 
 
 def main():

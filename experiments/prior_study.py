@@ -11,6 +11,7 @@ token_count, eta) and stores every (configuration, seed) as one resumable cell i
     python experiments/prior_study.py --only "subj|200-100-50|3000|200|0.05" --seeds 0,1
     python experiments/prior_study.py --device cuda --out /tmp/p.json ...   # elsewhere, merge later
     python experiments/prior_study.py --merge /tmp/p.json
+    python experiments/prior_study.py --only "mr|200-100-50|20000|200|0.05" --fixed-r  # r = 1/K_T
 """
 import argparse
 import json
@@ -64,8 +65,10 @@ def report(record, path):
              "|---|---|---|---|---|---|---|---|---|"]
     for config in sorted(groups, key=str):
         dataset, layers, V, tc, eta = config[:5]
-        if len(config) > 5:  # a run with other sweeps than the protocol's 200 / 150
+        if len(config) > 5 and config[5]:  # a run with other sweeps than the protocol's 200 / 150
             layers = f"{layers} ({config[5]} sweeps, {config[6]} burn-in)"
+        if len(config) > 7 and config[7]:
+            layers = f"{layers}, {config[7]}"
         cells = groups[config]
         acc = np.array([100 * c["accuracy_mean"] for c in cells])
         std = f" +- {acc.std(ddof=1):.1f}" if len(acc) > 1 else ""
@@ -84,6 +87,8 @@ def main():
     ap.add_argument("--device", default=None)
     ap.add_argument("--n-iter", type=int, default=None, help="sweeps (default: the protocol's 200)")
     ap.add_argument("--burn-in", type=int, default=None, help="burn-in (with --n-iter)")
+    ap.add_argument("--fixed-r", action="store_true",
+                    help="keep r at gamma0 / K_T (the authors' code) instead of sampling it")
     ap.add_argument("--out", default=None)
     ap.add_argument("--merge", default=None)
     args = ap.parse_args()
@@ -106,13 +111,17 @@ def main():
             key = key_of(*config, seed)
             if args.n_iter:
                 key += f"|iter={args.n_iter}/{args.burn_in}"
+            if args.fixed_r:
+                key += "|r=fixed"
             if key in record["cells"]:
                 continue
             start = time.perf_counter()
             cell = evaluate(dataset, layers=tuple(int(k) for k in layers.split("-")),
                             protocol="authors", seeds=[seed], vocab_size=V + 1, token_count=tc,
-                            eta=eta, device=args.device, n_iter=args.n_iter, burn_in=args.burn_in)
-            cell["config"] = list(config) + ([args.n_iter, args.burn_in] if args.n_iter else [])
+                            eta=eta, device=args.device, n_iter=args.n_iter, burn_in=args.burn_in,
+                            model_params={"sample_r": False} if args.fixed_r else None)
+            extra = [args.n_iter, args.burn_in] if args.n_iter or args.fixed_r else []
+            cell["config"] = list(config) + extra + (["r fixed at 1/K_T"] if args.fixed_r else [])
             cell["wall_seconds"] = round(time.perf_counter() - start, 1)
             cell["command"] = "python " + " ".join(sys.argv)
             record = load(out)  # other processes may have added cells meanwhile

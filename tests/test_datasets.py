@@ -202,3 +202,29 @@ def test_transductive_evaluation_fits_once_for_all_folds(tmp_path):
     assert len({r["fit_seconds"] for r in runs}) == 1  # one fit shared by the folds
     assert all(r["n_train"] + r["n_test"] == 40 for r in runs)
     assert 0.0 <= result["accuracy_mean"] <= 1.0
+
+
+def test_evaluate_passes_model_params_and_rejects_bad_ones(tmp_path, monkeypatch):
+    from cpgbn import model as model_mod
+    from cpgbn.errors import CPGBNInputError
+    from cpgbn.evaluate import evaluate
+    root = _fake_dir(tmp_path, 20)
+    seen = []
+    original = model_mod.CPGBN.fit_transform
+
+    def spy(self, X, y=None):
+        seen.append(self.sample_r)
+        return original(self, X, y)
+
+    monkeypatch.setattr(model_mod.CPGBN, "fit_transform", spy)
+    kwargs = dict(layers=(3,), protocol="paper", data_dir=root, n_iter=4, burn_in=2, vocab_size=50)
+    result = evaluate("mr", model_params={"sample_r": False}, **kwargs)
+    assert seen == [False] * 10 and result["model_params"] == {"sample_r": False}
+    with pytest.raises(CPGBNInputError, match="unknown CPGBN parameters.*no_such"):
+        evaluate("mr", model_params={"no_such": 1}, **kwargs)
+    with pytest.raises(CPGBNInputError, match="may not set.*eta"):
+        evaluate("mr", model_params={"eta": 0.1}, **kwargs)
+    with pytest.raises(CPGBNInputError, match="for CPGBN and PGBN"):
+        evaluate("mr", model="lda", model_params={"sample_r": False}, **kwargs)
+    with pytest.raises(CPGBNInputError, match="must be a dict"):
+        evaluate("mr", model_params=[("sample_r", False)], **kwargs)

@@ -106,18 +106,32 @@ MODELS = ("cpgbn", "pgbn", "lda")
 
 
 def _make_model(kind, *, layers, filter_width, vocab_size, token_count, eta, n_iter, burn_in, seed,
-                n_threads, progress, device=None):
+                n_threads, progress, device=None, model_params=None):
+    if model_params is not None and not isinstance(model_params, dict):
+        raise CPGBNInputError(f"model_params must be a dict, got {type(model_params).__name__}")
+    model_params = dict(model_params or {})
     if kind == "lda":
         if len(layers) != 1:
             raise CPGBNInputError(f"LDA has one layer, got layers={layers}")
+        if model_params:
+            raise CPGBNInputError(f"model_params are for CPGBN and PGBN, got {model_params} for LDA")
         return LDAFeatures(layers[0], vocab_size, n_iter=min(n_iter, 100), seed=seed)
     cls = {"cpgbn": CPGBN, "pgbn": PGBN}.get(kind)
     if cls is None:
         raise CPGBNInputError(f"model must be one of {MODELS}, got {kind!r}")
     extra = {} if kind == "pgbn" else {"filter_width": filter_width}
+    fixed = {"layers", "vocab_size", "token_count", "eta", "n_iter", "burn_in", "random_state",
+             "n_threads", "progress", "device", "filter_width"}
+    clash = sorted(fixed & set(model_params))
+    if clash:
+        raise CPGBNInputError(f"model_params may not set {clash}: evaluate() has its own arguments")
+    valid = set(cls().get_params())
+    unknown = sorted(set(model_params) - valid)
+    if unknown:
+        raise CPGBNInputError(f"model_params has unknown {cls.__name__} parameters {unknown}")
     return cls(layers=tuple(layers), vocab_size=vocab_size, token_count=token_count, eta=eta,
                n_iter=n_iter, burn_in=burn_in, random_state=seed, n_threads=n_threads,
-               progress=progress, device=device, **extra)
+               progress=progress, device=device, **extra, **model_params)
 
 
 def _inductive_splits(dataset, proto, data_dir, seed, new_estimator):
@@ -157,7 +171,7 @@ def evaluate(dataset: str, *, layers=(200,), protocol: str = "authors", seeds=(0
              vocab_size: int | None = None, token_count=DEFAULT_TOKEN_COUNT, n_iter: int | None = None,
              burn_in: int | None = None, filter_width: int = 3, eta=0.05, n_threads=None,
              progress: bool = False, log=None, save_model=None, model: str = "cpgbn",
-             device=None, transductive: bool = False) -> dict:
+             device=None, transductive: bool = False, model_params: dict | None = None) -> dict:
     """Train on the training split, infer the test split, score an SVM; repeat for each seed.
 
     Returns a JSON-ready dict: settings, per-run accuracy and timing, mean and std.
@@ -168,6 +182,7 @@ def evaluate(dataset: str, *, layers=(200,), protocol: str = "authors", seeds=(0
     ``transductive``: fit the unsupervised model once on the training and test texts together
     and take both feature sets from that chain (a variant, not one of the two protocols: it is
     recorded in the result), instead of inferring the test documents with the globals fixed.
+    ``model_params``: further estimator parameters, e.g. ``{"sample_r": False}`` (recorded).
     """
     origin = provenance()  # before any work: the code this process imported
     dataset = dataset.lower()
@@ -185,7 +200,7 @@ def evaluate(dataset: str, *, layers=(200,), protocol: str = "authors", seeds=(0
             return _make_model(model, layers=layers, filter_width=filter_width,
                                vocab_size=vocab_size, token_count=token_count, eta=eta,
                                n_iter=n_iter, burn_in=burn_in, seed=seed, n_threads=n_threads,
-                               progress=progress, device=device)
+                               progress=progress, device=device, model_params=model_params)
         splits = (_transductive_splits(dataset, proto, data_dir, seed, new_estimator)
                   if transductive else _inductive_splits(dataset, proto, data_dir, seed, new_estimator))
         for split_name, estimator, (f_train, y_train), (f_test, y_test), seconds in splits:
@@ -210,6 +225,7 @@ def evaluate(dataset: str, *, layers=(200,), protocol: str = "authors", seeds=(0
         n_iter=n_iter, burn_in=burn_in, vocab_size=vocab_size, token_count=token_count,
         filter_width=filter_width, eta=eta, seeds=[int(s) for s in seeds],
         features="transductive" if transductive else "inductive",
+        model_params=dict(model_params or {}),
         device=None if device is None or model == "lda" else str(device),
         accuracy_mean=float(seed_means.mean()),
         accuracy_std=float(seed_means.std(ddof=1)) if len(seed_means) > 1 else 0.0,
