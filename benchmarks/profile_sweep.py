@@ -24,7 +24,7 @@ from gibbs_speed import corpus_of  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNELS = {"conv": ("sweep_positions", "draw_kernels", "reset_counts", "kernel_row_sums"),
-           "gbn": ("position_tables", "layer_tables", "split_tables", "draw_phi", "draw_doc_gammas",
+           "gbn": ("layer_tables", "split_tables", "draw_phi", "draw_doc_gammas",
                    "draw_doc_scales", "draw_gamma_vector")}
 
 

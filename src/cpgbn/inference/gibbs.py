@@ -136,6 +136,7 @@ class GibbsSampler:
         self.seed = int(seed)
         self.learn_globals = learn_globals
         self._count_slabs = None
+        self._slabs_zero = False  # True once draw_kernels has summed and zeroed the slabs
 
     # ------------------------------------------------------------------ initialisation
     def initial_state(self, layers: tuple[int, ...], vocab_size: int,
@@ -183,13 +184,17 @@ class GibbsSampler:
 
         # a_jk = (Phi^(2) theta^(2)_j)_k or r_k: unchanged until the stack is redrawn in step 4-5
         first_shape = state.first_layer_shape()
-        # 1. w | m (uses the stack's latest theta^(2) or r and c^(2)), then m | w, D
+        # 1. w | m (uses the stack's latest theta^(2) or r and c^(2)), then m | w, D, and the
+        # pooling tables of the new m (the first step of the upward pass in 4-5)
+        n_docs = self.data.n_docs
+        tables = np.empty((n_docs, g.D.shape[2]), dtype=np.int64)
         self._sweep_positions(state, stream=_stream(s, _CONV), draw_w=True, counts=counts,
-                              prior_shape=first_shape)
-        # 2. D | n
+                              prior_shape=first_shape, tables=tables)
+        # 2. D | n (this also zeroes the count slabs for the next sweep)
         if self.learn_globals:
             conv.draw_kernels(self.seed, _stream(s, _KERNELS), counts,
                               shared_shape_table(hyper.eta[0]), g.D, WORD_BLOCK)
+            self._slabs_zero = True
 
         # 3. c^(t+1) | theta^(t), theta^(t+1), all current
         for t in range(1, T + 1):
@@ -200,11 +205,7 @@ class GibbsSampler:
         for t in range(1, T + 1):
             q.append(np.log1p(q[t - 1] / state.c[t - 1]))
 
-        # 4-5. upward pass with theta marginalised, then the globals of the stack
-        n_docs = self.data.n_docs
-        tables = np.empty((n_docs, g.D.shape[2]), dtype=np.int64)
-        gbn.position_tables(self.seed, _stream(s, _UPWARD), DOC_BLOCK, self.data.doc_positions,
-                            state.m, first_shape, tables)
+        # 4-5. upward pass with theta marginalised (tables from step 1), then the stack's globals
         counts_up = [state.A]  # m^(t), t = 1..T
         for t in range(1, T):
             phi = g.phi[t - 1]
@@ -279,7 +280,7 @@ class GibbsSampler:
         return state
 
     def _sweep_positions(self, state: GibbsState, *, stream: int, draw_w: bool, counts,
-                         augment: bool = True, prior_shape=None) -> None:
+                         augment: bool = True, prior_shape=None, tables=None) -> None:
         data, g = self.data, state.globals
         rate = 1.0 + state.c[0]
         if prior_shape is None:
@@ -291,7 +292,8 @@ class GibbsSampler:
             self.seed, stream, DOC_BLOCK, data.doc_cells, data.doc_positions, data.cell_word,
             data.cell_col, data.cell_count, data.mode, data.fixed_count, g.D, row_sums,
             prior_shape, rate, draw_w, augment, state.w, state.m, state.theta[0], state.A,
-            counts, state.loglik)
+            counts, state.loglik,
+            tables if tables is not None else np.empty((0, g.D.shape[2]), dtype=np.int64))
 
     def _counts_for_sweep(self, shape) -> np.ndarray:
         n_threads = numba.get_num_threads()
@@ -299,8 +301,9 @@ class GibbsSampler:
         if slabs is None or slabs.shape[0] != n_threads or slabs.shape[1:] != shape:
             slabs = np.zeros((n_threads,) + tuple(shape), dtype=np.int32)
             self._count_slabs = slabs
-        else:
+        elif not self._slabs_zero:  # a sweep stopped between the augmentation and the D draw
             conv.reset_counts(slabs)
+        self._slabs_zero = False
         return slabs
 
     @staticmethod

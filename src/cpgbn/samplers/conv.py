@@ -37,6 +37,7 @@ from numba import njit, prange
 from .distributions import (binomial, categorical_cumulative, gamma, log_gamma,
                             multinomial_cumulative, zero_truncated_poisson)
 from .rng import seed_state, standard_exponential, uniform
+from .gbn import document_tables
 from .shared_shape import gamma_counts_shared
 
 #: Smallest value stored for w and D.  Gamma draws with shapes of 1e-4 underflow; a floor that
@@ -353,7 +354,7 @@ def _light_candidates(w, D, p0, v, col, f_lo, f_hi, light_idx, light_cum):
 @njit(parallel=True, cache=True)
 def sweep_positions(seed, stream, block_size, doc_cells, doc_positions, cell_word, cell_col,
                     cell_count, mode, fixed_count, D, D_row_sums, prior_shape, rate, draw_w,
-                    augment, w, m, theta, A, counts, loglik):
+                    augment, w, m, theta, A, counts, loglik, tables):
     """One pass over all documents: draw w | m, then re-augment every cell m | w, D.
 
     For document j (prior shape a_jk, rate 1 + c_j^(2)):
@@ -373,8 +374,14 @@ def sweep_positions(seed, stream, block_size, doc_cells, doc_positions, cell_wor
        other cells, since each kernel sums to 1): ln(1 - e^-lambda) + lambda for the
        Bernoulli-Poisson link, n ln lambda - ln n! for counts.
 
+    4. if ``tables`` has a row per document: the pooling layer's tables
+       tables_jk = sum_s CRT(m_jks, a_jk / S_j) of the new counts
+       (:func:`cpgbn.samplers.gbn.document_tables`, the upward pass's first step), while the
+       document's rows of m are in cache.
+
     ``counts`` of shape (0, 0, 0, 0) skips the kernel counts (inference with D fixed);
-    ``augment=False`` only draws w (and theta), leaving m, A and loglik as they were.
+    ``tables`` of shape (0, K) skips step 4; ``augment=False`` only draws w (and theta),
+    leaving m, A and loglik as they were.
     """
     n_docs = len(doc_positions) - 1
     n_kernels = D.shape[2]
@@ -382,6 +389,7 @@ def sweep_positions(seed, stream, block_size, doc_cells, doc_positions, cell_wor
     n_candidates = filter_width * n_kernels
     n_blocks = (n_docs + block_size - 1) // block_size
     update_counts = counts.shape[0] > 0
+    want_tables = tables.shape[0] > 0
     max_pos = 1
     for j in range(n_docs):
         max_pos = max(max_pos, doc_positions[j + 1] - doc_positions[j])
@@ -474,13 +482,16 @@ def sweep_positions(seed, stream, block_size, doc_cells, doc_positions, cell_wor
                     if update_counts:
                         counts[slab, v, f, k] += n_here
             loglik[j] = ll
+            if want_tables:
+                document_tables(state, m, p0, n_pos, prior_shape[j], tables[j])
 
 
 @njit(parallel=True, cache=True)
 def draw_kernels(seed, stream, counts, eta_table, D, block_words):
     """D_k ~ Dir(n_k + eta) over all V*F entries of each kernel (paper: D_k(:) ~ Dir(eta 1_{VF})).
 
-    ``counts`` holds one (V, F, K) slab per thread; they are summed here.  ``eta_table`` is
+    ``counts`` holds one (V, F, K) slab per thread; they are summed here and left at zero.
+    ``eta_table`` is
     :func:`cpgbn.samplers.shared_shape.shared_shape_table` (eta): the entries without counts
     (almost all) share the shape eta and come from its ziggurat.  Gamma variates are drawn per
     block of words, normalised by per-kernel totals summed in block order.
@@ -489,7 +500,7 @@ def draw_kernels(seed, stream, counts, eta_table, D, block_words):
     n_slabs = counts.shape[0]
     n_blocks = (n_words + block_words - 1) // block_words
     partial = np.zeros((n_blocks, n_kernels), dtype=np.float64)
-    totals = np.empty(n_kernels, dtype=np.float64)
+    inverse_totals = np.empty(n_kernels, dtype=np.float64)
     for block in prange(n_blocks):
         state = np.empty(4, dtype=np.uint64)
         seed_state(state, seed, stream, block)
@@ -501,6 +512,7 @@ def draw_kernels(seed, stream, counts, eta_table, D, block_words):
                     n_vfk = 0
                     for t in range(n_slabs):
                         n_vfk += counts[t, v, f, k]
+                        counts[t, v, f, k] = 0  # leaves the slabs ready for the next sweep
                     row_counts[k] = n_vfk
                     # one call per row: most counts are 0 and share the shape eta
                 gamma_counts_shared(state, row_counts, eta_table, row)
@@ -512,11 +524,11 @@ def draw_kernels(seed, stream, counts, eta_table, D, block_words):
         total = 0.0
         for block in range(n_blocks):
             total += partial[block, k]
-        totals[k] = total
+        inverse_totals[k] = 1.0 / total  # a product per entry, not a division
     for v in prange(n_words):
         for f in range(filter_width):
             for k in range(n_kernels):
-                value = D[v, f, k] / totals[k]
+                value = D[v, f, k] * inverse_totals[k]
                 D[v, f, k] = value if value > FLOOR else FLOOR
 
 

@@ -85,20 +85,30 @@ def position_tables(seed, stream, block_size, doc_positions, m, shape, out):
     CRT(m_jks, a_jk / S_j) is Poisson(q a_jk / S_j) marginally, so the sum is Poisson(q a_jk)
     as the layer above expects.
     """
-    n_docs, n_topics = shape.shape
+    n_docs = shape.shape[0]
     n_blocks = (n_docs + block_size - 1) // block_size
     for block in prange(n_blocks):
         state = np.empty(4, dtype=np.uint64)
         seed_state(state, seed, stream, block)
         for j in range(block * block_size, min(n_docs, (block + 1) * block_size)):
             p0 = doc_positions[j]
-            n_pos = doc_positions[j + 1] - p0
-            for k in range(n_topics):
-                out[j, k] = 0
-            for s in range(n_pos):
-                for k in range(n_topics):
-                    if m[p0 + s, k] > 0:
-                        out[j, k] += crt(state, m[p0 + s, k], max(shape[j, k] / n_pos, TINY))
+            document_tables(state, m, p0, doc_positions[j + 1] - p0, shape[j], out[j])
+
+
+@njit(cache=True)
+def document_tables(state, m, p0, n_pos, shape, out):
+    """out[k] = sum_s CRT(m_jks, shape[k] / S_j) for one document (rows p0 .. p0 + S_j - 1 of m).
+
+    The Gibbs sweep calls it right after augmenting the document, while its rows of m are
+    in cache; :func:`position_tables` runs it over all documents.
+    """
+    n_topics = shape.shape[0]
+    for k in range(n_topics):
+        out[k] = 0
+    for s in range(n_pos):
+        for k in range(n_topics):
+            if m[p0 + s, k] > 0:
+                out[k] += crt(state, m[p0 + s, k], max(shape[k] / n_pos, TINY))
 
 
 @njit(parallel=True, cache=True)
