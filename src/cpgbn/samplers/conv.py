@@ -57,20 +57,22 @@ _PI2_12 = math.pi ** 2 / 12.0
 
 
 @njit(cache=True, inline="always")
-def _gamma_above(state, alpha, d, p_low):
+def _gamma_above(state, alpha, d_per_p_low, p_low):
     """G ~ Gam(alpha, 1) conditioned on G >= x0, for alpha < 1 and x0 < 1; exact.
 
-    ``d = 1 - x0^alpha`` and ``p_low = m / (m + e^-1)`` with m = d / alpha are per-(document,
-    kernel) constants.  Rejection from the envelope x^(alpha-1) on [x0, 1] (mass m, accept
-    with e^-x) plus e^-x on (1, inf) (mass e^-1, accept with x^(alpha-1)); each piece is drawn
-    by inversion, in log1p form so that tiny alphas keep their precision, and the uniform that
-    picks the piece is reused (rescaled) for the inversion.  Acceptance is at least 1/e, near 1
-    for small alpha, and the test against e^-x is first made against its lower bound 1 - x.
+    With d = 1 - x0^alpha and m = d / alpha, ``p_low = m / (m + e^-1)`` and
+    ``d_per_p_low = d / p_low`` are per-(document, kernel) constants.  Rejection from the
+    envelope x^(alpha-1) on [x0, 1] (mass m, accept with e^-x) plus e^-x on (1, inf) (mass e^-1,
+    accept with x^(alpha-1)); each piece is drawn by inversion, in log1p form so that tiny
+    alphas keep their precision, and the uniform that picks the piece is reused (rescaled) for
+    the inversion.  Acceptance is at least 1/e, near 1 for small alpha, and the test against
+    e^-x is first made against its lower bound 1 - x.
     """
+    inv_alpha = 1.0 / alpha
     while True:
         u = uniform(state)
         if u < p_low:
-            x = np.exp(np.log1p(-(u / p_low) * d) / alpha)
+            x = np.exp(np.log1p(-u * d_per_p_low) * inv_alpha)
             t = uniform(state)
             if t <= 1.0 - x or t < np.exp(-x):
                 return x
@@ -103,15 +105,17 @@ def draw_document_weights(state, m, w, p0, n_pos, prior_shape, log_rate, theta, 
     P(G < x0) with x0 = FLOOR * rate matters below the floor: the draw is the floor with
     probability p_floor = x0^alpha / Gamma(alpha + 1) (exact to O(x0)) and otherwise G
     conditioned on G >= x0.  Such positions are Bernoulli(1 - p_floor) trials, so the next one
-    above the floor is a Geometric gap away: the walk costs one log per position above the floor
-    instead of one uniform per position.  Writes the kernels above the floor at position s to
+    above the floor is a Geometric gap away, floor(E / -ln p_floor) with E ~ Exp(1): the walk
+    costs one exponential draw per position above the floor instead of one uniform per
+    position.  Writes the kernels above the floor at position s to
     ``heavy_k[s, :n_heavy_at[s]]``; ``alpha`` is scratch (K,).
     """
     n_kernels = w.shape[1]
     log_x0 = _LOG_FLOOR + log_rate
+    per_position = 1.0 / n_pos
     for k in range(n_kernels):
         theta[k] = 0.0
-        alpha[k] = prior_shape[k] / n_pos
+        alpha[k] = prior_shape[k] * per_position
     for s in range(n_pos):
         row = p0 + s
         n_here = 0
@@ -144,18 +148,20 @@ def draw_document_weights(state, m, w, p0, n_pos, prior_shape, log_rate, theta, 
         if log_p_floor >= 0.0:
             continue  # every empty position is at the floor
         # np.floor keeps the float (math.floor's int64 overflows when p_floor is within 1e-19 of 1)
-        s = np.floor(e / -log_p_floor)
+        gap_scale = -1.0 / log_p_floor
+        s = np.floor(e * gap_scale)
         if s >= n_pos:
             continue
         d = -math.expm1(a * log_x0)
         mass_low = d / a
         p_low = mass_low / (mass_low + _EXP_M1)
+        d_per_p_low = d / p_low
         while s < n_pos:
             si = int(s)
-            s += 1.0 + np.floor(math.log(uniform(state)) / log_p_floor)
+            s += 1.0 + np.floor(standard_exponential(state) * gap_scale)
             if m[p0 + si, k] != 0:
                 continue  # drawn above; this trial belongs to no empty position
-            value = _gamma_above(state, a, d, p_low) * scale
+            value = _gamma_above(state, a, d_per_p_low, p_low) * scale
             if value > FLOOR:
                 stored = np.float32(value)
                 w[p0 + si, k] = stored
