@@ -12,6 +12,7 @@ fresh subprocess.  The paper's GTX 1080Ti times are printed beside ours.  The la
 stdout is JSON.
 
     python benchmarks/gibbs_speed.py [--datasets mr,trec,subj] [--sweeps 9] [--threads 2]
+    python benchmarks/gibbs_speed.py --datasets mr --structures 200 --no-memory --out /tmp/r.json
 """
 from __future__ import annotations
 
@@ -113,18 +114,26 @@ def main():
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--data-dir", default=None)
     ap.add_argument("--no-memory", action="store_true")
+    ap.add_argument("--structures", default="200,200-100,200-100-50",
+                    help="comma-separated layer structures (default: all three)")
+    ap.add_argument("--out", default=None,
+                    help="JSON record to write (default results/speed.json, with results/speed.md)")
     args = ap.parse_args()
     import numba
 
     from cpgbn.evaluate.provenance import provenance
     from cpgbn.model import DEFAULT_TOKEN_COUNT
+    structures = [tuple(int(k) for k in text.split("-")) for text in args.structures.split(",")]
+    unknown = [st for st in structures if st not in STRUCTURES]
+    if unknown:
+        ap.error(f"--structures: {unknown} not among {STRUCTURES}")
     threads = args.threads or numba.get_num_threads()
     numba.set_num_threads(threads)
     rows = []
     for dataset in args.datasets.split(","):
         corpus = corpus_of(dataset, args.data_dir)
         lda_sweep = tomotopy_sweeper(corpus, args.warmup, threads)
-        for layers in STRUCTURES:
+        for layers in structures:
             name = "-".join(map(str, layers))
             sweep = cpgbn_sweeper(corpus, layers, args.warmup, DEFAULT_TOKEN_COUNT)
             # the two samplers take turns, so that both see the same machine (shared machines
@@ -156,10 +165,13 @@ def main():
                   flush=True)
     record = {"threads": threads, "token_count": DEFAULT_TOKEN_COUNT, "rows": rows,
               "command": "python " + " ".join(sys.argv), **provenance()}
-    out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "results", "speed.json")
+    default_out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "results",
+                               "speed.json")
+    out = args.out or default_out
     with open(out, "w", encoding="utf-8") as fh:
         json.dump(record, fh, indent=1)
-    write_report(record, os.path.join(os.path.dirname(out), "speed.md"))
+    if args.out is None:
+        write_report(record, os.path.join(os.path.dirname(out), "speed.md"))
     print(json.dumps(record))
 
 
