@@ -12,6 +12,12 @@ token_count, eta) and stores every (configuration, seed) as one resumable cell i
     python experiments/prior_study.py --device cuda --out /tmp/p.json ...   # elsewhere, merge later
     python experiments/prior_study.py --merge /tmp/p.json
     python experiments/prior_study.py --only "mr|200-100-50|20000|200|0.05" --fixed-r  # r = 1/K_T
+    python experiments/prior_study.py --only "mr|200-100-50|20000|200|0.05" --mean-globals
+
+``--mean-globals`` reproduces an approximation of the authors' notebooks (notes, section 3): D
+and Phi set to their posterior means given the counts instead of drawn.  That is not a Gibbs
+sampler; it is here only to test whether it explains the paper's accuracies, and it patches the
+sampler's module functions for this process only (the numba sampler, not ``--device``).
 """
 import argparse
 import json
@@ -33,6 +39,31 @@ GRIDS = {
     "mr": [("mr", "200-100-50", v, 200, 0.05) for v in (3000, 8000)]
     + [("mr", "200-100-50", 20000, 200, 0.0075), ("mr", "200", 3000, 200, 0.05)],
 }
+
+
+def use_posterior_mean_globals():
+    """Replace the draws of D and Phi in this process by their posterior means (see above)."""
+    from cpgbn.samplers import conv, gbn
+    from cpgbn.samplers.conv import FLOOR
+    from cpgbn.samplers.gbn import PHI_FLOOR
+    draw_kernels, draw_phi = conv.draw_kernels, gbn.draw_phi
+
+    def mean_kernels(seed, stream, counts, eta_table, D, block_words):
+        n = counts.sum(axis=0, dtype=np.int64)
+        if not n.any():  # the random initial kernels: a uniform start would never break symmetry
+            return draw_kernels(seed, stream, counts, eta_table, D, block_words)
+        counts[...] = 0  # draw_kernels leaves the slabs at zero for the next sweep
+        mean = n + eta_table[6, 0]
+        mean /= mean.sum(axis=(0, 1), keepdims=True)
+        D[...] = np.maximum(mean, FLOOR)
+
+    def mean_phi(seed, stream, counts, eta, phi):
+        if not counts.any():
+            return draw_phi(seed, stream, counts, eta, phi)
+        mean = np.maximum((counts + eta) / (counts + eta).sum(axis=0, keepdims=True), PHI_FLOOR)
+        phi[...] = mean / mean.sum(axis=0, keepdims=True)
+
+    conv.draw_kernels, gbn.draw_phi = mean_kernels, mean_phi
 
 
 def key_of(dataset, layers, V, tc, eta, seed):
@@ -89,9 +120,15 @@ def main():
     ap.add_argument("--burn-in", type=int, default=None, help="burn-in (with --n-iter)")
     ap.add_argument("--fixed-r", action="store_true",
                     help="keep r at gamma0 / K_T (the authors' code) instead of sampling it")
+    ap.add_argument("--mean-globals", action="store_true",
+                    help="set D and Phi to posterior means (the authors' approximation; not a sampler)")
     ap.add_argument("--out", default=None)
     ap.add_argument("--merge", default=None)
     args = ap.parse_args()
+    if args.mean_globals:
+        if args.device:
+            ap.error("--mean-globals patches the numba sampler; leave out --device")
+        use_posterior_mean_globals()
     out = Path(args.out) if args.out else DEFAULT_OUT
     record = load(out)
     if args.merge:
@@ -113,6 +150,8 @@ def main():
                 key += f"|iter={args.n_iter}/{args.burn_in}"
             if args.fixed_r:
                 key += "|r=fixed"
+            if args.mean_globals:
+                key += "|globals=mean"
             if key in record["cells"]:
                 continue
             start = time.perf_counter()
@@ -120,8 +159,10 @@ def main():
                             protocol="authors", seeds=[seed], vocab_size=V + 1, token_count=tc,
                             eta=eta, device=args.device, n_iter=args.n_iter, burn_in=args.burn_in,
                             model_params={"sample_r": False} if args.fixed_r else None)
-            extra = [args.n_iter, args.burn_in] if args.n_iter or args.fixed_r else []
-            cell["config"] = list(config) + extra + (["r fixed at 1/K_T"] if args.fixed_r else [])
+            variants = (["r fixed at 1/K_T"] if args.fixed_r else []) + \
+                (["D, Phi = posterior means (not a sampler)"] if args.mean_globals else [])
+            extra = [args.n_iter, args.burn_in] if args.n_iter or variants else []
+            cell["config"] = list(config) + extra + (["; ".join(variants)] if variants else [])
             cell["wall_seconds"] = round(time.perf_counter() - start, 1)
             cell["command"] = "python " + " ".join(sys.argv)
             record = load(out)  # other processes may have added cells meanwhile
