@@ -3,6 +3,7 @@ from .distributions import (
     beta,
     binomial,
     categorical_cumulative,
+    categorical_cumulative_except,
     crt,
     dirichlet,
     gamma,
@@ -37,6 +38,7 @@ __all__ = [
     "zero_truncated_poisson",
     "binomial",
     "categorical_cumulative",
+    "categorical_cumulative_except",
     "multinomial_cumulative",
     "crt",
 ]
