@@ -17,7 +17,6 @@ from cpgbn.samplers import (
     beta,
     binomial,
     categorical_cumulative,
-    categorical_cumulative_except,
     crt,
     dirichlet,
     gamma,
@@ -630,28 +629,6 @@ def test_categorical_cumulative_chi2_and_zero_weights():
     # a single positive weight at the end / start
     assert np.all(_draw_categorical(_state(62), np.array([0.0, 0.0, 0.0, 2.0]), 4, 1000) == 3)
     assert np.all(_draw_categorical(_state(63), np.array([5.0, 5.0, 5.0]), 3, 1000) == 0)
-
-
-@numba.njit(cache=True)
-def _draw_categorical_except(state, cum, size, skip, n):
-    out = np.empty(n, dtype=np.int64)
-    for i in range(n):
-        out[i] = categorical_cumulative_except(state, cum, size, skip)
-    return out
-
-
-@pytest.mark.parametrize("skip", [0, 3, 4, 8])
-def test_categorical_cumulative_except_chi2(skip):
-    """The other entries in proportion to their weights; the skipped one and zeros never."""
-    w = np.array([2.0, 1.0, 0.0, 30.0, 3.5, 0.0, 1e-3, 0.5, 4.0])
-    cum = np.cumsum(w)
-    x = _draw_categorical_except(_state(64 + skip), cum, w.size, skip, 400_000)
-    others = w.copy()
-    others[skip] = 0.0
-    assert np.all(np.isin(x, np.flatnonzero(others > 0)))
-    p = others / others.sum()
-    obs = np.bincount(x, minlength=w.size)[p > 0]
-    assert stats.chisquare(obs, p[p > 0] * x.size).pvalue > ALPHA
 
 
 MULTI_W = np.array([0.3, 0.0, 1.2, 0.05, 2.0, 0.0, 0.45])

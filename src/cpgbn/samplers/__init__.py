@@ -3,7 +3,6 @@ from .distributions import (
     beta,
     binomial,
     categorical_cumulative,
-    categorical_cumulative_except,
     crt,
     dirichlet,
     gamma,
@@ -38,7 +37,6 @@ __all__ = [
     "zero_truncated_poisson",
     "binomial",
     "categorical_cumulative",
-    "categorical_cumulative_except",
     "multinomial_cumulative",
     "crt",
 ]

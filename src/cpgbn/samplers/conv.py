@@ -34,8 +34,8 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from .distributions import (binomial, categorical_cumulative, categorical_cumulative_except,
-                            gamma, log_gamma, multinomial_cumulative, zero_truncated_poisson)
+from .distributions import (binomial, categorical_cumulative, gamma, log_gamma,
+                            multinomial_cumulative, zero_truncated_poisson)
 from .rng import seed_state, standard_exponential, uniform
 from .gbn import document_tables
 from .shared_shape import gamma_counts_shared
@@ -46,9 +46,6 @@ FLOOR = np.float32(1e-30)
 #: Below this many units a token's count is split by repeated categorical draws (binary search
 #: on the cumulative weights); above it by one multinomial draw in O(K F).
 _SMALL_SPLIT = 24
-#: After the largest candidate's binomial, at most this many units left are placed one by one
-#: (a binary search each); more go through one multinomial over the other candidates.
-_REST_BY_UNIT = 48
 
 
 #: Shapes below this use the floor-aware path for positions without counts (see below).
@@ -259,15 +256,7 @@ def split_units(state, n_units, heavy, heavy_cum, n_heavy, light_total, scratch,
             out_cnt[n_out] = n_top
             n_out += 1
         rest = n_heavy_units - n_top
-        if 0 < rest <= _REST_BY_UNIT:
-            # a few units left: one categorical draw each over the others, the top one's
-            # interval cut out of the inversion
-            for _ in range(rest):
-                out_idx[n_out] = heavy[categorical_cumulative_except(state, heavy_cum, n_heavy,
-                                                                     top)]
-                out_cnt[n_out] = 1
-                n_out += 1
-        elif rest > 0:
+        if rest > 0:
             # cumulative weights of the others, in place of the top one's slot
             running, previous, i = 0.0, 0.0, 0
             for h in range(n_heavy):

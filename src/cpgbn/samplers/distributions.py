@@ -24,7 +24,6 @@ __all__ = [
     "zero_truncated_poisson",
     "binomial",
     "categorical_cumulative",
-    "categorical_cumulative_except",
     "multinomial_cumulative",
     "crt",
     "dirichlet",
@@ -443,29 +442,6 @@ def categorical_cumulative(state, cum, size):
     is redrawn.
     """
     return _categorical(_borrow(state), _borrow(cum), size)
-
-
-@numba.njit(cache=True, fastmath=False, error_model="numpy")
-def categorical_cumulative_except(state, cum, size, skip):
-    """One Categorical draw over the entries other than ``skip``: P(i) = w[i] / (sum(w) - w[skip]).
-
-    Same input as :func:`categorical_cumulative`; the excluded entry's interval is cut out of
-    the inversion (U is drawn on the other entries' total and moved past the gap), so no
-    cumulative sums are rebuilt.  The rare rounding case that lands on ``skip`` is redrawn.
-    The other entries must have positive total weight.
-    """
-    state = _borrow(state)
-    cum = _borrow(cum)
-    before = cum[skip - 1] if skip > 0 else 0.0
-    gap = cum[skip] - before
-    rest = cum[size - 1] - gap
-    while True:
-        t = _uniform(state) * rest
-        if t >= before:
-            t += gap
-        i = _search_cumulative(cum, size, t)
-        if i < size and i != skip:
-            return np.int64(i)
 
 
 @numba.njit(inline="always", fastmath=False, error_model="numpy")
