@@ -16,7 +16,7 @@ import numpy as np
 from numba import njit, prange
 
 from .distributions import crt, dirichlet, gamma, log_gamma, multinomial_cumulative
-from .rng import seed_state
+from .rng import _borrow, seed_state
 
 #: Smallest value kept for theta, r and Phi entries: gamma shapes of 1e-6 give variates that
 #: underflow, and a zero shape would make a positive count impossible downstream.
@@ -102,6 +102,7 @@ def document_tables(state, m, p0, n_pos, shape, out):
     The Gibbs sweep calls it right after augmenting the document, while its rows of m are
     in cache; :func:`position_tables` runs it over all documents.
     """
+    state, m, shape, out = _borrow(state), _borrow(m), _borrow(shape), _borrow(out)
     n_topics = shape.shape[0]
     for k in range(n_topics):
         out[k] = 0
