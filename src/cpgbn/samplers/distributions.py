@@ -18,7 +18,6 @@ from .rng import _borrow, _exponential, _normal, _uniform
 
 __all__ = [
     "gamma",
-    "gamma_counts_plus",
     "log_gamma",
     "poisson",
     "zero_truncated_poisson",
@@ -115,32 +114,6 @@ def log_gamma(state, shape):
     returns -inf.
     """
     return _log_gamma(_borrow(state), shape)
-
-
-@numba.njit(cache=True, fastmath=False, error_model="numpy")
-def gamma_counts_plus(state, counts, offset, out):
-    """out[i] = Gamma(counts[i] + offset, 1) for integer counts >= 0 and offset > 0.
-
-    The same law as :func:`gamma` entry by entry; it exists for the Dirichlet draws of the
-    kernels and Phi, where most counts are 0: those entries share one shape, so the
-    Marsaglia-Tsang constants and 1/offset are computed once per call and the boost
-    G(a) = G(a + 1) exp(-E/a) is applied by one exp (no log).  Values below about 1e-308
-    underflow to 0.0 (as ``exp(log_gamma(...))`` does); callers floor them.
-    """
-    state = _borrow(state)
-    small = offset < 1.0
-    d0 = (offset + 1.0 if small else offset) - _ONE_THIRD
-    c0 = 1.0 / math.sqrt(9.0 * d0)
-    inv_offset = 1.0 / offset
-    for i in range(counts.shape[0]):
-        n = counts[i]
-        if n == 0:
-            g = _gamma_mt_constants(state, d0, c0)
-            if small:
-                g *= math.exp(-_exponential(state) * inv_offset)
-        else:
-            g = _gamma(state, n + offset)
-        out[i] = g
 
 
 @numba.njit(cache=True, fastmath=False, error_model="numpy")

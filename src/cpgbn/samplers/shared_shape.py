@@ -206,8 +206,8 @@ def log_gamma_shared(state, table):
 def gamma_counts_shared(state, counts, table, out):
     """out[i] = Gamma(counts[i] + a, 1) for integer counts >= 0, a the table's shape.
 
-    The same law as :func:`cpgbn.samplers.gamma_counts_plus` with offset a; entries without
-    counts come from the ziggurat.  Values below about 1e-308 underflow to 0.0 (callers floor).
+    The same law as :func:`cpgbn.samplers.gamma` entry by entry; entries without counts come
+    from the ziggurat.  Values below about 1e-308 underflow to 0.0 (callers floor).
     """
     state = _borrow(state)
     a = table[_SCALARS, 0]
