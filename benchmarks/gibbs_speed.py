@@ -181,8 +181,9 @@ def write_report(record, path):
              f"Made by `{record['command']}` at commit {record['commit']} on {record['machine']}, "
              f"{record['threads']} threads, token_count={record['token_count']}; medians of timed "
              "sweeps after warm-up. tomotopy LDA (K = 200, same token ids, same threads) is timed in "
-             "the same run, taking turns with CPGBN (an untimed then a timed sweep of each), so each "
-             "row's ratio compares sweeps made under the same machine load. Scaling with corpus size and K: `results/scaling.png` "
+             "the same run, taking turns with CPGBN (an untimed then a timed sweep of each), so "
+             "each row's ratio compares sweeps made under the same machine load. Scaling with "
+             "corpus size and K: `results/scaling.png` "
              "(`benchmarks/scaling.py`).", "",
              "| dataset | CPGBN | s/sweep (ours, CPU) | paper (GTX 1080Ti) | speed-up | tomotopy LDA-200 s/sweep | ours / LDA | peak RSS MB |",
              "|---|---|---|---|---|---|---|---|"]

@@ -3,8 +3,8 @@
 Runs the training sweep of CPGBN on one dataset (the authors' training split, the paper's V,
 F = 3, the default token_count) and times every numba kernel the driver calls, by wrapping them
 for the timed sweeps.  ``sweep_positions`` draws w, augments the tokens and draws the pooling
-tables in one pass; to split the w draw from the rest, the w draw alone (``GibbsSampler.draw_weights``, the same code without augmentation) is
-timed separately.  Medians over the timed sweeps after warm-up; writes
+tables in one pass; to split the w draw from the rest, the w draw alone
+(``GibbsSampler.draw_weights``, the same code without augmentation) is timed separately.  Medians over the timed sweeps after warm-up; writes
 results/sweep_profile.json (the last line of stdout is the JSON).
 
     python benchmarks/profile_sweep.py [--dataset mr] [--layers 200] [--sweeps 7]

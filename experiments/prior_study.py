@@ -46,6 +46,7 @@ def use_posterior_mean_globals():
     from cpgbn.samplers import conv, gbn
     from cpgbn.samplers.conv import FLOOR
     from cpgbn.samplers.gbn import PHI_FLOOR
+    from cpgbn.samplers.shared_shape import table_shape
     draw_kernels, draw_phi = conv.draw_kernels, gbn.draw_phi
 
     def mean_kernels(seed, stream, counts, eta_table, D, block_words):
@@ -53,7 +54,7 @@ def use_posterior_mean_globals():
         if not n.any():  # the random initial kernels: a uniform start would never break symmetry
             return draw_kernels(seed, stream, counts, eta_table, D, block_words)
         counts[...] = 0  # draw_kernels leaves the slabs at zero for the next sweep
-        mean = n + eta_table[6, 0]
+        mean = n + table_shape(eta_table)
         mean /= mean.sum(axis=(0, 1), keepdims=True)
         D[...] = np.maximum(mean, FLOOR)
 

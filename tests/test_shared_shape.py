@@ -14,7 +14,7 @@ from scipy import special, stats
 
 from cpgbn.samplers import seed_state
 from cpgbn.samplers.shared_shape import (gamma_counts_shared, log_gamma_shared,
-                                         shared_shape_table)
+                                         shared_shape_table, table_shape)
 
 ALPHA = 1e-3
 SHAPES = [0.002, 0.05, 0.3, 1.0, 7.5, 300.0]
@@ -54,7 +54,7 @@ def test_table_geometry(a):
     t = shared_shape_table(a)
     start, width, in_lo, in_hi, y_lo, y_hi = t[:6]
     lo1, hi1 = t[6, 1], t[6, 2]
-    assert t[6, 0] == a and lo1 < 0 < hi1
+    assert t[6, 0] == a == table_shape(t) and lo1 < 0 < hi1
     # layer k >= 1 spans [lo_k, hi_k] at level y_k = f(lo_k) = f(hi_k); levels rise to the mode
     lo, hi = start[1:], start[1:] + width[1:]
     assert np.allclose(_f(lo, a), y_lo[1:], rtol=1e-12, atol=0)

@@ -34,7 +34,7 @@ from scipy.special import gammainc, gammaincc, gammaln
 from .distributions import _gamma
 from .rng import _U11, _MASK8, _TWO_M53, _borrow, _exponential, _next_u64, _uniform
 
-__all__ = ["shared_shape_table", "log_gamma_shared", "gamma_counts_shared"]
+__all__ = ["shared_shape_table", "table_shape", "log_gamma_shared", "gamma_counts_shared"]
 
 _LAYERS = 256
 # table rows (columns are layers 0..N-1): start and width of the abscissa span drawn,
@@ -157,6 +157,11 @@ def shared_shape_table(a: float) -> np.ndarray:
     if not (a > 0.0 and math.isfinite(a)):
         raise ValueError(f"the shape must be positive and finite, got {a!r}")
     return _build(a)
+
+
+def table_shape(table: np.ndarray) -> float:
+    """The shape a that ``table`` was built for."""
+    return float(table[_SCALARS, 0])
 
 
 @numba.njit(inline="always", error_model="numpy")
