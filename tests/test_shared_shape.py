@@ -116,7 +116,8 @@ def test_gamma_counts_shared_per_count(a):
     """The Dirichlet row sampler: zero counts from the ziggurat, others Gamma(count + a)."""
     counts = np.tile(np.array([0, 0, 0, 1, 0, 7, 0, 0], dtype=np.int64), 40_000)
     out = np.empty(counts.shape[0])
-    gamma_counts_shared(_state(int(a * 1000) + 11), counts, shared_shape_table(a), out)
+    gamma_counts_shared(_state(int(a * 1000) + 11), counts, shared_shape_table(a), out,
+                        np.empty_like(out))
     assert np.all(out >= 0.0) and np.all(np.isfinite(out))
     for c in (0, 1, 7):
         x = out[counts == c]

@@ -52,27 +52,38 @@ _SMALL_SPLIT = 24
 _FAST_SHAPE = 0.1
 _LOG_FLOOR = float(np.log(np.float64(FLOOR)))
 _EXP_M1 = float(np.exp(-1.0))
+#: Below this shape the truncated exponential in :func:`_gamma_above` is drawn by inversion.
+_MODULO_MIN_SHAPE = 1e-6
 _EULER = 0.5772156649015329
 _PI2_12 = math.pi ** 2 / 12.0
 
 
 @njit(cache=True, inline="always")
-def _gamma_above(state, alpha, d_per_p_low, p_low):
+def _gamma_above(state, alpha, span, p_low):
     """G ~ Gam(alpha, 1) conditioned on G >= x0, for alpha < 1 and x0 < 1; exact.
 
-    With d = 1 - x0^alpha and m = d / alpha, ``p_low = m / (m + e^-1)`` and
-    ``d_per_p_low = d / p_low`` are per-(document, kernel) constants.  Rejection from the
-    envelope x^(alpha-1) on [x0, 1] (mass m, accept with e^-x) plus e^-x on (1, inf) (mass e^-1,
-    accept with x^(alpha-1)); each piece is drawn by inversion, in log1p form so that tiny
-    alphas keep their precision, and the uniform that picks the piece is reused (rescaled) for
-    the inversion.  Acceptance is at least 1/e, near 1 for small alpha, and the test against
-    e^-x is first made against its lower bound 1 - x.
+    ``span`` = -ln x0 and ``p_low`` = m / (m + e^-1) with m = (1 - x0^alpha) / alpha are
+    per-(document, kernel) constants.  Rejection from the envelope x^(alpha-1) on [x0, 1]
+    (mass m, accept with e^-x) plus e^-x on (1, inf) (mass e^-1, accept with x^(alpha-1)).
+    On [x0, 1], t = -ln x has the density of an Exp(alpha) variate truncated to [0, span], which
+    is an Exp(alpha) variate taken modulo span (the exponential forgets the multiples of span
+    it has passed), so x = e^-((E / alpha) mod span) with E ~ Exp(1) from the ziggurat: no
+    logarithm.  E / alpha carries a rounding error of 1e-16 E / alpha into t, so below
+    alpha = 1e-6 t comes from the inverse cdf instead, -ln(1 - u (1 - x0^alpha)) / alpha.
+    Acceptance is at least 1/e, near 1 for small alpha, and the test against e^-x is first made
+    against its lower bound 1 - x.
     """
     inv_alpha = 1.0 / alpha
+    inv_span = 1.0 / span
+    by_modulo = alpha >= _MODULO_MIN_SHAPE
     while True:
-        u = uniform(state)
-        if u < p_low:
-            x = np.exp(np.log1p(-u * d_per_p_low) * inv_alpha)
+        if uniform(state) < p_low:
+            if by_modulo:
+                q = standard_exponential(state) * inv_alpha
+                t = q - span * np.floor(q * inv_span)
+            else:
+                t = -np.log1p(uniform(state) * np.expm1(-alpha * span)) * inv_alpha
+            x = np.exp(-min(max(t, 0.0), span))  # the clamp undoes rounding at the ends
             t = uniform(state)
             if t <= 1.0 - x or t < np.exp(-x):
                 return x
@@ -156,16 +167,14 @@ def draw_document_weights(state, m, w, p0, n_pos, prior_shape, log_rate, theta, 
         s = np.floor(e * gap_scale)
         if s >= n_pos:
             continue
-        d = -math.expm1(a * log_x0)
-        mass_low = d / a
+        mass_low = -math.expm1(a * log_x0) / a
         p_low = mass_low / (mass_low + _EXP_M1)
-        d_per_p_low = d / p_low
         while s < n_pos:
             si = int(s)
             s += 1.0 + np.floor(standard_exponential(state) * gap_scale)
             if m[p0 + si, k] != 0:
                 continue  # drawn above; this trial belongs to no empty position
-            value = _gamma_above(state, a, d_per_p_low, p_low) * scale
+            value = _gamma_above(state, a, -log_x0, p_low) * scale
             if value > FLOOR:
                 stored = np.float32(value)
                 w[p0 + si, k] = stored
@@ -213,6 +222,19 @@ def sample_empty_weights(seed, alpha, rate, n):
                               heavy_k, n_heavy_at)
         for s in range(min(n_pos, n - start)):
             out[start + s] = w[s, 0]
+    return out
+
+
+@njit(cache=True)
+def sample_gamma_above(seed, alpha, x0, n):
+    """n draws of Gam(alpha) conditioned on >= x0 by the walk's sampler (for tests)."""
+    state = np.empty(4, dtype=np.uint64)
+    seed_state(state, seed, 0, 0)
+    mass_low = -math.expm1(alpha * np.log(x0)) / alpha
+    p_low = mass_low / (mass_low + _EXP_M1)
+    out = np.empty(n)
+    for i in range(n):
+        out[i] = _gamma_above(state, alpha, -np.log(x0), p_low)
     return out
 
 
@@ -531,6 +553,7 @@ def draw_kernels(seed, stream, counts, eta_table, D, block_words):
         seed_state(state, seed, stream, block)
         row_counts = np.empty(n_kernels, dtype=np.int64)
         row = np.empty(n_kernels, dtype=np.float64)
+        work = np.empty(n_kernels, dtype=np.float64)
         for v in range(block * block_words, min(n_words, (block + 1) * block_words)):
             for f in range(filter_width):
                 for k in range(n_kernels):
@@ -540,7 +563,7 @@ def draw_kernels(seed, stream, counts, eta_table, D, block_words):
                         counts[t, v, f, k] = 0  # leaves the slabs ready for the next sweep
                     row_counts[k] = n_vfk
                     # one call per row: most counts are 0 and share the shape eta
-                gamma_counts_shared(state, row_counts, eta_table, row)
+                gamma_counts_shared(state, row_counts, eta_table, row, work)
                 for k in range(n_kernels):
                     # stored unnormalised; float32 keeps 1e-38..3e38, far beyond these values
                     D[v, f, k] = row[k]

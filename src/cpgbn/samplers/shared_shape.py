@@ -31,8 +31,9 @@ import numba
 import numpy as np
 from scipy.special import gammainc, gammaincc, gammaln
 
-from .distributions import _gamma
+from .distributions import _log_gamma
 from .rng import _U11, _MASK8, _TWO_M53, _borrow, _exponential, _next_u64, _uniform
+from .vector_exp import exp_in_place
 
 __all__ = ["shared_shape_table", "table_shape", "log_gamma_shared", "gamma_counts_shared"]
 
@@ -208,17 +209,21 @@ def log_gamma_shared(state, table):
 
 
 @numba.njit(cache=True, error_model="numpy")
-def gamma_counts_shared(state, counts, table, out):
+def gamma_counts_shared(state, counts, table, out, work):
     """out[i] = Gamma(counts[i] + a, 1) for integer counts >= 0, a the table's shape.
 
     The same law as :func:`cpgbn.samplers.gamma` entry by entry; entries without counts come
-    from the ziggurat.  Values below about 1e-308 underflow to 0.0 (callers floor).
+    from the ziggurat.  The logs are drawn first and exponentiated together by
+    :func:`cpgbn.samplers.vector_exp.exp_in_place` (``work``: float64 scratch as long as
+    ``out``), so values below about 3.3e-308 come out as 3.3e-308 (callers floor).
     """
     state = _borrow(state)
     a = table[_SCALARS, 0]
+    log_a = math.log(a)
     for i in range(counts.shape[0]):
         n = counts[i]
         if n == 0:
-            out[i] = a * math.exp(_log_ratio(state, table))
+            out[i] = log_a + _log_ratio(state, table)
         else:
-            out[i] = _gamma(state, n + a)
+            out[i] = _log_gamma(state, n + a)
+    exp_in_place(out, work)
