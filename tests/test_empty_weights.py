@@ -54,7 +54,8 @@ def test_positions_above_the_floor_are_independent_trials(alpha, rate):
 
 def test_document_draw_lists_heavy_kernels_and_sums_theta():
     """draw_document_weights: theta is the sum of w, the heavy lists are exactly the kernels above
-    the floor, and a position with counts follows Gam(m + alpha) / rate."""
+    the floor, the nonzero counts are listed, and a position with counts follows
+    Gam(m + alpha) / rate."""
     from cpgbn.samplers.conv import draw_document_weights
     from cpgbn.samplers.rng import seed_state
 
@@ -67,13 +68,16 @@ def test_document_draw_lists_heavy_kernels_and_sums_theta():
     rate = 1.7
     state = seed_state(np.empty(4, dtype=np.uint64), 5, 0, 0)
     w = np.empty((p0 + n_pos, n_kernels), dtype=np.float32)
-    theta, alpha = np.empty(n_kernels), np.empty(n_kernels)
+    theta, scratch = np.empty(n_kernels), np.empty((4, n_kernels))
     heavy_k = np.empty((n_pos, n_kernels), dtype=np.int32)
     n_heavy_at = np.empty(n_pos, dtype=np.int32)
     draws = np.empty(reps)
+    nonzero = np.empty(n_pos * n_kernels, dtype=np.int64)
     for r in range(reps):
-        draw_document_weights(state, m, w, p0, n_pos, prior, np.log(rate), theta, alpha,
-                              heavy_k, n_heavy_at)
+        n_nonzero = draw_document_weights(state, m, w, p0, n_pos, prior, np.log(rate), theta,
+                                          scratch, np.empty(n_kernels, dtype=np.int32),
+                                          heavy_k, n_heavy_at, nonzero)
+        np.testing.assert_array_equal(np.sort(nonzero[:n_nonzero]), np.flatnonzero(m[p0:]))
         block = w[p0:]
         np.testing.assert_allclose(theta, block.astype(np.float64).sum(axis=0), rtol=1e-12)
         for s in range(n_pos):

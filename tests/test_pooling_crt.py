@@ -14,6 +14,7 @@ from scipy import stats
 from scipy.special import gammaln
 
 from cpgbn.samplers import gbn
+from cpgbn.samplers.rng import seed_state
 
 ALPHA0, C, S = 2.0, 0.5, 8
 Q = np.log1p(1.0 / C)
@@ -30,15 +31,19 @@ def exact_cdf(m):
     return lambda x: np.interp(x, grid, cdf)
 
 
-def run_chain(m, use_positions, n=30000, seed=0):
+def run_chain(m, use_positions, n=30000, seed=0, listed=False):
     rng = np.random.default_rng(seed)
     positions = np.array([0, S], dtype=np.int64)
     counts = m.reshape(S, 1).astype(np.int32)
     out = np.zeros((1, 1), dtype=np.int64)
+    state = seed_state(np.empty(4, dtype=np.uint64), seed, 0, 0)
+    nonzero = np.flatnonzero(m).astype(np.int64)  # s * K + k with K = 1
     a, draws = 1.0, np.empty(n)
     for i in range(n):
         shape = np.array([[a]])
-        if use_positions:
+        if listed:  # the sweep's form: only the listed nonzero counts
+            gbn.listed_tables(state, counts, 0, S, shape[0], nonzero, len(nonzero), out[0])
+        elif use_positions:
             gbn.position_tables(seed, i, 32, positions, counts, shape, out)
         else:
             gbn.layer_tables(seed, i, 32, counts.sum(axis=0, keepdims=True).astype(np.int64),
@@ -48,10 +53,12 @@ def run_chain(m, use_positions, n=30000, seed=0):
     return draws[1000::10]  # burn-in, thin to nearly independent draws
 
 
-@pytest.mark.parametrize("m", [np.array([12, 0, 0, 0, 0, 0, 0, 0]), np.array([2, 1, 2, 1, 2, 1, 2, 1])])
-def test_position_tables_sample_the_exact_posterior(m):
+@pytest.mark.parametrize("listed", [False, True])
+@pytest.mark.parametrize("m", [np.array([12, 0, 0, 0, 0, 0, 0, 0]), np.array([2, 1, 2, 1, 2, 1, 2, 1]),
+                               np.array([0, 3, 0, 0, 7, 0, 1, 0])])
+def test_position_tables_sample_the_exact_posterior(m, listed):
     cdf = exact_cdf(m)
-    p_value = stats.kstest(run_chain(m, use_positions=True), cdf).pvalue
+    p_value = stats.kstest(run_chain(m, use_positions=True, listed=listed), cdf).pvalue
     assert p_value > 1e-3
 
 

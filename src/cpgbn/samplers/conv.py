@@ -37,8 +37,9 @@ from numba import njit, prange
 from .distributions import (binomial, categorical_cumulative, gamma, log_gamma,
                             multinomial_cumulative, zero_truncated_poisson)
 from .rng import _borrow, seed_state, standard_exponential, uniform
-from .gbn import document_tables
+from .gbn import listed_tables
 from .shared_shape import gamma_counts_shared
+from .vector_math import LGAMMA1P_MAX, expm1_in_place, lgamma1p_small_in_place
 
 #: Smallest value stored for w and D.  Gamma draws with shapes of 1e-4 underflow; a floor that
 #: is a normal float32 keeps every token's total rate positive and the arithmetic fast.
@@ -49,13 +50,11 @@ _SMALL_SPLIT = 24
 
 
 #: Shapes below this use the floor-aware path for positions without counts (see below).
-_FAST_SHAPE = 0.1
+_FAST_SHAPE = LGAMMA1P_MAX
 _LOG_FLOOR = float(np.log(np.float64(FLOOR)))
 _EXP_M1 = float(np.exp(-1.0))
 #: Below this shape the truncated exponential in :func:`_gamma_above` is drawn by inversion.
 _MODULO_MIN_SHAPE = 1e-6
-_EULER = 0.5772156649015329
-_PI2_12 = math.pi ** 2 / 12.0
 
 
 @njit(cache=True, inline="always")
@@ -106,8 +105,8 @@ def _draw_scaled_gamma(state, shape, log_rate):
 
 
 @njit(cache=True)
-def draw_document_weights(state, m, w, p0, n_pos, prior_shape, log_rate, theta, alpha,
-                          heavy_k, n_heavy_at):
+def draw_document_weights(state, m, w, p0, n_pos, prior_shape, log_rate, theta, scratch, slow,
+                          heavy_k, n_heavy_at, nonzero):
     """w_jks ~ Gam(m_jks + a_jk / S_j, 1 / rate_j) for one document (pooling prior, paper eq. 3).
 
     Rows ``p0 .. p0 + n_pos - 1`` of ``w`` and ``m``; ``prior_shape`` = a_j (K,), ``theta`` =
@@ -119,26 +118,37 @@ def draw_document_weights(state, m, w, p0, n_pos, prior_shape, log_rate, theta, 
     above the floor is a Geometric gap away, floor(E / -ln p_floor) with E ~ Exp(1): the walk
     costs one exponential draw per position above the floor instead of one uniform per
     position.  Writes the kernels above the floor at position s to
-    ``heavy_k[s, :n_heavy_at[s]]``; ``alpha`` is scratch (K,).
+    ``heavy_k[s, :n_heavy_at[s]]``; ``scratch`` (float64, (4, K)) and ``slow`` (int32, K) are
+    work arrays.  Returns the number of nonzero counts m_jks, whose offsets s * K + k it writes
+    to ``nonzero`` (capacity S_j * K), so that the caller can reset them without a pass over
+    all of m.
     """
     # views without reference counting (see rng._borrow): no atomic operations per call
     state, m, w, prior_shape = _borrow(state), _borrow(m), _borrow(w), _borrow(prior_shape)
-    theta, alpha, heavy_k = _borrow(theta), _borrow(alpha), _borrow(heavy_k)
-    n_heavy_at = _borrow(n_heavy_at)
+    theta, scratch, slow = _borrow(theta), _borrow(scratch), _borrow(slow)
+    heavy_k, n_heavy_at, nonzero = _borrow(heavy_k), _borrow(n_heavy_at), _borrow(nonzero)
+    n_nonzero = 0
+    alpha, log_p_floor, p_low, work = scratch[0], scratch[1], scratch[2], scratch[3]
     n_kernels = w.shape[1]
     log_x0 = _LOG_FLOOR + log_rate
     per_position = 1.0 / n_pos
     for k in range(n_kernels):
         theta[k] = 0.0
         alpha[k] = prior_shape[k] * per_position
+        slow[k] = 1 if alpha[k] >= _FAST_SHAPE else 0  # drawn everywhere, not by the walk
     for s in range(n_pos):
         row = p0 + s
+        # the whole row at the floor first (a vectorised store); the walk below raises the few
+        # empty positions above it, and the loop after this one draws the rest
+        for k in range(n_kernels):
+            w[row, k] = FLOOR
         n_here = 0
         for k in range(n_kernels):
             count = m[row, k]
-            if count == 0 and alpha[k] < _FAST_SHAPE:
-                w[row, k] = FLOOR  # the walk below raises the few above the floor
-            else:
+            if (count | slow[k]) != 0:  # one predictable branch for the common case
+                if count != 0:
+                    nonzero[n_nonzero] = s * n_kernels + k
+                    n_nonzero += 1
                 value = _draw_scaled_gamma(state, count + alpha[k], log_rate)
                 w[row, k] = value
                 theta[k] += value
@@ -146,41 +156,47 @@ def draw_document_weights(state, m, w, p0, n_pos, prior_shape, log_rate, theta, 
                     heavy_k[s, n_here] = k
                     n_here += 1
         n_heavy_at[s] = n_here
+    # the walk's constants for all kernels at once, in vectorised loops (values for the slow
+    # kernels are computed at the clipped shape and not used):
+    # ln p_floor = a ln x0 - ln Gamma(1 + a); the envelope's low mass (1 - x0^a) / a
+    for k in range(n_kernels):
+        work[k] = min(alpha[k], _FAST_SHAPE)
+    lgamma1p_small_in_place(work, log_p_floor)
+    for k in range(n_kernels):
+        p_low[k] = min(alpha[k], _FAST_SHAPE) * log_x0
+        log_p_floor[k] = p_low[k] - log_p_floor[k]
+    expm1_in_place(p_low, work)
+    for k in range(n_kernels):
+        mass_low = -p_low[k] / min(alpha[k], _FAST_SHAPE)
+        p_low[k] = mass_low / (mass_low + _EXP_M1)
     scale = np.exp(-log_rate)
     for k in range(n_kernels):
-        a = alpha[k]
-        if a >= _FAST_SHAPE:
-            continue
+        lpf = log_p_floor[k]
+        if slow[k] != 0 or not lpf < 0.0:
+            continue  # drawn above, or every empty position at the floor (a = 0)
         # floor outcomes before the first position above it: Geometric(1 - p_floor), i.e.
         # floor(E / -ln p_floor) with E ~ Exp(1); none of the n_pos is above when
-        # E >= -n_pos ln p_floor.  For 0 < a < 1, ln Gamma(1 + a) <= -euler a + (pi^2 / 12) a^2,
-        # so ln p_floor >= a (ln x0 + euler - (pi^2 / 12) a): most kernels are decided by
-        # that bound, without lgamma
+        # E >= -n_pos ln p_floor
         e = standard_exponential(state)
-        if e >= -n_pos * a * (log_x0 + _EULER - _PI2_12 * a):
+        if e >= -n_pos * lpf:
             continue
-        log_p_floor = a * log_x0 - lgamma(a + 1.0)
-        if log_p_floor >= 0.0:
-            continue  # every empty position is at the floor
         # np.floor keeps the float (math.floor's int64 overflows when p_floor is within 1e-19 of 1)
-        gap_scale = -1.0 / log_p_floor
+        gap_scale = -1.0 / lpf
         s = np.floor(e * gap_scale)
-        if s >= n_pos:
-            continue
-        mass_low = -math.expm1(a * log_x0) / a
-        p_low = mass_low / (mass_low + _EXP_M1)
+        a = alpha[k]
         while s < n_pos:
             si = int(s)
             s += 1.0 + np.floor(standard_exponential(state) * gap_scale)
             if m[p0 + si, k] != 0:
                 continue  # drawn above; this trial belongs to no empty position
-            value = _gamma_above(state, a, -log_x0, p_low) * scale
+            value = _gamma_above(state, a, -log_x0, p_low[k]) * scale
             if value > FLOOR:
                 stored = np.float32(value)
                 w[p0 + si, k] = stored
                 theta[k] += stored
                 heavy_k[si, n_heavy_at[si]] = k
                 n_heavy_at[si] += 1
+    return n_nonzero
 
 
 @njit(cache=True)
@@ -212,14 +228,15 @@ def sample_empty_weights(seed, alpha, rate, n):
     w = np.empty((n_pos, 1), dtype=np.float32)
     prior = np.array([alpha * n_pos])
     theta = np.empty(1)
-    scratch = np.empty(1)
+    scratch = np.empty((4, 1))
     heavy_k = np.empty((n_pos, 1), dtype=np.int32)
     n_heavy_at = np.empty(n_pos, dtype=np.int32)
     out = np.empty(n, dtype=np.float32)
     log_rate = np.log(rate)
     for start in range(0, n, n_pos):
         draw_document_weights(state, m, w, 0, n_pos, prior, log_rate, theta, scratch,
-                              heavy_k, n_heavy_at)
+                              np.empty(1, dtype=np.int32), heavy_k, n_heavy_at,
+                              np.empty(n_pos, dtype=np.int64))
         for s in range(min(n_pos, n - start)):
             out[start + s] = w[s, 0]
     return out
@@ -419,8 +436,8 @@ def sweep_positions(seed, stream, block_size, doc_cells, doc_positions, cell_wor
 
     4. if ``tables`` has a row per document: the pooling layer's tables
        tables_jk = sum_s CRT(m_jks, a_jk / S_j) of the new counts
-       (:func:`cpgbn.samplers.gbn.document_tables`, the upward pass's first step), while the
-       document's rows of m are in cache.
+       (:func:`cpgbn.samplers.gbn.listed_tables` over the counts placed in step 2; the upward
+       pass's first step), while the document's rows of m are in cache.
 
     ``counts`` of shape (0, 0, 0, 0) skips the kernel counts (inference with D fixed);
     ``tables`` of shape (0, K) skips step 4; ``augment=False`` only draws w (and theta),
@@ -441,7 +458,9 @@ def sweep_positions(seed, stream, block_size, doc_cells, doc_positions, cell_wor
         seed_state(state, seed, stream, block)
         heavy_k = np.empty((max_pos, n_kernels), dtype=np.int32)
         n_heavy_at = np.empty(max_pos, dtype=np.int32)
-        alpha = np.empty(n_kernels, dtype=np.float64)
+        weight_scratch = np.empty((4, n_kernels), dtype=np.float64)
+        slow = np.empty(n_kernels, dtype=np.int32)
+        nonzero = np.empty(max_pos * n_kernels, dtype=np.int64)
         split = np.empty(n_candidates, dtype=np.int64)
         rest_cum = np.empty(n_candidates, dtype=np.float64)
         rest_pos = np.empty(n_candidates, dtype=np.int64)
@@ -460,9 +479,11 @@ def sweep_positions(seed, stream, block_size, doc_cells, doc_positions, cell_wor
         for j in range(block * block_size, min(n_docs, (block + 1) * block_size)):
             p0 = doc_positions[j]
             n_pos = doc_positions[j + 1] - p0
+            n_nonzero = -1  # not listed
             if draw_w:
-                draw_document_weights(state, m_b, w_b, p0, n_pos, prior_b[j], np.log(rate[j]),
-                                      theta_b[j], alpha, heavy_k, n_heavy_at)
+                n_nonzero = draw_document_weights(state, m_b, w_b, p0, n_pos, prior_b[j],
+                                                  np.log(rate[j]), theta_b[j], weight_scratch,
+                                                  slow, heavy_k, n_heavy_at, nonzero)
             if not augment:
                 continue
             if not draw_w:
@@ -471,9 +492,16 @@ def sweep_positions(seed, stream, block_size, doc_cells, doc_positions, cell_wor
             for k in range(n_kernels):
                 A[j, k] = 0
                 total_w += theta[j, k]
-            for s in range(n_pos):
-                for k in range(n_kernels):
+            if n_nonzero >= 0:
+                for i in range(n_nonzero):
+                    s, k = divmod(nonzero[i], n_kernels)
                     m[p0 + s, k] = 0
+            else:
+                for s in range(n_pos):
+                    for k in range(n_kernels):
+                        m[p0 + s, k] = 0
+            # from here ``nonzero`` lists the new counts, as they are placed (for the tables)
+            n_nonzero = 0
             ll = -total_w
             for c in range(doc_cells[j], doc_cells[j + 1]):
                 v = cell_word[c]
@@ -525,13 +553,16 @@ def sweep_positions(seed, stream, block_size, doc_cells, doc_positions, cell_wor
                     n_here = out_cnt[t]
                     f = f_lo + idx // n_kernels
                     k = idx % n_kernels
+                    if m[p0 + col - f, k] == 0:
+                        nonzero[n_nonzero] = (col - f) * n_kernels + k
+                        n_nonzero += 1
                     m[p0 + col - f, k] += n_here
                     A[j, k] += n_here
                     if update_counts:
                         counts[slab, v, f, k] += n_here
             loglik[j] = ll
             if want_tables:
-                document_tables(state, m_b, p0, n_pos, prior_b[j], tables_b[j])
+                listed_tables(state, m_b, p0, n_pos, prior_b[j], nonzero, n_nonzero, tables_b[j])
 
 
 @njit(parallel=True, cache=True)

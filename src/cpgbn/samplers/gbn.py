@@ -112,6 +112,24 @@ def document_tables(state, m, p0, n_pos, shape, out):
                 out[k] += crt(state, m[p0 + s, k], max(shape[k] / n_pos, TINY))
 
 
+@njit(cache=True)
+def listed_tables(state, m, p0, n_pos, shape, listed, n_listed, out):
+    """:func:`document_tables` over a list of the document's nonzero counts.
+
+    ``listed[:n_listed]`` holds s * K + k for every (s, k) with m_jks > 0, each once, in any
+    order (the Gibbs sweep records them as it places the counts), so the work is proportional
+    to the nonzero counts, not to S_j * K.
+    """
+    state, m, shape = _borrow(state), _borrow(m), _borrow(shape)
+    listed, out = _borrow(listed), _borrow(out)
+    n_topics = shape.shape[0]
+    for k in range(n_topics):
+        out[k] = 0
+    for i in range(n_listed):
+        s, k = divmod(listed[i], n_topics)
+        out[k] += crt(state, m[p0 + s, k], max(shape[k] / n_pos, TINY))
+
+
 @njit(parallel=True, cache=True)
 def split_tables(seed, stream, block_size, tables, phi, theta_above, m_out, phi_counts):
     """Split each l_jk over the topics k' of the layer above, in proportion to Phi[k, k'] theta_above[j, k'].

@@ -33,7 +33,7 @@ from scipy.special import gammainc, gammaincc, gammaln
 
 from .distributions import _log_gamma
 from .rng import _U11, _MASK8, _TWO_M53, _borrow, _exponential, _next_u64, _uniform
-from .vector_exp import exp_in_place
+from .vector_math import exp_in_place
 
 __all__ = ["shared_shape_table", "table_shape", "log_gamma_shared", "gamma_counts_shared"]
 
@@ -214,7 +214,7 @@ def gamma_counts_shared(state, counts, table, out, work):
 
     The same law as :func:`cpgbn.samplers.gamma` entry by entry; entries without counts come
     from the ziggurat.  The logs are drawn first and exponentiated together by
-    :func:`cpgbn.samplers.vector_exp.exp_in_place` (``work``: float64 scratch as long as
+    :func:`cpgbn.samplers.vector_math.exp_in_place` (``work``: float64 scratch as long as
     ``out``), so values below about 3.3e-308 come out as 3.3e-308 (callers floor).
     """
     state = _borrow(state)
