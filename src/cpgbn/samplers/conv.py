@@ -36,7 +36,7 @@ from numba import njit, prange
 
 from .distributions import (binomial, categorical_cumulative, gamma, log_gamma,
                             multinomial_cumulative, zero_truncated_poisson)
-from .rng import _borrow, seed_state, standard_exponential, uniform
+from .rng import _borrow, _exponential, _uniform, seed_state
 from .gbn import listed_tables
 from .shared_shape import gamma_counts_shared
 from .vector_math import LGAMMA1P_MAX, expm1_in_place, lgamma1p_small_in_place
@@ -76,19 +76,19 @@ def _gamma_above(state, alpha, span, p_low):
     inv_span = 1.0 / span
     by_modulo = alpha >= _MODULO_MIN_SHAPE
     while True:
-        if uniform(state) < p_low:
+        if _uniform(state) < p_low:
             if by_modulo:
-                q = standard_exponential(state) * inv_alpha
+                q = _exponential(state) * inv_alpha
                 t = q - span * np.floor(q * inv_span)
             else:
-                t = -np.log1p(uniform(state) * np.expm1(-alpha * span)) * inv_alpha
+                t = -np.log1p(_uniform(state) * np.expm1(-alpha * span)) * inv_alpha
             x = np.exp(-min(max(t, 0.0), span))  # the clamp undoes rounding at the ends
-            t = uniform(state)
+            t = _uniform(state)
             if t <= 1.0 - x or t < np.exp(-x):
                 return x
         else:
-            x = 1.0 + standard_exponential(state)
-            if np.log(uniform(state)) < (alpha - 1.0) * np.log(x):
+            x = 1.0 + _exponential(state)
+            if np.log(_uniform(state)) < (alpha - 1.0) * np.log(x):
                 return x
 
 
@@ -177,7 +177,7 @@ def draw_document_weights(state, m, w, p0, n_pos, prior_shape, log_rate, theta, 
         # floor outcomes before the first position above it: Geometric(1 - p_floor), i.e.
         # floor(E / -ln p_floor) with E ~ Exp(1); none of the n_pos is above when
         # E >= -n_pos ln p_floor
-        e = standard_exponential(state)
+        e = _exponential(state)
         if e >= -n_pos * lpf:
             continue
         # np.floor keeps the float (math.floor's int64 overflows when p_floor is within 1e-19 of 1)
@@ -186,7 +186,7 @@ def draw_document_weights(state, m, w, p0, n_pos, prior_shape, log_rate, theta, 
         a = alpha[k]
         while s < n_pos:
             si = int(s)
-            s += 1.0 + np.floor(standard_exponential(state) * gap_scale)
+            s += 1.0 + np.floor(_exponential(state) * gap_scale)
             if m[p0 + si, k] != 0:
                 continue  # drawn above; this trial belongs to no empty position
             value = _gamma_above(state, a, -log_x0, p_low[k]) * scale
