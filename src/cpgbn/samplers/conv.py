@@ -450,6 +450,7 @@ def sweep_positions(seed, stream, block_size, doc_cells, doc_positions, cell_wor
     n_blocks = (n_docs + block_size - 1) // block_size
     update_counts = counts.shape[0] > 0
     want_tables = tables.shape[0] > 0
+    log_fixed_factorial = lgamma(fixed_count + 1.0)
     max_pos = 1
     for j in range(n_docs):
         max_pos = max(max_pos, doc_positions[j + 1] - doc_positions[j])
@@ -533,8 +534,11 @@ def sweep_positions(seed, stream, block_size, doc_cells, doc_positions, cell_wor
                 if mode == 0:
                     n_units = zero_truncated_poisson(state, lam)
                     ll += np.log(-np.expm1(-lam)) + lam
+                elif mode == 1:
+                    n_units = fixed_count
+                    ll += n_units * np.log(lam) - log_fixed_factorial
                 else:
-                    n_units = fixed_count if mode == 1 else cell_count[c]
+                    n_units = cell_count[c]
                     ll += n_units * np.log(lam) - lgamma(n_units + 1.0)
                 if n_units + n_candidates > len(out_idx):
                     out_idx = np.empty(2 * (n_units + n_candidates), dtype=np.int64)
@@ -587,13 +591,14 @@ def draw_kernels(seed, stream, counts, eta_table, D, block_words):
         work = np.empty(n_kernels, dtype=np.float64)
         for v in range(block * block_words, min(n_words, (block + 1) * block_words)):
             for f in range(filter_width):
+                # slab by slab, so that each loop runs along k (vectorised)
                 for k in range(n_kernels):
-                    n_vfk = 0
-                    for t in range(n_slabs):
-                        n_vfk += counts[t, v, f, k]
+                    row_counts[k] = 0
+                for t in range(n_slabs):
+                    for k in range(n_kernels):
+                        row_counts[k] += counts[t, v, f, k]
                         counts[t, v, f, k] = 0  # leaves the slabs ready for the next sweep
-                    row_counts[k] = n_vfk
-                    # one call per row: most counts are 0 and share the shape eta
+                # one call per row: most counts are 0 and share the shape eta
                 gamma_counts_shared(state, row_counts, eta_table, row, work)
                 for k in range(n_kernels):
                     # stored unnormalised; float32 keeps 1e-38..3e38, far beyond these values
