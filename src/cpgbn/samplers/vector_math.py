@@ -84,6 +84,16 @@ def _powers_of_two(rounded):
         bits[i] = (bits[i] - _ROUNDER_BITS + _EXPONENT_BIAS) << _MANTISSA_BITS
 
 
+@numba.njit(inline="always", error_model="numpy")
+def _reduce_all(x, work):
+    """x[i] <- e^(r_i) - 1 in place; returns work[:len(x)] holding 2^(n_i)."""
+    scale = work[:x.shape[0]]
+    for i in range(x.shape[0]):
+        scale[i], x[i] = _reduced(x[i])
+    _powers_of_two(scale)
+    return scale
+
+
 @numba.njit(cache=True, error_model="numpy")
 def exp_in_place(x, work):
     """x[i] = exp(max(min(x[i], 709), EXP_LOWEST)) for a float64 array x; within 1 ulp of libm.
@@ -91,12 +101,8 @@ def exp_in_place(x, work):
     ``work`` is a float64 array at least as long as ``x`` (scratch).
     """
     x, work = _borrow(x), _borrow(work)
-    n = x.shape[0]
-    scale = work[:n]
-    for i in range(n):
-        scale[i], x[i] = _reduced(x[i])
-    _powers_of_two(scale)
-    for i in range(n):
+    scale = _reduce_all(x, work)
+    for i in range(x.shape[0]):
         x[i] = (x[i] + 1.0) * scale[i]
 
 
@@ -104,12 +110,8 @@ def exp_in_place(x, work):
 def expm1_in_place(x, work):
     """x[i] = expm1(max(min(x[i], 709), EXP_LOWEST)) (e^x - 1, precise near 0) in place."""
     x, work = _borrow(x), _borrow(work)
-    n = x.shape[0]
-    scale = work[:n]
-    for i in range(n):
-        scale[i], x[i] = _reduced(x[i])
-    _powers_of_two(scale)
-    for i in range(n):
+    scale = _reduce_all(x, work)
+    for i in range(x.shape[0]):
         s = scale[i]
         # 2^n (1 + r q) - 1 = 2^n r q + (2^n - 1), where 2^n - 1 is exact: r q is not rounded
         # against 1 first (and for n = 0 the sum is r q itself)
