@@ -83,7 +83,7 @@ class TorchRandom:
 
     def gamma_above(self, alpha: torch.Tensor, log_x0: torch.Tensor) -> torch.Tensor:
         """G ~ Gam(alpha, 1) | G >= x0 = exp(log_x0) < 1, alpha < 1: the rejection sampler of
-        conv._gamma_above (envelope x^(alpha-1) on [x0, 1], e^-x beyond), vectorised."""
+        weights._gamma_above (envelope x^(alpha-1) on [x0, 1], e^-x beyond), vectorised."""
         n = alpha.numel()
         out = torch.empty(n, dtype=_F64, device=self.device)
         d = -torch.expm1(alpha * log_x0)
