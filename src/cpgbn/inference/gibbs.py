@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import numba
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from ..layers.cells import ConvData
 from ..samplers import conv, gbn
@@ -45,6 +46,22 @@ _STEPS = 256
 _CONV, _KERNELS, _INIT = 0, 1, 2
 _SCALES, _UPWARD, _SPLIT, _PHI, _DOWNWARD = 16, 48, 80, 112, 144
 _R, _REFRESH = 176, 177
+
+_blas_controller: ThreadpoolController | None = None
+
+
+def one_blas_thread():
+    """A context in which numpy's BLAS runs on one thread.
+
+    The stack's matrix products (Phi theta, 10^8 flops at most) are cheap on one core, but
+    OpenBLAS's worker threads keep spinning for a while after each product and take the cores
+    from the numba kernels that follow: on 2 cores the w draw of a three-layer MR model ran at
+    0.09 s instead of 0.05.
+    """
+    global _blas_controller
+    if _blas_controller is None:
+        _blas_controller = ThreadpoolController()
+    return _blas_controller.limit(limits=1, user_api="blas")
 
 
 def _stream(sweep: int, code: int) -> int:
@@ -177,6 +194,10 @@ class GibbsSampler:
     # ------------------------------------------------------------------ one sweep
     def sweep(self, state: GibbsState) -> GibbsState:
         """Advance ``state`` by one full Gibbs sweep (in place) and return it."""
+        with one_blas_thread():
+            return self._sweep(state)
+
+    def _sweep(self, state: GibbsState) -> GibbsState:
         hyper, g = self.hyper, state.globals
         T = state.n_layers
         s = state.sweep
@@ -275,8 +296,9 @@ class GibbsSampler:
         it is drawn, so averages over the chain are unaffected.  Call this before reading w
         together with the stack (the Geweke test does).
         """
-        self._sweep_positions(state, stream=_stream(state.sweep, _REFRESH), draw_w=True,
-                              counts=self._no_counts(), augment=False)
+        with one_blas_thread():
+            self._sweep_positions(state, stream=_stream(state.sweep, _REFRESH), draw_w=True,
+                                  counts=self._no_counts(), augment=False)
         return state
 
     def _sweep_positions(self, state: GibbsState, *, stream: int, draw_w: bool, counts,
