@@ -369,8 +369,8 @@ def draw_kernels(seed, stream, counts, eta_table, D, block_words):
 
     ``counts`` holds one (V, F, K) slab per thread; they are summed here and left at zero.
     ``eta_table`` is :func:`cpgbn.samplers.shared_shape.shared_shape_table` (eta): the entries
-    without counts (almost all) share the shape eta and come from its ziggurat.  Gamma variates are drawn per
-    block of words, normalised by per-kernel totals summed in block order.
+    without counts (almost all) share the shape eta and come from its ziggurat.  Gamma variates
+    are drawn per block of words, normalised by per-kernel totals summed in block order.
     """
     n_words, filter_width, n_kernels = D.shape
     n_slabs = counts.shape[0]

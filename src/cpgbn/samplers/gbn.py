@@ -85,40 +85,36 @@ def position_tables(seed, stream, block_size, doc_positions, m, shape, out):
     CRT(m_jks, a_jk / S_j) is Poisson(q a_jk / S_j) marginally, so the sum is Poisson(q a_jk)
     as the layer above expects.
     """
-    n_docs = shape.shape[0]
+    n_docs, n_topics = shape.shape
     n_blocks = (n_docs + block_size - 1) // block_size
+    max_pos = 1
+    for j in range(n_docs):
+        max_pos = max(max_pos, doc_positions[j + 1] - doc_positions[j])
     for block in prange(n_blocks):
         state = np.empty(4, dtype=np.uint64)
         seed_state(state, seed, stream, block)
+        listed = np.empty(max_pos * n_topics, dtype=np.int64)
         for j in range(block * block_size, min(n_docs, (block + 1) * block_size)):
             p0 = doc_positions[j]
-            document_tables(state, m, p0, doc_positions[j + 1] - p0, shape[j], out[j])
-
-
-@njit(cache=True)
-def document_tables(state, m, p0, n_pos, shape, out):
-    """out[k] = sum_s CRT(m_jks, shape[k] / S_j) for one document (rows p0 .. p0 + S_j - 1 of m).
-
-    The Gibbs sweep calls it right after augmenting the document, while its rows of m are
-    in cache; :func:`position_tables` runs it over all documents.
-    """
-    state, m, shape, out = _borrow(state), _borrow(m), _borrow(shape), _borrow(out)
-    n_topics = shape.shape[0]
-    for k in range(n_topics):
-        out[k] = 0
-    for s in range(n_pos):
-        for k in range(n_topics):
-            if m[p0 + s, k] > 0:
-                out[k] += crt(state, m[p0 + s, k], max(shape[k] / n_pos, TINY))
+            n_pos = doc_positions[j + 1] - p0
+            n_listed = 0
+            for s in range(n_pos):
+                for k in range(n_topics):
+                    if m[p0 + s, k] > 0:
+                        listed[n_listed] = s * n_topics + k
+                        n_listed += 1
+            listed_tables(state, m, p0, n_pos, shape[j], listed, n_listed, out[j])
 
 
 @njit(cache=True)
 def listed_tables(state, m, p0, n_pos, shape, listed, n_listed, out):
-    """:func:`document_tables` over a list of the document's nonzero counts.
+    """out[k] = sum_s CRT(m_jks, shape[k] / S_j) for one document (rows p0 .. p0 + S_j - 1 of m),
+    over a list of its nonzero counts.
 
     ``listed[:n_listed]`` holds s * K + k for every (s, k) with m_jks > 0, each once, in any
-    order (the Gibbs sweep records them as it places the counts), so the work is proportional
-    to the nonzero counts, not to S_j * K.
+    order (the Gibbs sweep records them as it places the counts, while the document's rows of
+    m are in cache; :func:`position_tables` scans m for them), so the work is proportional to
+    the nonzero counts, not to S_j * K.
     """
     state, m, shape = _borrow(state), _borrow(m), _borrow(shape)
     listed, out = _borrow(listed), _borrow(out)
