@@ -10,6 +10,8 @@ configuration as mean +- std over its seeds beside the paper's figure.
     python experiments/table2.py --device cuda --out /tmp/t2.json --models cpgbn
                                      # run cells with the PyTorch sampler elsewhere, merge later
     python experiments/table2.py --merge /tmp/t2.json # add cells run elsewhere (new keys only)
+    python experiments/table2.py --features inferred  # training features inferred with the
+                                     # globals fixed, like the test features (see evaluate())
 """
 import argparse
 import json
@@ -52,9 +54,10 @@ def plan(datasets, seeds, protocols):
                     yield protocol, dataset, model, layers, tc, seed
 
 
-def key_of(protocol, dataset, model, layers, seed, token_count, vocab=None):
+def key_of(protocol, dataset, model, layers, seed, token_count, vocab=None, features="inductive"):
     key = f"{protocol}|{dataset}|{model}|{'-'.join(map(str, layers))}|tc={token_count}|seed={seed}"
-    return key if vocab is None else key + f"|V={vocab}"
+    key = key if vocab is None else key + f"|V={vocab}"
+    return key if features == "inductive" else key + f"|features={features}"
 
 
 def vocab_label(cell):
@@ -76,7 +79,8 @@ def report(record):
     groups = {}
     for cell in record["cells"].values():
         layers = "-".join(map(str, cell["layers"]))
-        key = (cell["protocol"], cell["model"], layers, str(cell["token_count"]), vocab_label(cell))
+        key = (cell["protocol"], cell.get("features", "inductive"), cell["model"], layers,
+               str(cell["token_count"]), vocab_label(cell))
         groups.setdefault(key, {}).setdefault(cell["dataset"], []).append(cell)
     lines = ["# Table 2: unsupervised features + SVM (accuracy %)", "",
              "Made by `experiments/table2.py` (records with command, commit, iterations and wall time "
@@ -85,17 +89,22 @@ def report(record):
              "V_pre, TREC 8000, MR and SUBJ 20000; the study behind V = 8000 is "
              "`results/prior_study.md`). s/sweep: median over the cells' training sweeps, with "
              "the sampler that ran them (numba on 2 CPU cores; * the PyTorch sampler on an H100 GPU; "
-             "+ the GPU machine's 16 CPU cores).", "",
-             "| protocol | model | layers | token_count | V | MR | TREC | SUBJ | s/sweep (MR, TREC, SUBJ) |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "+ the GPU machine's 16 CPU cores). Features: *inductive*, the training documents' "
+             "features are the training chain's averages and the test documents' are inferred "
+             "with the learned globals fixed (the authors' code); *inferred*, the training "
+             "documents' features are inferred again with the globals fixed, like the test "
+             "documents' (`evaluate(features=...)`).", "",
+             "| protocol | features | model | layers | token_count | V | MR | TREC | SUBJ "
+             "| s/sweep (MR, TREC, SUBJ) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     order = {"cpgbn": 0, "pgbn": 1, "lda": 2}
-    for (protocol, model, layers, tc, vocab) in sorted(
-            groups, key=lambda k: (k[0], k[4] != "paper", k[4], order.get(k[1], 9),
-                                   k[3] != "1" and k[1] != "cpgbn", k[2])):
+    for (protocol, features, model, layers, tc, vocab) in sorted(
+            groups, key=lambda k: (k[0], k[1], k[5] != "paper", k[5], order.get(k[2], 9),
+                                   k[4] != "1" and k[2] != "cpgbn", k[3])):
         cols, times = [], []
         paper = PAPER.get((model, layers)) if (model == "cpgbn" or tc == "1") else None
         for i, dataset in enumerate(("mr", "trec", "subj")):
-            cells = groups[(protocol, model, layers, tc, vocab)].get(dataset, [])
+            cells = groups[(protocol, features, model, layers, tc, vocab)].get(dataset, [])
             ref = f" [{paper[i]}]" if paper else ""
             if not cells:
                 cols.append("-" + ref)
@@ -107,7 +116,8 @@ def report(record):
             gpu = "*" if any(str(c.get("device") or "").startswith("cuda") for c in cells) else (
                 "+" if any(not c.get("machine", "").startswith(LOCAL_MACHINE) for c in cells) else "")
             times.append(f"{np.mean([c['runs'][0]['median_sweep_seconds'] for c in cells]):.2f}{gpu}")
-        lines.append(f"| {protocol} | {model.upper()} | {layers} | {tc} | {vocab} | " + " | ".join(cols)
+        lines.append(f"| {protocol} | {features} | {model.upper()} | {layers} | {tc} | {vocab} | "
+                     + " | ".join(cols)
                      + f" | {', '.join(times)} |")
     if OUT != ROOT / "results" / "table2.json":
         return  # a side file: its cells are merged into results/table2.json later
@@ -126,6 +136,8 @@ def main():
                     help="words in the vocabulary (default: the paper's V_pre per dataset)")
     ap.add_argument("--device", default=None,
                     help="torch device for CPGBN/PGBN (default: the numba sampler)")
+    ap.add_argument("--features", default="inductive", choices=["inductive", "inferred"],
+                    help="where the training features come from (evaluate's features)")
     ap.add_argument("--out", default=None, help="cells file (default results/table2.json)")
     ap.add_argument("--merge", default=None, help="add the cells of another cells file and stop")
     args = ap.parse_args()
@@ -148,12 +160,12 @@ def main():
             if model not in args.models.split(","):
                 continue
             model_tc = tc if config_tc in (None, "same") else config_tc
-            key = key_of(protocol, dataset, model, layers, seed, model_tc, args.vocab)
+            key = key_of(protocol, dataset, model, layers, seed, model_tc, args.vocab, args.features)
             if key in record["cells"]:
                 continue
             start = time.perf_counter()
             cell = evaluate(dataset, layers=layers, protocol=protocol, seeds=[seed], model=model,
-                            token_count=model_tc, device=args.device,
+                            token_count=model_tc, device=args.device, features=args.features,
                             vocab_size=None if args.vocab is None else args.vocab + 1)
             cell["wall_seconds"] = round(time.perf_counter() - start, 1)
             cell["command"] = "python " + " ".join(sys.argv)

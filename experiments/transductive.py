@@ -85,7 +85,7 @@ def main():
             start = time.perf_counter()
             cell = evaluate(dataset, layers=tuple(int(k) for k in layers.split("-")),
                             protocol=protocol, seeds=[seed], data_dir=args.data_dir,
-                            transductive=features == "transductive")
+                            features=features)
             cell["config"] = list(config)
             cell["wall_seconds"] = round(time.perf_counter() - start, 1)
             cell["command"] = "python " + " ".join(sys.argv)

@@ -2,6 +2,7 @@
 import gzip
 from collections import Counter
 
+import numpy as np
 import pytest
 
 from cpgbn.errors import CPGBNInputError, DataFileError
@@ -195,7 +196,7 @@ def test_transductive_evaluation_fits_once_for_all_folds(tmp_path):
     from cpgbn.evaluate import evaluate
     root = _fake_dir(tmp_path, 20)
     result = evaluate("mr", layers=(3,), protocol="paper", data_dir=root, n_iter=4, burn_in=2,
-                      vocab_size=50, transductive=True)
+                      vocab_size=50, features="transductive")
     assert result["features"] == "transductive"
     runs = result["runs"]
     assert [r["split"] for r in runs] == [f"fold{i}" for i in range(10)]
@@ -228,3 +229,52 @@ def test_evaluate_passes_model_params_and_rejects_bad_ones(tmp_path, monkeypatch
         evaluate("mr", model="lda", model_params={"sample_r": False}, **kwargs)
     with pytest.raises(CPGBNInputError, match="must be a dict"):
         evaluate("mr", model_params=[("sample_r", False)], **kwargs)
+
+
+@pytest.mark.parametrize("features", ["inductive", "inferred"])
+def test_evaluate_takes_training_features_from_the_chosen_source(tmp_path, monkeypatch, features):
+    """inductive: the classifier is trained on the training chain's averages; inferred: on the
+    training texts inferred again with the globals fixed, as the test texts are."""
+    from cpgbn.evaluate import evaluate, protocols
+    root = _fake_dir(tmp_path, 20)
+    fitted = []
+
+    class Spy:
+        def __init__(self, kind, seed):
+            self.inner = protocols.SVC()
+
+        def fit(self, x, y):
+            fitted.append(np.array(x))
+            self.inner.fit(x, y)
+            return self
+
+        def score(self, x, y):
+            return self.inner.score(x, y)
+
+    monkeypatch.setattr(protocols, "make_classifier", Spy)
+    models = []
+    original = protocols._make_model
+
+    def keep(*args, **kwargs):
+        models.append(original(*args, **kwargs))
+        return models[-1]
+
+    monkeypatch.setattr(protocols, "_make_model", keep)
+    result = evaluate("mr", layers=(3,), protocol="paper", data_dir=root, n_iter=6, burn_in=3,
+                      vocab_size=50, features=features)
+    assert result["features"] == features
+    assert len(models) == len(fitted) == 10  # one fit per fold
+    for fold, (model, train_features) in enumerate(zip(models, fitted)):
+        x_train, _ = load_dataset("mr", "train", data_dir=root, protocol="cv", fold=fold,
+                                  n_folds=10, seed=0)
+        expected = model.transform(x_train) if features == "inferred" else model.train_features_
+        np.testing.assert_array_equal(train_features, expected)
+        if features == "inferred":  # re-inferred features are a different chain from the fit's
+            assert not np.array_equal(train_features, model.train_features_)
+
+
+def test_evaluate_rejects_unknown_feature_source(tmp_path):
+    from cpgbn.errors import CPGBNInputError
+    from cpgbn.evaluate import evaluate
+    with pytest.raises(CPGBNInputError, match="features must be one of"):
+        evaluate("mr", data_dir=_fake_dir(tmp_path, 20), features="chain")

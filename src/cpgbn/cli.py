@@ -168,11 +168,11 @@ def cmd_evaluate(args) -> int:
                       token_count=args.token_count, n_iter=args.iterations, burn_in=args.burn_in,
                       filter_width=args.filter_width, n_threads=args.threads,
                       progress=not args.quiet, log=lambda msg: print(msg, flush=True),
-                      save_model=args.save_model, model=args.model)
+                      save_model=args.save_model, model=args.model, features=args.features)
     result["wall_seconds"] = round(time.perf_counter() - start, 1)
     result["command"] = "cpgbn " + " ".join(sys.argv[1:])
     print(f"{result['dataset']} {result['model'].upper()}-{'-'.join(map(str, result['layers']))} "
-          f"({result['protocol']} protocol, seeds {','.join(map(str, result['seeds']))}): "
+          f"({result['protocol']} protocol, {result['features']} features, seeds {','.join(map(str, result['seeds']))}): "
           f"accuracy {100 * result['accuracy_mean']:.1f} +- {100 * result['accuracy_std']:.1f} %")
     if args.json:
         from .io import write_file_atomically
@@ -281,6 +281,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--protocol", choices=["authors", "paper"], default="authors",
                    help="authors: fixed splits, RBF SVC, 150+50 sweeps; paper: linear SVM, CV for "
                         "MR/SUBJ, 500+200 sweeps")
+    p.add_argument("--features", choices=["inductive", "inferred", "transductive"],
+                   default="inductive",
+                   help="inductive: training features from the training chain (the authors' code); "
+                        "inferred: training features inferred again with the learned globals "
+                        "fixed, like the test features; transductive: one fit on training and "
+                        "test texts together")
     p.add_argument("--seeds", type=_seeds, default=[0])
     p.add_argument("--data-dir", default=None, help="folder with the datasets (default: $CPGBN_DATA)")
     p.add_argument("--vocab-size", type=int, default=None,

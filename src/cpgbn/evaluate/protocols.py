@@ -8,8 +8,17 @@
   theta^(1), 10-fold cross-validation for MR and SUBJ, the official split for TREC and IMDB.
   The linear SVM is ``LinearSVC(C=1)`` after standardising the features (the paper gives no C).
 
-Training features come from the training chain (fit_transform); test features from inference
-with the learned globals fixed.  Every number is returned with the settings that produced it.
+Where the features come from is a separate choice (``features``), recorded with every number:
+
+* ``inductive`` (the authors' code): training features from the training chain (fit_transform),
+  test features from inference with the learned globals fixed (notes section 4);
+* ``inferred``: training features inferred again with the learned globals fixed, exactly as the
+  test features are, so the classifier is trained and tested on features of one kind (the
+  paper's text: "collect 200 MCMC samples after 500 burn-ins to estimate the posterior mean of
+  w_j for every document in both the training and testing sets");
+* ``transductive``: one unsupervised fit over the training and test texts together (labels unseen).
+
+Every number is returned with the settings that produced it.
 """
 
 from __future__ import annotations
@@ -134,14 +143,20 @@ def _make_model(kind, *, layers, filter_width, vocab_size, token_count, eta, n_i
                progress=progress, device=device, **extra, **model_params)
 
 
-def _inductive_splits(dataset, proto, data_dir, seed, new_estimator):
-    """Per split: fit on the training texts, infer the test texts with the globals fixed."""
+FEATURES = ("inductive", "inferred", "transductive")
+
+
+def _inductive_splits(dataset, proto, data_dir, seed, new_estimator, reinfer_train=False):
+    """Per split: fit on the training texts, infer the test texts with the globals fixed (and,
+    with ``reinfer_train``, the training texts too instead of reading them off the chain)."""
     for split_name, (x_train, y_train), (x_test, y_test) in _splits(dataset, proto, data_dir, seed):
         estimator = new_estimator()
         start = time.perf_counter()
         f_train = estimator.fit_transform(x_train)
         fit_seconds = time.perf_counter() - start
         start = time.perf_counter()
+        if reinfer_train:
+            f_train = estimator.transform(x_train)
         f_test = estimator.transform(x_test)
         yield (split_name, estimator, (f_train, y_train), (f_test, y_test),
                (fit_seconds, time.perf_counter() - start))
@@ -171,7 +186,7 @@ def evaluate(dataset: str, *, layers=(200,), protocol: str = "authors", seeds=(0
              vocab_size: int | None = None, token_count=DEFAULT_TOKEN_COUNT, n_iter: int | None = None,
              burn_in: int | None = None, filter_width: int = 3, eta=0.05, n_threads=None,
              progress: bool = False, log=None, save_model=None, model: str = "cpgbn",
-             device=None, transductive: bool = False, model_params: dict | None = None) -> dict:
+             device=None, features: str = "inductive", model_params: dict | None = None) -> dict:
     """Train on the training split, infer the test split, score an SVM; repeat for each seed.
 
     Returns a JSON-ready dict: settings, per-run accuracy and timing, mean and std.
@@ -179,9 +194,11 @@ def evaluate(dataset: str, *, layers=(200,), protocol: str = "authors", seeds=(0
     or a baseline in the same harness: "pgbn" (bag-of-words PGBN, token_count multiplies the
     word counts) or "lda" (scikit-learn, at most 100 variational iterations).  ``device``: None
     for the numba sampler, or a torch device for the PyTorch one (CPGBN and PGBN only).
-    ``transductive``: fit the unsupervised model once on the training and test texts together
-    and take both feature sets from that chain (a variant, not one of the two protocols: it is
-    recorded in the result), instead of inferring the test documents with the globals fixed.
+    ``features``: "inductive" (training features from the training chain, test features
+    inferred with the globals fixed, as the authors' code does), "inferred" (the training
+    features are inferred again with the globals fixed, as the test features are; this costs one
+    more inference over the training texts) or "transductive" (one fit on the training and test
+    texts together, both feature sets from that chain).  See the module docstring.
     ``model_params``: further estimator parameters, e.g. ``{"sample_r": False}`` (recorded).
     """
     origin = provenance()  # before any work: the code this process imported
@@ -189,6 +206,8 @@ def evaluate(dataset: str, *, layers=(200,), protocol: str = "authors", seeds=(0
     if protocol not in PROTOCOLS:
         raise CPGBNInputError(f"protocol must be one of {sorted(PROTOCOLS)}, got {protocol!r}")
     proto = PROTOCOLS[protocol]
+    if features not in FEATURES:
+        raise CPGBNInputError(f"features must be one of {FEATURES}, got {features!r}")
     info = dataset_info(dataset)
     # the paper's V_pre words, plus the out-of-vocabulary row (id 0)
     vocab_size = vocab_size or info["vocab_size"] + 1
@@ -202,7 +221,9 @@ def evaluate(dataset: str, *, layers=(200,), protocol: str = "authors", seeds=(0
                                n_iter=n_iter, burn_in=burn_in, seed=seed, n_threads=n_threads,
                                progress=progress, device=device, model_params=model_params)
         splits = (_transductive_splits(dataset, proto, data_dir, seed, new_estimator)
-                  if transductive else _inductive_splits(dataset, proto, data_dir, seed, new_estimator))
+                  if features == "transductive" else
+                  _inductive_splits(dataset, proto, data_dir, seed, new_estimator,
+                                    reinfer_train=features == "inferred"))
         for split_name, estimator, (f_train, y_train), (f_test, y_test), seconds in splits:
             classifier = make_classifier(proto.classifier, seed).fit(f_train, y_train)
             accuracy = float(classifier.score(f_test, np.asarray(y_test)))
@@ -224,7 +245,7 @@ def evaluate(dataset: str, *, layers=(200,), protocol: str = "authors", seeds=(0
         dataset=dataset, model=model, layers=list(layers), protocol=protocol, classifier=proto.classifier,
         n_iter=n_iter, burn_in=burn_in, vocab_size=vocab_size, token_count=token_count,
         filter_width=filter_width, eta=eta, seeds=[int(s) for s in seeds],
-        features="transductive" if transductive else "inductive",
+        features=features,
         model_params=dict(model_params or {}),
         device=None if device is None or model == "lda" else str(device),
         accuracy_mean=float(seed_means.mean()),
