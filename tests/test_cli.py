@@ -160,6 +160,20 @@ def test_help(command, capsys):
     assert f"usage: cpgbn {command}" in capsys.readouterr().out
 
 
+def test_evaluate_with_inferred_training_features(tmp_path, capsys):
+    (tmp_path / "MR").mkdir()
+    rows = [f"{label}\t{label} word{i % 5} other{i % 3}\n" for label in ("pos", "neg") for i in range(20)]
+    (tmp_path / "MR" / "all.tsv").write_text("".join(rows), encoding="utf-8")
+    out = tmp_path / "mr.json"
+    code = main(["evaluate", "mr", "--protocol", "paper", "--data-dir", str(tmp_path),
+                 "--features", "inferred", "--json", str(out), *TINY])
+    printed = capsys.readouterr().out
+    assert code == 0
+    assert "paper protocol, inferred features" in printed
+    record = json.loads(out.read_text())
+    assert record["features"] == "inferred" and len(record["runs"]) == 10
+
+
 # ----------------------------------------------------------------------------- data errors
 
 def test_missing_file(tmp_path, capsys):
