@@ -172,7 +172,8 @@ def cmd_evaluate(args) -> int:
     result["wall_seconds"] = round(time.perf_counter() - start, 1)
     result["command"] = "cpgbn " + " ".join(sys.argv[1:])
     print(f"{result['dataset']} {result['model'].upper()}-{'-'.join(map(str, result['layers']))} "
-          f"({result['protocol']} protocol, {result['features']} features, seeds {','.join(map(str, result['seeds']))}): "
+          f"({result['protocol']} protocol, {result['features']} features, "
+          f"seeds {','.join(map(str, result['seeds']))}): "
           f"accuracy {100 * result['accuracy_mean']:.1f} +- {100 * result['accuracy_std']:.1f} %")
     if args.json:
         from .io import write_file_atomically
