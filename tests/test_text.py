@@ -92,22 +92,37 @@ def test_tokenize_properties(text):
 
 # ----------------------------------------------------------------------------- vocabulary
 
-DOCS = [["b", "a", "c", "a"], ["c", "d", "a", "e"], ["b", "f"]]  # a:3, b:2, c:2, d,e,f:1
+DOCS = [["c", "a", "b", "a"], ["b", "d", "a", "e"], ["c", "f"]]  # a:3, b:2, c:2, d,e,f:1
 
 
-def test_vocabulary_ranks_by_frequency_then_first_occurrence():
+def test_vocabulary_ranks_by_frequency_then_string_order():
     vocab = Vocabulary.build(DOCS, 4)
-    assert vocab.tokens == ["<unk>", "a", "b", "c"]  # b before c: seen first
+    assert vocab.tokens == ["<unk>", "a", "b", "c"]  # b before c although c is seen first
     assert len(vocab) == 4
     np.testing.assert_array_equal(vocab.counts, [3, 3, 2, 2])  # d, e, f dropped
     assert vocab.counts.dtype == np.int64
 
 
-def test_vocabulary_ties_follow_first_occurrence():
+def test_vocabulary_ties_follow_string_order():
     vocab = Vocabulary.build([["z", "y", "x"], ["w"]], 10)
-    assert vocab.tokens == ["<unk>", "z", "y", "x", "w"]
+    assert vocab.tokens == ["<unk>", "w", "x", "y", "z"]
     assert len(vocab) == 5  # smaller than asked: only four distinct tokens
     assert vocab.counts[0] == 0
+
+
+def test_vocabulary_does_not_depend_on_document_order():
+    # a corpus sorted by class and cut inside the words seen once: with ties broken by first
+    # occurrence the kept rare words would all be the first class's, and "<unk>" a label of
+    # the last class; here the vocabulary is a function of the counts alone
+    rng = np.random.default_rng(0)
+    words = [f"w{i:03d}" for i in rng.permutation(100)]
+    docs = [["the", word] for word in words]  # the first 50 documents are one class
+    shuffled = [docs[i] for i in rng.permutation(len(docs))]
+    vocab = Vocabulary.build(docs, 52)
+    assert vocab == Vocabulary.build(shuffled, 52) == Vocabulary.build(docs[::-1], 52)
+    assert vocab.tokens == ["<unk>", "the"] + sorted(words)[:50]
+    kept_from_first_class = sum(doc[1] in vocab for doc in docs[:50])
+    assert 15 < kept_from_first_class < 35
 
 
 def test_vocabulary_encode_decode_and_oov():
