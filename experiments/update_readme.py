@@ -6,6 +6,8 @@ import json
 import re
 from pathlib import Path
 
+from vocab_fix import MARK, NOTE, stale
+
 ROOT = Path(__file__).resolve().parents[1]
 PAPER_T2 = {("trec", "200"): 68.4, ("mr", "200"): 61.5, ("subj", "200"): 77.4,
             ("trec", "200-100"): 73.4, ("mr", "200-100"): 62.4, ("subj", "200-100"): 81.2,
@@ -20,23 +22,32 @@ def evaluation_table() -> str:
         layers = "-".join(map(str, r["layers"]))
         sweep = sum(x["median_sweep_seconds"] for x in r["runs"]) / len(r["runs"])
         paper = PAPER_T2.get((r["dataset"], layers), "")
+        old_rule = stale(r["commit"], r["dataset"], r["vocab_size"] - 1,
+                         authors_split=r["protocol"] == "authors" or r["dataset"] == "trec")
         rows.append(f"| {r['dataset'].upper()} | CPGBN-{layers} | {r['protocol']} | {r['token_count']} | "
                     f"{','.join(map(str, r['seeds']))} | {100 * r['accuracy_mean']:.1f} +- "
-                    f"{100 * r['accuracy_std']:.1f} | {paper} | {sweep:.2f} | "
+                    f"{100 * r['accuracy_std']:.1f}{MARK if old_rule else ''} | {paper} | {sweep:.2f} | "
                     f"[{path.name}](results/{path.name}) (commit {r['commit']}) |")
+    if any(MARK in row for row in rows):
+        rows += ["", NOTE]
     return "\n".join(rows)
 
 
+def table_lines(path: Path) -> str:
+    """A report's table, and the note on old-vocabulary results when it has one."""
+    return "\n".join(line for line in path.read_text().splitlines()
+                     if line.startswith("|") or line.startswith(MARK))
+
+
 def token_count_table() -> str:
-    text = (ROOT / "results" / "token_count.md").read_text()
-    return "\n".join(line for line in text.splitlines() if line.startswith("|"))
+    return table_lines(ROOT / "results" / "token_count.md")
 
 
 def table2_rows() -> str:
     path = ROOT / "results" / "table2.md"
     if not path.exists():
         return "(no Table 2 cells yet)"
-    return "\n".join(line for line in path.read_text().splitlines() if line.startswith("|"))
+    return table_lines(path)
 
 
 def speed_rows() -> str:
