@@ -28,7 +28,7 @@ from cpgbn.evaluate.provenance import provenance
 from cpgbn.io import write_file_atomically
 from cpgbn.model import CPGBN, DEFAULT_TOKEN_COUNT
 from cpgbn.text.datasets import load_dataset
-from vocab_fix import MARK, NOTE, stale
+from vocab_fix import MARK, add_note, stale_record
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "results" / "feature_source.json"
@@ -98,12 +98,11 @@ def report(record):
 
         def fmt(values):
             return f"{values.mean():.1f}" + (f" +- {values.std(ddof=1):.1f}" if len(values) > 1 else "")
-        mark = MARK if any(stale(c["commit"], dataset, vocab) for c in cells) else ""
+        mark = MARK if any(stale_record(c) for c in cells) else ""
         lines.append(f"| {dataset.upper()} | {layers} | {vocab} | {sweeps} | "
                      f"{','.join(str(c['seed']) for c in cells)}{mark} | {fmt(chain)} | {fmt(inferred)} | "
                      f"{fmt(inferred - chain)} | {PAPER.get(dataset, '') if layers == '200-100-50' else ''} |")
-    if any(MARK in line for line in lines):
-        lines += ["", NOTE]
+    add_note(lines)
     OUT.with_suffix(".md").write_text("\n".join(lines) + "\n")
 
 
@@ -125,7 +124,7 @@ def main():
         for seed in (int(s) for s in (args.seeds or DEFAULT_SEEDS[dataset]).split(",")):
             key = key_of(dataset, layers, vocab, sweeps, seed)
             done = load()["cells"].get(key)
-            if done and not stale(done["commit"], dataset, vocab):
+            if done and not stale_record(done):
                 continue  # (a result of the old vocabulary rule is run again)
             cell = run_cell(dataset, layers, vocab, sweeps, seed, args.data_dir)
             cell["command"] = "python " + " ".join(sys.argv)

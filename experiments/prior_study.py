@@ -29,7 +29,7 @@ import numpy as np
 
 from cpgbn.evaluate import evaluate
 from cpgbn.io import write_file_atomically
-from vocab_fix import MARK, NOTE, stale
+from vocab_fix import MARK, add_note, stale_record
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "results" / "prior_study.json"
@@ -85,10 +85,6 @@ def save(record, path):
     write_file_atomically(path, lambda fh: fh.write(json.dumps(record, indent=1) + "\n"))
 
 
-def cell_is_stale(cell):
-    return stale(cell["commit"], cell["dataset"], cell["vocab_size"] - 1)
-
-
 def report(record, path):
     groups = {}
     for cell in record["cells"].values():
@@ -110,11 +106,10 @@ def report(record, path):
         acc = np.array([100 * c["accuracy_mean"] for c in cells])
         std = f" +- {acc.std(ddof=1):.1f}" if len(acc) > 1 else ""
         devices = sorted({str(c.get("device") or "numba") for c in cells})
-        mark = MARK if any(cell_is_stale(c) for c in cells) else ""
+        mark = MARK if any(stale_record(c) for c in cells) else ""
         lines.append(f"| {dataset.upper()} | {layers} | {V} | {tc} | {eta:g} | {eta * V * 3:g} | "
                      f"{acc.mean():.1f}{std}{mark} | {len(acc)} | {', '.join(devices)} |")
-    if any(MARK in line for line in lines):
-        lines += ["", NOTE]
+    add_note(lines)
     path.with_suffix(".md").write_text("\n".join(lines) + "\n")
 
 
@@ -143,7 +138,7 @@ def main():
     if args.merge:
         other = load(Path(args.merge))["cells"]
         new = {k: v for k, v in other.items() if k not in record["cells"]
-               or (cell_is_stale(record["cells"][k]) and not cell_is_stale(v))}
+               or (stale_record(record["cells"][k]) and not stale_record(v))}
         record["cells"].update(new)
         save(record, out)
         print(f"merged {len(new)} cells from {args.merge} (new keys or old-rule cells run again)")
@@ -162,7 +157,7 @@ def main():
                 key += "|r=fixed"
             if args.mean_globals:
                 key += "|globals=mean"
-            if key in record["cells"] and not cell_is_stale(record["cells"][key]):
+            if key in record["cells"] and not stale_record(record["cells"][key]):
                 continue  # done (a result of the old vocabulary rule is run again)
             start = time.perf_counter()
             cell = evaluate(dataset, layers=tuple(int(k) for k in layers.split("-")),

@@ -25,7 +25,7 @@ import numpy as np
 from cpgbn.evaluate import evaluate
 from cpgbn.io import write_file_atomically
 from cpgbn.model import DEFAULT_TOKEN_COUNT
-from vocab_fix import MARK, NOTE, stale
+from vocab_fix import MARK, add_note, stale_record
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "results" / "table2.json"
@@ -77,12 +77,6 @@ def save(record):
     write_file_atomically(OUT, lambda fh: fh.write(json.dumps(record, indent=1) + "\n"))
 
 
-def cell_is_stale(cell):
-    # TREC has one official split, so both protocols train on the authors' split there
-    authors_split = cell["protocol"] == "authors" or cell["dataset"] == "trec"
-    return stale(cell["commit"], cell["dataset"], cell["vocab_size"] - 1, authors_split)
-
-
 def report(record):
     groups = {}
     for cell in record["cells"].values():
@@ -120,7 +114,7 @@ def report(record):
                 continue
             acc = np.array([100 * c["accuracy_mean"] for c in cells])
             std = f" +- {acc.std(ddof=1):.1f}" if len(acc) > 1 else ""
-            mark = MARK if any(cell_is_stale(c) for c in cells) else ""
+            mark = MARK if any(stale_record(c) for c in cells) else ""
             cols.append(f"{acc.mean():.1f}{std} (n={len(acc)}){mark}{ref}")
             gpu = "*" if any(str(c.get("device") or "").startswith("cuda") for c in cells) else (
                 "+" if any(not c.get("machine", "").startswith(LOCAL_MACHINE) for c in cells) else "")
@@ -128,8 +122,7 @@ def report(record):
         lines.append(f"| {protocol} | {features} | {model.upper()} | {layers} | {tc} | {vocab} | "
                      + " | ".join(cols)
                      + f" | {', '.join(times)} |")
-    if any(cell_is_stale(c) for c in record["cells"].values()):
-        lines += ["", NOTE]
+    add_note(lines)
     if OUT != ROOT / "results" / "table2.json":
         return  # a side file: its cells are merged into results/table2.json later
     (OUT.with_suffix(".md")).write_text("\n".join(lines) + "\n")
@@ -160,7 +153,7 @@ def main():
         other = json.loads(Path(args.merge).read_text())["cells"]
         # new keys, and cells of the old vocabulary rule run again since
         new = {k: v for k, v in other.items() if k not in record["cells"]
-               or (cell_is_stale(record["cells"][k]) and not cell_is_stale(v))}
+               or (stale_record(record["cells"][k]) and not stale_record(v))}
         record["cells"].update(new)
         save(record)
         print(f"merged {len(new)} cells from {args.merge} (new keys or old-rule cells run again)")
@@ -174,7 +167,7 @@ def main():
                 continue
             model_tc = tc if config_tc in (None, "same") else config_tc
             key = key_of(protocol, dataset, model, layers, seed, model_tc, args.vocab, args.features)
-            if key in record["cells"] and not cell_is_stale(record["cells"][key]):
+            if key in record["cells"] and not stale_record(record["cells"][key]):
                 continue  # done (a result of the old vocabulary rule is run again)
             start = time.perf_counter()
             cell = evaluate(dataset, layers=layers, protocol=protocol, seeds=[seed], model=model,

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from cpgbn.evaluate import evaluate
-from vocab_fix import MARK, NOTE, stale
+from vocab_fix import MARK, add_note, stale_record
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,7 +31,7 @@ def main():
         tc = count if count == "bernoulli-poisson" else int(count)
         key = f"{args.layers}|{count}|{args.seeds}"
         done = record["cells"].get(key)
-        if done and not stale(done["commit"], "trec", done["vocab_size"] - 1):
+        if done and not stale_record(done):
             continue  # (a result of the old vocabulary rule is run again)
         start = time.perf_counter()
         res = evaluate("trec", layers=layers, protocol="authors",
@@ -69,11 +69,10 @@ def write_report(record, path):
         std = f" +- {acc.std(ddof=1):.1f}" if len(acc) > 1 else ""
         sweep = np.mean([r["median_sweep_seconds"] for r in runs])
         commits = ",".join(sorted({res["commit"] for res in cells}))
-        mark = MARK if any(stale(res["commit"], "trec", res["vocab_size"] - 1) for res in cells) else ""
+        mark = MARK if any(stale_record(res) for res in cells) else ""
         lines.append(f"| {layers_s} | {count} | {seeds} | {acc.mean():.1f}{std}{mark} | {sweep:.2f} "
                      f"| {commits} |")
-    if any(MARK in line for line in lines):
-        lines += ["", NOTE]
+    add_note(lines)
     path.write_text("\n".join(lines) + "\n")
 
 

@@ -6,7 +6,7 @@ import json
 import re
 from pathlib import Path
 
-from vocab_fix import MARK, NOTE, stale
+from vocab_fix import MARK, add_note, stale_record
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER_T2 = {("trec", "200"): 68.4, ("mr", "200"): 61.5, ("subj", "200"): 77.4,
@@ -22,15 +22,11 @@ def evaluation_table() -> str:
         layers = "-".join(map(str, r["layers"]))
         sweep = sum(x["median_sweep_seconds"] for x in r["runs"]) / len(r["runs"])
         paper = PAPER_T2.get((r["dataset"], layers), "")
-        old_rule = stale(r["commit"], r["dataset"], r["vocab_size"] - 1,
-                         authors_split=r["protocol"] == "authors" or r["dataset"] == "trec")
         rows.append(f"| {r['dataset'].upper()} | CPGBN-{layers} | {r['protocol']} | {r['token_count']} | "
                     f"{','.join(map(str, r['seeds']))} | {100 * r['accuracy_mean']:.1f} +- "
-                    f"{100 * r['accuracy_std']:.1f}{MARK if old_rule else ''} | {paper} | {sweep:.2f} | "
+                    f"{100 * r['accuracy_std']:.1f}{MARK if stale_record(r) else ''} | {paper} | {sweep:.2f} | "
                     f"[{path.name}](results/{path.name}) (commit {r['commit']}) |")
-    if any(MARK in row for row in rows):
-        rows += ["", NOTE]
-    return "\n".join(rows)
+    return "\n".join(add_note(rows))
 
 
 def table_lines(path: Path) -> str:

@@ -49,3 +49,19 @@ def vocabulary_changed(dataset: str, words: int, authors_split: bool = True) -> 
 def stale(commit: str, dataset: str, words: int, authors_split: bool = True) -> bool:
     """A result of the old rule: made before the fix at a V where the kept words changed."""
     return not includes_fix(commit) and vocabulary_changed(dataset, words, authors_split)
+
+
+def stale_record(record: dict) -> bool:
+    """:func:`stale` for a result record of ``cpgbn.evaluate`` or an experiment script: its
+    ``commit``, ``dataset``, ``protocol`` and ``vocab_size`` (rows) or ``vocab_words``."""
+    words = record["vocab_words"] if "vocab_words" in record else record["vocab_size"] - 1
+    # TREC has one official split, so both protocols train on the authors' split there
+    authors_split = record["protocol"] == "authors" or record["dataset"] == "trec"
+    return stale(record["commit"], record["dataset"], words, authors_split)
+
+
+def add_note(lines: list) -> list:
+    """Append the note on old-rule results to a report's lines when a row carries the mark."""
+    if any(MARK in line for line in lines):
+        lines += ["", NOTE]
+    return lines
