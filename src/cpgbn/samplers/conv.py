@@ -37,7 +37,7 @@ from numba import njit, prange
 from .distributions import (binomial, categorical_cumulative, multinomial_cumulative,
                             zero_truncated_poisson)
 from .rng import _borrow, seed_state
-from .gbn import listed_tables
+from .gbn import listed_tables, longest_document
 from .shared_shape import gamma_counts_shared
 from .weights import FLOOR, draw_document_weights, list_heavy_kernels
 
@@ -245,9 +245,7 @@ def sweep_positions(seed, stream, block_size, doc_cells, doc_positions, cell_wor
     update_counts = counts.shape[0] > 0
     want_tables = tables.shape[0] > 0
     log_fixed_factorial = lgamma(fixed_count + 1.0)
-    max_pos = 1
-    for j in range(n_docs):
-        max_pos = max(max_pos, doc_positions[j + 1] - doc_positions[j])
+    max_pos = longest_document(doc_positions)
     for block in prange(n_blocks):
         state = np.empty(4, dtype=np.uint64)
         seed_state(state, seed, stream, block)

@@ -72,6 +72,15 @@ def layer_tables(seed, stream, block_size, counts, shape, out):
                 out[j, k] = crt(state, counts[j, k], max(shape[j, k], TINY))
 
 
+@njit(cache=True)
+def longest_document(doc_positions):
+    """max_j S_j (at least 1), from the ragged offsets: the size of per-document work arrays."""
+    longest = 1
+    for j in range(len(doc_positions) - 1):
+        longest = max(longest, doc_positions[j + 1] - doc_positions[j])
+    return longest
+
+
 @njit(parallel=True, cache=True)
 def position_tables(seed, stream, block_size, doc_positions, m, shape, out):
     """out[j, k] = sum_s CRT(m_jks, shape[j, k] / S_j): tables of the pooling layer.
@@ -87,9 +96,7 @@ def position_tables(seed, stream, block_size, doc_positions, m, shape, out):
     """
     n_docs, n_topics = shape.shape
     n_blocks = (n_docs + block_size - 1) // block_size
-    max_pos = 1
-    for j in range(n_docs):
-        max_pos = max(max_pos, doc_positions[j + 1] - doc_positions[j])
+    max_pos = longest_document(doc_positions)
     for block in prange(n_blocks):
         state = np.empty(4, dtype=np.uint64)
         seed_state(state, seed, stream, block)

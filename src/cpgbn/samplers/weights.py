@@ -130,18 +130,19 @@ def draw_document_weights(state, m, w, p0, n_pos, prior_shape, log_rate, theta, 
                     heavy_k[s, n_here] = k
                     n_here += 1
         n_heavy_at[s] = n_here
-    # the walk's constants for all kernels at once, in vectorised loops (values for the slow
-    # kernels are computed at the clipped shape and not used):
-    # ln p_floor = a ln x0 - ln Gamma(1 + a); the envelope's low mass (1 - x0^a) / a
+    # the walk's constants for all kernels at once, in vectorised loops:
+    # ln p_floor = a ln x0 - ln Gamma(1 + a); the envelope's low mass (1 - x0^a) / a.
+    # From here alpha is read only for the walk's kernels, whose shapes are below _FAST_SHAPE;
+    # clipping the slow ones keeps their (unused) constants finite.
     for k in range(n_kernels):
-        work[k] = min(alpha[k], _FAST_SHAPE)
-    lgamma1p_small_in_place(work, log_p_floor)
+        alpha[k] = min(alpha[k], _FAST_SHAPE)
+    lgamma1p_small_in_place(alpha, log_p_floor)
     for k in range(n_kernels):
-        p_low[k] = min(alpha[k], _FAST_SHAPE) * log_x0
+        p_low[k] = alpha[k] * log_x0
         log_p_floor[k] = p_low[k] - log_p_floor[k]
     expm1_in_place(p_low, work)
     for k in range(n_kernels):
-        mass_low = -p_low[k] / min(alpha[k], _FAST_SHAPE)
+        mass_low = -p_low[k] / alpha[k]
         p_low[k] = mass_low / (mass_low + _EXP_M1)
     scale = np.exp(-log_rate)
     for k in range(n_kernels):
