@@ -7,7 +7,9 @@ same features, so that the share of the gap to the paper that is due to the clas
 read off.  Records (with command, commit and seconds) go to results/classifier_study.json,
 a table to results/classifier_study.md.
 
-    python experiments/classifier_study.py --dataset mr --layers 200-100-50 --seeds 0,1
+    python experiments/classifier_study.py --dataset mr --layers 200-100-50 --seeds 0,1 [--token-count 200]
+
+A cell is run again when the grid has gained a classifier or normalisation since it was made.
 """
 import argparse
 import json
@@ -22,6 +24,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC, LinearSVC
 
 from cpgbn import CPGBN
+from cpgbn.model import DEFAULT_TOKEN_COUNT
 from cpgbn.evaluate.provenance import provenance
 from cpgbn.io import write_file_atomically
 from cpgbn.text import dataset_info, load_dataset
@@ -29,8 +32,11 @@ from cpgbn.text import dataset_info, load_dataset
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "results" / "classifier_study.json"
 
+# SVC()'s default gamma was 1 / n_features ("auto") until scikit-learn 0.22 and is
+# 1 / (n_features * X.var()) ("scale") since; the authors' Python 2 code ran on <= 0.20.
 CLASSIFIERS = {
     "rbf-svc C=1 (authors)": lambda seed: SVC(),
+    "rbf-svc gamma=auto (SVC() before sklearn 0.22)": lambda seed: SVC(gamma="auto"),
     "rbf-svc C=10": lambda seed: SVC(C=10.0),
     "scaled rbf-svc C=1": lambda seed: make_pipeline(StandardScaler(), SVC()),
     "scaled linear-svm (paper)": lambda seed: make_pipeline(
@@ -54,13 +60,13 @@ def normalise(thetas, lengths, how):
 NORMALISATIONS = ("theta/L (authors)", "proportions per layer", "log(1 + theta)")
 
 
-def run(dataset, layers, seed):
+def run(dataset, layers, seed, token_count):
     origin = provenance()
     x_train, y_train = load_dataset(dataset, "train")
     x_test, y_test = load_dataset(dataset, "test")
     start = time.perf_counter()
     model = CPGBN(layers=layers, vocab_size=dataset_info(dataset)["vocab_size"] + 1,
-                  n_iter=200, burn_in=150, random_state=seed)
+                  n_iter=200, burn_in=150, random_state=seed, token_count=token_count)
     model.fit(x_train)
     train_thetas = model.train_theta_
     test_features = model.transform(x_test, all_layers=True)
@@ -88,6 +94,11 @@ def _lengths(model, texts):
     return np.maximum(corpus.lengths, 1).astype(float)
 
 
+def _score_keys():
+    return {f"{which} | {how} | {name}" for which in ("layer 1", "all layers")
+            for how in NORMALISATIONS for name in CLASSIFIERS}
+
+
 def report(record):
     lines = ["# Classifier study: the same features, different classifiers", "",
              "Made by `experiments/classifier_study.py` (records in `classifier_study.json`). "
@@ -96,9 +107,10 @@ def report(record):
              "(n in the header).", ""]
     groups = {}
     for cell in record["cells"].values():
-        groups.setdefault((cell["dataset"], "-".join(map(str, cell["layers"]))), []).append(cell)
-    for (dataset, layers), cells in sorted(groups.items()):
-        lines += [f"## {dataset.upper()} {layers} (n = {len(cells)}: seeds "
+        groups.setdefault((cell["dataset"], "-".join(map(str, cell["layers"])),
+                           cell["token_count"]), []).append(cell)
+    for (dataset, layers, token_count), cells in sorted(groups.items()):
+        lines += [f"## {dataset.upper()} {layers}, token_count {token_count} (n = {len(cells)}: seeds "
                   f"{', '.join(str(c['seed']) for c in cells)}; commits "
                   f"{', '.join(sorted({c['commit'] for c in cells}))})", "",
                   "| features | normalisation | " + " | ".join(CLASSIFIERS) + " |",
@@ -108,7 +120,8 @@ def report(record):
                 row = []
                 for name in CLASSIFIERS:
                     key = f"{which} | {how} | {name}"
-                    row.append(f"{100 * np.mean([c['scores'][key] for c in cells]):.1f}")
+                    have = [c["scores"][key] for c in cells if key in c["scores"]]
+                    row.append(f"{100 * np.mean(have):.1f}" if len(have) == len(cells) else "-")
                 lines.append(f"| {which} | {how} | " + " | ".join(row) + " |")
         lines.append("")
     OUT.with_suffix(".md").write_text("\n".join(lines))
@@ -119,13 +132,17 @@ def main():
     ap.add_argument("--dataset", default="mr")
     ap.add_argument("--layers", default="200-100-50")
     ap.add_argument("--seeds", default="0,1")
+    ap.add_argument("--token-count", type=int, default=DEFAULT_TOKEN_COUNT)
     args = ap.parse_args()
     record = json.loads(OUT.read_text()) if OUT.exists() else {"cells": {}}
     layers = tuple(int(k) for k in args.layers.split("-"))
     for seed in (int(s) for s in args.seeds.split(",")):
         key = f"{args.dataset}|{args.layers}|seed={seed}"
-        if key not in record["cells"]:
-            record["cells"][key] = run(args.dataset, layers, seed)
+        if args.token_count != 200:  # (the keys of the first runs, all at 200, have no count)
+            key += f"|token_count={args.token_count}"
+        done = record["cells"].get(key)
+        if done is None or set(done["scores"]) != _score_keys():  # new cell, or new columns
+            record["cells"][key] = run(args.dataset, layers, seed, args.token_count)
             write_file_atomically(OUT, lambda fh: fh.write(json.dumps(record, indent=1) + "\n"))
             best = max(record["cells"][key]["scores"].items(), key=lambda kv: kv[1])
             print(f"{key}: authors' classifier "

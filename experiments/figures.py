@@ -4,13 +4,16 @@
   [32, 16], [32, 16, 8] (paper Fig. 3) -> results/fig3_loglik_vs_time.png
 * ``depth``: TREC accuracy (authors' protocol) against depth for first-layer widths 32, 64, 128
   with halving widths above (paper Fig. 4) -> results/fig4_accuracy_vs_depth.png
-* ``width``: one-layer CPGBN on SUBJ (authors' split) for filter widths F = 1..7 (Appendix B)
-  -> results/filter_width_subj.png
+* ``width``: one-layer CPGBN on SUBJ (authors' split, the paper's V = 20000 words) for filter
+  widths F = 1..7 (Appendix B) -> results/filter_width_subj.png
 
 Each part stores its numbers, with provenance, in results/figures.json (resumable: finished
-runs are kept) and redraws its PNG from them.  Timing figures need a quiet machine.
+(configuration, seed) runs are kept; runs of the old vocabulary rule are run again) and redraws
+its PNG from them: mean +- std over the seeds given.  Timing figures need a quiet machine.
 
-    python experiments/figures.py loglik depth width [--seed 0]
+    python experiments/figures.py loglik depth width [--seed 0] [--seeds 0,1,2]
+
+``--seed`` is the loglik run's seed; ``--seeds`` those of depth and width.
 """
 import argparse
 import json
@@ -25,6 +28,7 @@ from cpgbn.evaluate import evaluate
 from cpgbn.evaluate.provenance import provenance
 from cpgbn.io import write_file_atomically
 from cpgbn.text import load_dataset
+from vocab_fix import stale_record
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "results" / "figures.json"
@@ -51,13 +55,16 @@ def loglik(record, seed):
     texts, _ = load_dataset("trec", "train")
     for layers in ((32,), (32, 16), (32, 16, 8)):
         key = "-".join(map(str, layers))
-        if key in part:
+        if key in part and "vocab_size" not in part[key]:
+            del part[key]  # a record of the old layout (before the vocabulary fix)
+        if not _pending(part, key):
             continue
         model = CPGBN(layers=layers, vocab_size=8001, n_iter=300, burn_in=200, random_state=seed)
         model.fit(texts)
         part[key] = dict(loglik_per_token=(model.loglik_trace_ / model.n_train_tokens_).tolist(),
                          seconds=np.cumsum(model.sweep_seconds_).tolist(), seed=seed,
-                         token_count=model.token_count, command="python " + " ".join(sys.argv),
+                         token_count=model.token_count, vocab_size=model.vocab_size,
+                         dataset="trec", protocol="authors", command="python " + " ".join(sys.argv),
                          **provenance())
         save(record)
     p = plt()
@@ -81,58 +88,86 @@ def loglik(record, seed):
     fig.savefig(ROOT / "results" / "fig3_loglik_vs_time.png", dpi=120)
 
 
-def depth(record, seed):
+def _pending(part, key):
+    """Whether a (configuration, seed) run is still to do: missing, or of the old vocabulary rule."""
+    return key not in part or stale_record(part[key])
+
+
+def _mean_std(runs):
+    accuracies = 100 * np.array([r["accuracy"] for r in runs])
+    return accuracies.mean(), accuracies.std(ddof=1) if len(runs) > 1 else 0.0
+
+
+def depth(record, seeds):
     part = record.setdefault("depth", {})
+    for key in [k for k in part if "|" not in k]:
+        del part[key]  # one-seed records of the old layout (before the vocabulary fix)
     for width in (32, 64, 128):
         for depth_ in (1, 2, 3):
             layers = tuple(width // 2 ** t for t in range(depth_))
-            key = "-".join(map(str, layers))
-            if key in part:
-                continue
-            res = evaluate("trec", layers=layers, protocol="authors", seeds=[seed])
-            part[key] = dict(width=width, depth=depth_, accuracy=res["accuracy_mean"],
-                             command="python " + " ".join(sys.argv), commit=res["commit"], seed=seed)
-            save(record)
+            for seed in seeds:
+                key = "-".join(map(str, layers)) + f"|{seed}"
+                if not _pending(part, key):
+                    continue
+                res = evaluate("trec", layers=layers, protocol="authors", seeds=[seed])
+                part[key] = dict(width=width, depth=depth_, accuracy=res["accuracy_mean"],
+                                 token_count=res["token_count"], vocab_size=res["vocab_size"],
+                                 dataset="trec", protocol="authors",
+                                 command="python " + " ".join(sys.argv), commit=res["commit"],
+                                 seed=seed)
+                save(record)
     p = plt()
     fig, ax = p.subplots(figsize=(5, 3.5))
+    runs = [r for r in part.values() if r["seed"] in seeds]
     for width in (32, 64, 128):
-        runs = sorted((r for r in part.values() if r["width"] == width), key=lambda r: r["depth"])
-        ax.plot([r["depth"] for r in runs], [100 * r["accuracy"] for r in runs], "o-",
-                label=f"K_1 = {width}")
+        stats = [_mean_std([r for r in runs if r["width"] == width and r["depth"] == d])
+                 for d in (1, 2, 3)]
+        ax.errorbar([1, 2, 3], [m for m, _ in stats], yerr=[e for _, e in stats], fmt="o-",
+                    capsize=3, label=f"K_1 = {width}")
     ax.set_xlabel("number of layers T")
     ax.set_ylabel("TREC accuracy (%)")
     ax.set_xticks([1, 2, 3])
-    ax.set_title(f"Accuracy vs depth (authors' protocol, seed {seed})")
+    ax.set_title(f"Accuracy vs depth (authors' protocol, token_count {runs[0]['token_count']},\n"
+                 f"mean +- std over {len(seeds)} seeds)", fontsize=10)
     ax.legend()
     fig.tight_layout()
     fig.savefig(ROOT / "results" / "fig4_accuracy_vs_depth.png", dpi=120)
 
 
-def width(record, seed, widths=range(1, 8), vocab=8000, device=None):
-    """SUBJ at V = 8000 words by default: at the paper's 20000 every SUBJ model stays near 68%
-    (results/prior_study.md), which would hide any effect of F."""
+def width(record, seeds, widths=range(1, 8), vocab=20000, device=None):
+    """SUBJ at the paper's V = 20000 words (before the vocabulary fix every SUBJ model sat near
+    68% there, and this study used V = 8000; see results/vocab_ties.md)."""
     part = record.setdefault("filter_width", {})
+    for key in [k for k in part if "|" not in k]:
+        del part[key]  # one-seed records of the old layout (before the vocabulary fix)
     for F in widths:
-        if str(F) in part:
-            continue
-        start = time.perf_counter()
-        res = evaluate("subj", layers=(200,), protocol="authors", seeds=[seed], filter_width=F,
-                       vocab_size=vocab + 1, device=device)
-        part[str(F)] = dict(accuracy=res["accuracy_mean"], seconds=time.perf_counter() - start,
-                            command="python " + " ".join(sys.argv), commit=res["commit"], seed=seed,
-                            vocab=vocab, device=res.get("device"), machine=res["machine"])
-        save(record)
-    if sorted(int(f) for f in part) != list(range(1, 8)):
+        for seed in seeds:
+            key = f"{F}|{seed}"
+            if not _pending(part, key):
+                continue
+            start = time.perf_counter()
+            res = evaluate("subj", layers=(200,), protocol="authors", seeds=[seed],
+                           filter_width=F, vocab_size=vocab + 1, device=device)
+            part[key] = dict(filter_width=F, accuracy=res["accuracy_mean"],
+                             seconds=time.perf_counter() - start, token_count=res["token_count"],
+                             command="python " + " ".join(sys.argv), commit=res["commit"],
+                             seed=seed, vocab=vocab, vocab_size=vocab + 1, dataset="subj",
+                             protocol="authors", device=res.get("device"),
+                             machine=res["machine"])
+            save(record)
+    runs = [r for r in part.values() if r["seed"] in seeds]
+    if sorted({r["filter_width"] for r in runs}) != list(range(1, 8)):
         return  # a partial run (one process of several): plot once all widths are in
     p = plt()
     fig, ax = p.subplots(figsize=(5, 3.5))
-    Fs = sorted(int(f) for f in part)
-    ax.plot(Fs, [100 * part[str(f)]["accuracy"] for f in Fs], "o-", label="cpgbn")
+    stats = [_mean_std([r for r in runs if r["filter_width"] == F]) for F in range(1, 8)]
+    ax.errorbar(range(1, 8), [m for m, _ in stats], yerr=[e for _, e in stats], fmt="o-",
+                capsize=3, label=f"cpgbn (mean +- std, {len(seeds)} seeds)")
     ax.plot(list(PAPER_WIDTH), list(PAPER_WIDTH.values()), "s--", label="paper (CPFA)")
     ax.set_xlabel("filter width F")
     ax.set_ylabel("SUBJ accuracy (%)")
-    vocabs = sorted({part[str(f)].get("vocab", 20000) for f in Fs})
-    ax.set_title(f"One layer of 200 kernels on SUBJ, V = {', '.join(map(str, vocabs))} (seed {seed})")
+    ax.set_title(f"One layer of 200 kernels on SUBJ, V = {vocab}, token_count "
+                 f"{runs[0]['token_count']}", fontsize=10)
     ax.legend()
     fig.tight_layout()
     fig.savefig(ROOT / "results" / "filter_width_subj.png", dpi=120)
@@ -141,7 +176,8 @@ def width(record, seed, widths=range(1, 8), vocab=8000, device=None):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("parts", nargs="*", help="loglik, depth and/or width")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=0, help="loglik: the run's seed")
+    ap.add_argument("--seeds", default="0", help="depth and width: the seeds to run and plot")
     ap.add_argument("--widths", default="1,2,3,4,5,6,7", help="width: the filter widths to run")
     ap.add_argument("--device", default=None, help="width: torch device (default numba)")
     ap.add_argument("--out", default=None, help="record file (default results/figures.json)")
@@ -161,12 +197,14 @@ def main():
             for key, value in entries.items():
                 mine.setdefault(key, value)
         save(record)
+    seeds = [int(s) for s in args.seeds.split(",")]
     for part in args.parts:
         if part == "width":
-            width(record, args.seed, [int(f) for f in args.widths.split(",")],
-                  device=args.device)
+            width(record, seeds, [int(f) for f in args.widths.split(",")], device=args.device)
+        elif part == "depth":
+            depth(record, seeds)
         else:
-            {"loglik": loglik, "depth": depth}[part](record, args.seed)
+            loglik(record, args.seed)
 
 
 if __name__ == "__main__":
