@@ -140,8 +140,8 @@ def width(record, seeds, widths=range(1, 8), vocab=20000, device=None):
     part = record.setdefault("filter_width", {})
     for key in [k for k in part if "|" not in k]:
         del part[key]  # one-seed records of the old layout (before the vocabulary fix)
-    for F in widths:
-        for seed in seeds:
+    for seed in seeds:  # one seed's widths complete first
+        for F in widths:
             key = f"{F}|{seed}"
             if not _pending(part, key):
                 continue
@@ -155,14 +155,16 @@ def width(record, seeds, widths=range(1, 8), vocab=20000, device=None):
                              protocol="authors", device=res.get("device"),
                              machine=res["machine"])
             save(record)
+    # plot the seeds that have every width (a partial run: one process of several, or stopped)
+    seeds = [s for s in seeds if all(f"{F}|{s}" in part for F in range(1, 8))]
+    if not seeds:
+        return
     runs = [r for r in part.values() if r["seed"] in seeds]
-    if sorted({r["filter_width"] for r in runs}) != list(range(1, 8)):
-        return  # a partial run (one process of several): plot once all widths are in
     p = plt()
     fig, ax = p.subplots(figsize=(5, 3.5))
     stats = [_mean_std([r for r in runs if r["filter_width"] == F]) for F in range(1, 8)]
     ax.errorbar(range(1, 8), [m for m, _ in stats], yerr=[e for _, e in stats], fmt="o-",
-                capsize=3, label=f"cpgbn (mean +- std, {len(seeds)} seeds)")
+                capsize=3, label=f"cpgbn (mean +- std, seeds {', '.join(map(str, seeds))})")
     ax.plot(list(PAPER_WIDTH), list(PAPER_WIDTH.values()), "s--", label="paper (CPFA)")
     ax.set_xlabel("filter width F")
     ax.set_ylabel("SUBJ accuracy (%)")

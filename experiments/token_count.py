@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--report", action="store_true", help="only rewrite token_count.md")
     ap.add_argument("--seeds", default="0")
     ap.add_argument("--counts", default="bernoulli-poisson,25,100,200")
     ap.add_argument("--layers", default="200")
@@ -27,7 +28,7 @@ def main():
     out = Path(args.out)
     record = json.loads(out.read_text()) if out.exists() else {"cells": {}}
     layers = tuple(int(x) for x in args.layers.split(","))
-    for count in args.counts.split(","):
+    for count in [] if args.report else args.counts.split(","):
         tc = count if count == "bernoulli-poisson" else int(count)
         key = f"{args.layers}|{count}|{args.seeds}"
         done = record["cells"].get(key)
@@ -72,8 +73,70 @@ def write_report(record, path):
         mark = MARK if any(stale_record(res) for res in cells) else ""
         lines.append(f"| {layers_s} | {count} | {seeds} | {acc.mean():.1f}{std}{mark} | {sweep:.2f} "
                      f"| {commits} |")
+    lines += ["", *across_datasets()]
     add_note(lines)
     path.write_text("\n".join(lines) + "\n")
+
+
+COUNTS = (200, 400, 800, 1600)
+
+
+def across_datasets():
+    """The default's evidence on all three datasets: accuracy % (mean +- std over seeds 0-2) per
+    (dataset, layers, count) at the paper's V and eta = 0.05, authors' protocol, from the
+    records that hold them: this file (TREC), ``prior_study.json`` (SUBJ and MR) and, where a
+    count has no prior_study cells, ``table2.json``.  Never mixes two files in one cell."""
+    import numpy as np
+    results = ROOT / "results"
+    token = json.loads((results / "token_count.json").read_text())["cells"]
+    prior = json.loads((results / "prior_study.json").read_text())["cells"]
+    table2 = json.loads((results / "table2.json").read_text())["cells"]
+    seeds = (0, 1, 2)
+
+    def from_token(layers, count):
+        runs = {r["seed"]: r["accuracy"] for key, res in token.items()
+                if key.split("|")[:2] == [",".join(map(str, layers)), str(count)]
+                for r in res["runs"]}
+        return [runs[s] for s in seeds if s in runs], "token_count.json"
+
+    def from_prior(dataset, layers, count):
+        name = "-".join(map(str, layers))
+        accs = [prior[k]["accuracy_mean"] for s in seeds
+                if (k := f"{dataset}|{name}|20000|{count}|0.05|seed={s}") in prior]
+        return accs, "prior_study.json"
+
+    def from_table2(dataset, layers, count):
+        name = "-".join(map(str, layers))
+        accs = [table2[k]["accuracy_mean"] for s in seeds
+                if (k := f"authors|{dataset}|cpgbn|{name}|tc={count}|seed={s}") in table2]
+        return accs, "table2.json"
+
+    lines = ["## All three datasets (the choice of the default)", "",
+             "Authors' protocol, the paper's V (TREC 8000, SUBJ and MR 20000 words), eta = 0.05, "
+             "seeds 0, 1, 2 (n shown when fewer); each cell from one record file "
+             "(TREC: this study; SUBJ and MR: `prior_study.json`, else `table2.json`).", "",
+             "| dataset | layers | " + " | ".join(f"count {c}" for c in COUNTS) + " |",
+             "|---|---|" + "---|" * len(COUNTS)]
+    for dataset in ("trec", "subj", "mr"):
+        for layers in ((200,), (200, 100), (200, 100, 50)):
+            row = []
+            for count in COUNTS:
+                if dataset == "trec":
+                    accs, _ = from_token(layers, count)
+                else:
+                    accs, _ = from_prior(dataset, layers, count)
+                    if not accs:
+                        accs, _ = from_table2(dataset, layers, count)
+                acc = 100 * np.array(accs)
+                if len(acc) == 0:
+                    row.append("-")
+                    continue
+                text = f"{acc.mean():.1f}" + (f" +- {acc.std(ddof=1):.1f}" if len(acc) > 1 else "")
+                row.append(text + (f" (n={len(acc)})" if len(acc) < len(seeds) else ""))
+            if set(row) != {"-"}:
+                lines.append(f"| {dataset.upper()} | {'-'.join(map(str, layers))} | "
+                             + " | ".join(row) + " |")
+    return lines
 
 
 if __name__ == "__main__":

@@ -30,9 +30,18 @@ def evaluation_table() -> str:
 
 
 def table_lines(path: Path) -> str:
-    """A report's table, and the note on old-vocabulary results when it has one."""
-    return "\n".join(line for line in path.read_text().splitlines()
-                     if line.startswith("|") or line.startswith(MARK))
+    """A report's tables (a blank line between two), and the note on old-vocabulary results
+    when it has one."""
+    kept, gap = [], False
+    for line in path.read_text().splitlines():
+        if line.startswith("|") or line.startswith(MARK):
+            if gap and kept:
+                kept.append("")
+            kept.append(line)
+            gap = False
+        else:
+            gap = True
+    return "\n".join(kept)
 
 
 def token_count_table() -> str:
