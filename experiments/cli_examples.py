@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from cpgbn import CPGBN
 from cpgbn.evaluate.provenance import provenance
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,11 +51,14 @@ def main():
         text = cpgbn(*argv)
         (OUT / f"{name}.txt").write_text(f"$ {shown(argv)}\n{text}")
         print(f"wrote results/examples/{name}.txt")
+    model = CPGBN.load(model_dir)
     (OUT / "README.md").write_text(
         "# Example terminal output (TREC)\n\n"
         f"Made by `python experiments/cli_examples.py` at commit {origin['commit']} "
         f"({origin['date']}, {origin['machine']}). The model: `{shown(fit).replace(' --quiet', '')}` "
-        "(three layers 200-100-50, F = 3, V = 8000, token_count = 200, 200 sweeps).\n")
+        f"(three layers {'-'.join(map(str, model.layers))}, F = {model.filter_width}, "
+        f"{model.vocab_size} vocabulary rows with <unk>, token_count = {model.token_count}, "
+        f"{model.n_iter} sweeps).\n")
 
 
 if __name__ == "__main__":
