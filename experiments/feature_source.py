@@ -28,6 +28,7 @@ from cpgbn.evaluate.provenance import provenance
 from cpgbn.io import write_file_atomically
 from cpgbn.model import CPGBN, DEFAULT_TOKEN_COUNT
 from cpgbn.text.datasets import load_dataset
+from reports import mean_std
 from vocab_fix import MARK, add_note, stale_record
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -95,13 +96,10 @@ def report(record):
         cells = sorted(groups[config], key=lambda c: c["seed"])
         chain = np.array([100 * c["accuracy"]["chain"] for c in cells])
         inferred = np.array([100 * c["accuracy"]["inferred"] for c in cells])
-
-        def fmt(values):
-            return f"{values.mean():.1f}" + (f" +- {values.std(ddof=1):.1f}" if len(values) > 1 else "")
         mark = MARK if any(stale_record(c) for c in cells) else ""
         lines.append(f"| {dataset.upper()} | {layers} | {vocab} | {sweeps} | "
-                     f"{','.join(str(c['seed']) for c in cells)}{mark} | {fmt(chain)} | {fmt(inferred)} | "
-                     f"{fmt(inferred - chain)} | {PAPER.get(dataset, '') if layers == '200-100-50' else ''} |")
+                     f"{','.join(str(c['seed']) for c in cells)}{mark} | {mean_std(chain)} | {mean_std(inferred)} | "
+                     f"{mean_std(inferred - chain)} | {PAPER.get(dataset, '') if layers == '200-100-50' else ''} |")
     add_note(lines)
     OUT.with_suffix(".md").write_text("\n".join(lines) + "\n")
 

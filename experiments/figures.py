@@ -51,12 +51,10 @@ def plt():
 
 
 def loglik(record, seed):
-    part = record.setdefault("loglik", {})
+    part = _current_layout(record, "loglik")
     texts, _ = load_dataset("trec", "train")
     for layers in ((32,), (32, 16), (32, 16, 8)):
         key = "-".join(map(str, layers))
-        if key in part and "vocab_size" not in part[key]:
-            del part[key]  # a record of the old layout (before the vocabulary fix)
         if not _pending(part, key):
             continue
         model = CPGBN(layers=layers, vocab_size=8001, n_iter=300, burn_in=200, random_state=seed)
@@ -88,6 +86,15 @@ def loglik(record, seed):
     fig.savefig(ROOT / "results" / "fig3_loglik_vs_time.png", dpi=120)
 
 
+def _current_layout(record, name):
+    """The part's records, without those of the layout before the vocabulary fix (one seed per
+    configuration, no ``vocab_size``), which are all of the old vocabulary rule."""
+    part = record.setdefault(name, {})
+    for key in [k for k, run in part.items() if "vocab_size" not in run]:
+        del part[key]
+    return part
+
+
 def _pending(part, key):
     """Whether a (configuration, seed) run is still to do: missing, or of the old vocabulary rule."""
     return key not in part or stale_record(part[key])
@@ -99,9 +106,7 @@ def _mean_std(runs):
 
 
 def depth(record, seeds):
-    part = record.setdefault("depth", {})
-    for key in [k for k in part if "|" not in k]:
-        del part[key]  # one-seed records of the old layout (before the vocabulary fix)
+    part = _current_layout(record, "depth")
     for width in (32, 64, 128):
         for depth_ in (1, 2, 3):
             layers = tuple(width // 2 ** t for t in range(depth_))
@@ -137,9 +142,7 @@ def depth(record, seeds):
 def width(record, seeds, widths=range(1, 8), vocab=20000, device=None):
     """SUBJ at the paper's V = 20000 words (before the vocabulary fix every SUBJ model sat near
     68% there, and this study used V = 8000; see results/vocab_ties.md)."""
-    part = record.setdefault("filter_width", {})
-    for key in [k for k in part if "|" not in k]:
-        del part[key]  # one-seed records of the old layout (before the vocabulary fix)
+    part = _current_layout(record, "filter_width")
     for seed in seeds:  # one seed's widths complete first
         for F in widths:
             key = f"{F}|{seed}"
@@ -151,7 +154,7 @@ def width(record, seeds, widths=range(1, 8), vocab=20000, device=None):
             part[key] = dict(filter_width=F, accuracy=res["accuracy_mean"],
                              seconds=time.perf_counter() - start, token_count=res["token_count"],
                              command="python " + " ".join(sys.argv), commit=res["commit"],
-                             seed=seed, vocab=vocab, vocab_size=vocab + 1, dataset="subj",
+                             seed=seed, vocab_size=vocab + 1, dataset="subj",
                              protocol="authors", device=res.get("device"),
                              machine=res["machine"])
             save(record)

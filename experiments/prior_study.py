@@ -29,6 +29,7 @@ import numpy as np
 
 from cpgbn.evaluate import evaluate
 from cpgbn.io import write_file_atomically
+from reports import mean_std
 from vocab_fix import MARK, add_note, stale_record
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -104,11 +105,10 @@ def report(record, path):
             layers = f"{layers}, {config[7]}"
         cells = groups[config]
         acc = np.array([100 * c["accuracy_mean"] for c in cells])
-        std = f" +- {acc.std(ddof=1):.1f}" if len(acc) > 1 else ""
         devices = sorted({str(c.get("device") or "numba") for c in cells})
         mark = MARK if any(stale_record(c) for c in cells) else ""
         lines.append(f"| {dataset.upper()} | {layers} | {V} | {tc} | {eta:g} | {eta * V * 3:g} | "
-                     f"{acc.mean():.1f}{std}{mark} | {len(acc)} | {', '.join(devices)} |")
+                     f"{mean_std(acc)}{mark} | {len(acc)} | {', '.join(devices)} |")
     add_note(lines)
     path.with_suffix(".md").write_text("\n".join(lines) + "\n")
 

@@ -25,6 +25,7 @@ import numpy as np
 from cpgbn.evaluate import evaluate
 from cpgbn.io import write_file_atomically
 from cpgbn.model import DEFAULT_TOKEN_COUNT
+from reports import mean_std
 from vocab_fix import MARK, add_note, stale_record
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -113,9 +114,8 @@ def report(record):
                 times.append("-")
                 continue
             acc = np.array([100 * c["accuracy_mean"] for c in cells])
-            std = f" +- {acc.std(ddof=1):.1f}" if len(acc) > 1 else ""
             mark = MARK if any(stale_record(c) for c in cells) else ""
-            cols.append(f"{acc.mean():.1f}{std} (n={len(acc)}){mark}{ref}")
+            cols.append(f"{mean_std(acc)} (n={len(acc)}){mark}{ref}")
             gpu = "*" if any(str(c.get("device") or "").startswith("cuda") for c in cells) else (
                 "+" if any(not c.get("machine", "").startswith(LOCAL_MACHINE) for c in cells) else "")
             times.append(f"{np.mean([c['runs'][0]['median_sweep_seconds'] for c in cells]):.2f}{gpu}")

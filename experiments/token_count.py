@@ -11,7 +11,10 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 from cpgbn.evaluate import evaluate
+from reports import mean_std
 from vocab_fix import MARK, add_note, stale_record
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,7 +51,6 @@ def main():
 
 def write_report(record, path):
     """One row per (layers, token_count), pooling the seeds of every cell."""
-    import numpy as np
     groups = {}
     for key, res in record["cells"].items():
         layers_s, count, _ = key.split("|")
@@ -67,11 +69,10 @@ def write_report(record, path):
         runs = [r for res in cells for r in res["runs"]]
         acc = np.array([100 * r["accuracy"] for r in runs])
         seeds = ",".join(str(r["seed"]) for r in runs)
-        std = f" +- {acc.std(ddof=1):.1f}" if len(acc) > 1 else ""
         sweep = np.mean([r["median_sweep_seconds"] for r in runs])
         commits = ",".join(sorted({res["commit"] for res in cells}))
         mark = MARK if any(stale_record(res) for res in cells) else ""
-        lines.append(f"| {layers_s} | {count} | {seeds} | {acc.mean():.1f}{std}{mark} | {sweep:.2f} "
+        lines.append(f"| {layers_s} | {count} | {seeds} | {mean_std(acc)}{mark} | {sweep:.2f} "
                      f"| {commits} |")
     lines += ["", *across_datasets()]
     add_note(lines)
@@ -86,30 +87,28 @@ def across_datasets():
     (dataset, layers, count) at the paper's V and eta = 0.05, authors' protocol, from the
     records that hold them: this file (TREC), ``prior_study.json`` (SUBJ and MR) and, where a
     count has no prior_study cells, ``table2.json``.  Never mixes two files in one cell."""
-    import numpy as np
+    import prior_study
+    import table2
     results = ROOT / "results"
     token = json.loads((results / "token_count.json").read_text())["cells"]
     prior = json.loads((results / "prior_study.json").read_text())["cells"]
-    table2 = json.loads((results / "table2.json").read_text())["cells"]
+    cells2 = json.loads((results / "table2.json").read_text())["cells"]
     seeds = (0, 1, 2)
 
     def from_token(layers, count):
         runs = {r["seed"]: r["accuracy"] for key, res in token.items()
                 if key.split("|")[:2] == [",".join(map(str, layers)), str(count)]
                 for r in res["runs"]}
-        return [runs[s] for s in seeds if s in runs], "token_count.json"
+        return [runs[s] for s in seeds if s in runs]
 
     def from_prior(dataset, layers, count):
-        name = "-".join(map(str, layers))
-        accs = [prior[k]["accuracy_mean"] for s in seeds
-                if (k := f"{dataset}|{name}|20000|{count}|0.05|seed={s}") in prior]
-        return accs, "prior_study.json"
+        keys = [prior_study.key_of(dataset, "-".join(map(str, layers)), 20000, count, 0.05, s)
+                for s in seeds]
+        return [prior[k]["accuracy_mean"] for k in keys if k in prior]
 
     def from_table2(dataset, layers, count):
-        name = "-".join(map(str, layers))
-        accs = [table2[k]["accuracy_mean"] for s in seeds
-                if (k := f"authors|{dataset}|cpgbn|{name}|tc={count}|seed={s}") in table2]
-        return accs, "table2.json"
+        keys = [table2.key_of("authors", dataset, "cpgbn", layers, s, count) for s in seeds]
+        return [cells2[k]["accuracy_mean"] for k in keys if k in cells2]
 
     lines = ["## All three datasets (the choice of the default)", "",
              "Authors' protocol, the paper's V (TREC 8000, SUBJ and MR 20000 words), eta = 0.05, "
@@ -122,22 +121,18 @@ def across_datasets():
             row = []
             for count in COUNTS:
                 if dataset == "trec":
-                    accs, _ = from_token(layers, count)
+                    accs = from_token(layers, count)
                 else:
-                    accs, _ = from_prior(dataset, layers, count)
-                    if not accs:
-                        accs, _ = from_table2(dataset, layers, count)
-                acc = 100 * np.array(accs)
-                if len(acc) == 0:
+                    accs = from_prior(dataset, layers, count) or from_table2(dataset, layers, count)
+                if not accs:
                     row.append("-")
                     continue
-                text = f"{acc.mean():.1f}" + (f" +- {acc.std(ddof=1):.1f}" if len(acc) > 1 else "")
-                row.append(text + (f" (n={len(acc)})" if len(acc) < len(seeds) else ""))
+                row.append(mean_std(100 * np.array(accs))
+                           + (f" (n={len(accs)})" if len(accs) < len(seeds) else ""))
             if set(row) != {"-"}:
                 lines.append(f"| {dataset.upper()} | {'-'.join(map(str, layers))} | "
                              + " | ".join(row) + " |")
     return lines
-
 
 if __name__ == "__main__":
     main()

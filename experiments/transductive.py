@@ -23,6 +23,7 @@ import numpy as np
 
 from cpgbn.evaluate import evaluate
 from cpgbn.io import write_file_atomically
+from reports import mean_std
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "results" / "transductive.json"
@@ -60,9 +61,8 @@ def report(record, path):
     for config in sorted(groups):
         dataset, layers, protocol, features = config
         acc = np.array([100 * c["accuracy_mean"] for c in groups[config]])
-        std = f" +- {acc.std(ddof=1):.1f}" if len(acc) > 1 else ""
         paper = PAPER.get((dataset, layers))
-        lines.append(f"| {dataset.upper()} | {layers} | {protocol} | {features} | {acc.mean():.1f}{std} "
+        lines.append(f"| {dataset.upper()} | {layers} | {protocol} | {features} | {mean_std(acc)} "
                      f"| {len(acc)} | {paper if paper is not None else ''} |")
     path.with_suffix(".md").write_text("\n".join(lines) + "\n")
 
