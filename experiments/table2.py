@@ -13,6 +13,8 @@ configuration as mean +- std over its seeds beside the paper's figure.
                                      # cells that replace results of the old vocabulary rule)
     python experiments/table2.py --features inferred  # training features inferred with the
                                      # globals fixed, like the test features (see evaluate())
+    python experiments/table2.py --protocols paper --paper-datasets mr --datasets mr \
+        --models cpgbn --layers 200-100-50   # MR by the paper's 10-fold CV (10 fits per seed)
 """
 import argparse
 import json
@@ -45,10 +47,10 @@ CONFIGS = [("cpgbn", (200,), None), ("cpgbn", (200, 100), None), ("cpgbn", (200,
            ("pgbn", (200,), "same"), ("pgbn", (200, 100, 50), "same")]
 
 
-def plan(datasets, seeds, protocols):
+def plan(datasets, seeds, protocols, paper_datasets=("trec",)):
     for protocol in protocols:
         for dataset in datasets:
-            if protocol == "paper" and dataset != "trec":
+            if protocol == "paper" and dataset not in paper_datasets:
                 continue
             for model, layers, tc in CONFIGS:
                 if protocol == "paper" and model != "cpgbn":
@@ -136,6 +138,11 @@ def main():
     ap.add_argument("--token-count", default=str(DEFAULT_TOKEN_COUNT))
     ap.add_argument("--report", action="store_true")
     ap.add_argument("--models", default="cpgbn,pgbn,lda", help="which of CONFIGS' models to run")
+    ap.add_argument("--layers", default=None,
+                    help="only these of CONFIGS' layer sizes, e.g. 200,200-100-50 (default: all)")
+    ap.add_argument("--paper-datasets", default="trec",
+                    help="datasets run under the paper's protocol (MR and SUBJ by 10-fold CV cost "
+                         "ten fits per seed, so only TREC by default)")
     ap.add_argument("--vocab", type=int, default=None,
                     help="words in the vocabulary (default: the paper's V_pre per dataset)")
     ap.add_argument("--device", default=None,
@@ -162,8 +169,10 @@ def main():
         tc = args.token_count if args.token_count == "bernoulli-poisson" else int(args.token_count)
         for protocol, dataset, model, layers, config_tc, seed in plan(
                 args.datasets.split(","), [int(s) for s in args.seeds.split(",")],
-                args.protocols.split(",")):
+                args.protocols.split(","), args.paper_datasets.split(",")):
             if model not in args.models.split(","):
+                continue
+            if args.layers and "-".join(map(str, layers)) not in args.layers.split(","):
                 continue
             model_tc = tc if config_tc in (None, "same") else config_tc
             key = key_of(protocol, dataset, model, layers, seed, model_tc, args.vocab, args.features)
