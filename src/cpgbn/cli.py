@@ -128,7 +128,10 @@ def cmd_topics(args) -> int:
         if bad:
             raise CPGBNInputError(f"--ids: the model has kernels 0..{n_kernels - 1}, got {bad}")
     rows = sort_kernels(kernel_table(model, top_words=args.top, top_phrases=args.phrases,
-                                     hide_unknown=not args.show_unknown), args.sort)
+                                     hide_unknown=not args.show_unknown,
+                                     min_column_share=args.min_column_share), args.sort)
+    if args.min_columns is not None:
+        rows = [row for row in rows if row.n_shown >= args.min_columns]
     if args.ids is not None:
         by_id = {row.kernel: row for row in rows}
         rows = [by_id[k] for k in args.ids]
@@ -148,8 +151,8 @@ def cmd_tree(args) -> int:
         weights = model.globals_.r if layer == len(model.layers_) else None
         order = list(topics) if weights is None else list(weights.argsort()[::-1])
         topics = order[:args.topics]
-    nodes = [model.tree(layer=layer, topic=int(k), children=args.children, top_n=args.top)
-             for k in topics]
+    nodes = [model.tree(layer=layer, topic=int(k), children=args.children, top_n=args.top,
+                        min_column_share=args.min_column_share) for k in topics]
     for node in nodes:
         print(format_tree(node))
         print()
@@ -203,6 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
                                   "topic models fitted by Gibbs sampling.")
     parser.add_argument("--version", action="version", version=f"cpgbn {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
+    from .cli_explain import _positive as _positive_int, add_column_share_arg
 
     p = sub.add_parser("fit", help="fit a model and save it",
                        description="Fit CPGBN on DATA (a file or a dataset name) and save it.")
@@ -254,6 +258,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--phrases", type=int, default=3, help="best phrases per kernel (default 3)")
     p.add_argument("--sort", choices=["usage", "sharpness", "kernel"], default="usage",
                    help="order of the kernels (default: usage, most used first)")
+    add_column_share_arg(p)
+    p.add_argument("--min-columns", type=_positive_int, default=None, metavar="N",
+                   help="only kernels with at least N shown columns (2: phrase kernels, not "
+                        "single words)")
     p.set_defaults(func=cmd_topics)
 
     p = sub.add_parser("tree", help="topic trees of a saved model",
@@ -266,6 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--children", type=int, default=3, help="children per node (default 3)")
     p.add_argument("--top", type=int, default=3, help="words per phrase column (default 3)")
     p.add_argument("--svg", default=None, metavar="TREES.svg", help="also draw the trees into this SVG file")
+    add_column_share_arg(p)
     p.set_defaults(func=cmd_tree)
 
     from .cli_download import add_parser as add_download_parser

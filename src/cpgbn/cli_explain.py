@@ -22,6 +22,25 @@ def _window(text: str):
             f"window must be a positive integer or 'doc', got {text!r}") from None
 
 
+def column_share(text: str) -> float:
+    """argparse type of ``--min-column-share``: a fraction in [0, 1)."""
+    import argparse
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a fraction in [0, 1), got {text!r}")
+    return value
+
+
+def add_column_share_arg(p) -> None:
+    from .explain.hierarchy import MIN_COLUMN_SHARE
+    p.add_argument("--min-column-share", type=column_share, default=MIN_COLUMN_SHARE, metavar="S",
+                   help="hide a phrase column holding less than this share of its kernel's or "
+                        f"topic's mass, printing _ instead (default {MIN_COLUMN_SHARE}; 0 shows all)")
+
+
 def _positive(text: str) -> int:
     import argparse
     try:
@@ -57,7 +76,8 @@ def cmd_report(args) -> int:
                         children=args.children, tree_layer=args.layer, npmi=not args.no_npmi,
                         lda=not args.no_lda, window=args.window, lda_iter=args.lda_iter,
                         sweeps=args.sweeps, burn_in=args.sweeps // 2,
-                        hide_unknown=not args.show_unknown)
+                        hide_unknown=not args.show_unknown,
+                        min_column_share=args.min_column_share)
     write_report(html, out)
     print(f"wrote {out} ({len(html.encode('utf-8')) / 1024:.0f} KiB)")
     return 0
@@ -68,7 +88,7 @@ def cmd_summary(args) -> int:
     model, texts, labels = _load(args)
     text = summary_text(model, texts, top=args.top, npmi=not args.no_npmi, lda=not args.no_lda,
                         window=args.window, lda_iter=args.lda_iter, sweeps=args.sweeps,
-                        labels=labels)
+                        labels=labels, min_column_share=args.min_column_share)
     print(text)
     return 0
 
@@ -111,6 +131,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--sweeps", type=_positive, default=10,
                    help="inference sweeps on DATA for the corpus phrases (half burn-in; default 10)")
     p.add_argument("--show-unknown", action="store_true", help="include the out-of-vocabulary token")
+    add_column_share_arg(p)
     _add_coherence_args(p)
     p.set_defaults(func=cmd_report)
 
@@ -124,5 +145,6 @@ def add_parsers(sub) -> None:
     p.add_argument("--sweeps", type=_positive, default=10,
                    help="inference sweeps on DATA for phrase widths and corpus phrases "
                         "(half burn-in; default 10)")
+    add_column_share_arg(p)
     _add_coherence_args(p)
     p.set_defaults(func=cmd_summary)

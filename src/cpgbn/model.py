@@ -394,17 +394,23 @@ class CPGBN(TransformerMixin, BaseEstimator):
         return top_words_per_column(phrase_matrix(self.globals_, layer, index), self.vocabulary_,
                                     top_n, hide_unknown)
 
-    def tree(self, layer: int | None = None, topic: int = 0, children: int = 3, top_n: int = 3):
+    def tree(self, layer: int | None = None, topic: int = 0, children: int = 3, top_n: int = 3,
+             min_column_share: float | None = None):
         """The topic tree below ``topic`` of ``layer`` (default: the top layer), down to layer 1.
+
+        Phrase columns with less than ``min_column_share`` of a topic's mass (default
+        ``cpgbn.explain.MIN_COLUMN_SHARE``; 0 shows all) are left empty and printed as ``_``.
 
         Returns a :class:`cpgbn.explain.TopicNode`; ``str(cpgbn.explain.format_tree(node))``
         renders it as text.
         """
-        from .explain import topic_tree
+        from .explain import MIN_COLUMN_SHARE, topic_tree
         self._check_fitted()
         layer = len(self.layers_) if layer is None else _check_int("layer", layer, 1)
+        share = MIN_COLUMN_SHARE if min_column_share is None else min_column_share
         return topic_tree(self.globals_, self.vocabulary_, layer, _check_int("topic", topic, 0),
-                          _check_int("children", children, 1), _check_int("top_n", top_n, 1))
+                          _check_int("children", children, 1), _check_int("top_n", top_n, 1),
+                          min_column_share=share)
 
     def summary(self, X=None, *, file=None, **kwargs) -> None:
         """Print the model's essentials on one screen: model, training, usage, the most used

@@ -1,8 +1,8 @@
 """Looking at a fitted model: phrase tables per kernel and per topic, topic trees."""
 from .coherence import (CoherenceResult, assigned_topic_words, cooccurrence, kernel_topic_words, lda_topic_words,
                         model_coherence, npmi, phrase_topic_words)
-from .hierarchy import (TopicNode, check_layer, format_tree, kernel_weights, phrase_matrix, top_words_per_column,
-                        topic_tree)
+from .hierarchy import (HIDDEN, MIN_COLUMN_SHARE, TopicNode, check_layer, column_mass, format_columns, format_tree,
+                        kernel_weights, phrase_matrix, top_words_per_column, topic_tree)
 from .phrases import (KernelAssignments, KernelSummary, Phrase, assign_kernels, best_phrases, corpus_phrases,
                       format_kernel_table, kernel_table, phrases_from_columns, sharpness, sort_kernels,
                       top_corpus_phrases)
@@ -11,7 +11,7 @@ from .report import build_report, write_report
 from .summary import summary_facts, summary_text
 
 __all__ = ["TopicNode", "check_layer", "format_tree", "kernel_weights", "phrase_matrix", "top_words_per_column",
-           "topic_tree",
+           "topic_tree", "HIDDEN", "MIN_COLUMN_SHARE", "column_mass", "format_columns",
            "Phrase", "best_phrases", "phrases_from_columns", "sharpness", "KernelAssignments", "assign_kernels",
            "corpus_phrases", "top_corpus_phrases", "KernelSummary", "kernel_table", "sort_kernels",
            "format_kernel_table",

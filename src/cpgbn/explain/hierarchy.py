@@ -4,6 +4,13 @@ A topic k of layer t is a distribution over layer-1 kernels, u = Phi^(2) Phi^(3)
 (each Phi column is on the simplex, so u is too).  Its phrase view is the mixture of kernels
 sum_k1 u_k1 D_k1, a V x F matrix whose columns are what the topic puts at each of the F
 positions of a phrase.  At layer 1 the topic is the kernel itself.
+
+Near-empty columns.  D_k is one Dirichlet draw over all V x F entries, so a column's total
+mass, sum_v D_k[v, f], is the share of the kernel's counts written at column f (plus the prior's
+eta V).  Many kernels put nearly all their counts on one or two columns; their other columns are
+then the prior plus a handful of rare words, and listing those words makes a phrase such as
+"rick 's capital" out of a kernel that writes "'s".  Every display hides a column whose share
+is below ``min_column_share`` (``MIN_COLUMN_SHARE`` by default) and prints ``HIDDEN`` in its place.
 """
 
 from __future__ import annotations
@@ -15,6 +22,11 @@ import numpy as np
 from ..errors import CPGBNInputError
 from ..inference.state import GlobalParameters
 from ..text.vocabulary import OOV_ID, Vocabulary
+
+MIN_COLUMN_SHARE = 0.1
+"""Displays hide a phrase column that carries less than this share of the topic's mass."""
+HIDDEN = "_"
+"""What a display prints for a hidden (near-empty) column."""
 
 
 def check_layer(layers: tuple[int, ...], layer: int) -> int:
@@ -43,11 +55,34 @@ def phrase_matrix(g: GlobalParameters, layer: int, topic: int) -> np.ndarray:
     return np.tensordot(g.D.astype(np.float64), u, axes=([2], [0]))
 
 
+def column_mass(matrix: np.ndarray) -> np.ndarray:
+    """(F,): each column's share of a V x F matrix's total mass (sums to 1; zeros if empty)."""
+    totals = np.asarray(matrix, dtype=np.float64).sum(axis=0)
+    grand = totals.sum()
+    return totals / grand if grand > 0 else np.zeros_like(totals)
+
+
+def check_min_column_share(value) -> float:
+    value = float(value)
+    if not 0.0 <= value < 1.0:
+        raise CPGBNInputError(f"min_column_share must be in [0, 1), got {value}")
+    return value
+
+
 def top_words_per_column(matrix: np.ndarray, vocabulary: Vocabulary, top_n: int,
-                         hide_unknown: bool = True) -> list[list[tuple[str, float]]]:
-    """For each column f of a V x F matrix: the top_n (word, probability within the column)."""
+                         hide_unknown: bool = True, min_column_share: float = 0.0
+                         ) -> list[list[tuple[str, float]]]:
+    """For each column f of a V x F matrix: the top_n (word, probability within the column).
+
+    A column with less than ``min_column_share`` of the matrix's mass is returned empty (a
+    near-empty column, see the module's docstring)."""
+    min_column_share = check_min_column_share(min_column_share)
+    shares = column_mass(matrix)
     columns = []
     for f in range(matrix.shape[1]):
+        if shares[f] < min_column_share or shares[f] == 0:
+            columns.append([])
+            continue
         col = matrix[:, f] / matrix[:, f].sum()
         order = np.argsort(-col, kind="stable")
         if hide_unknown:
@@ -68,7 +103,7 @@ class TopicNode:
     children: list["TopicNode"] = field(default_factory=list)
 
     def phrase(self) -> str:
-        return " ".join(col[0][0] for col in self.columns if col)
+        return " ".join(col[0][0] if col else HIDDEN for col in self.columns)
 
     def to_dict(self) -> dict:
         return {"layer": self.layer, "topic": self.topic, "weight": self.weight,
@@ -77,15 +112,18 @@ class TopicNode:
 
 
 def topic_tree(g: GlobalParameters, vocabulary: Vocabulary, layer: int, topic: int,
-               children: int = 3, top_n: int = 3, hide_unknown: bool = True) -> TopicNode:
+               children: int = 3, top_n: int = 3, hide_unknown: bool = True,
+               min_column_share: float = MIN_COLUMN_SHARE) -> TopicNode:
     """The tree below a topic: at each level the ``children`` heaviest topics of the layer below
-    (by the Phi column of the parent), down to layer 1, each labelled by its phrase columns."""
+    (by the Phi column of the parent), down to layer 1, each labelled by its phrase columns
+    (near-empty columns hidden, see the module's docstring)."""
     if children < 1:
         raise CPGBNInputError(f"children must be >= 1, got {children}")
 
     def build(t: int, k: int, weight: float) -> TopicNode:
         node = TopicNode(t, k, weight,
-                         top_words_per_column(phrase_matrix(g, t, k), vocabulary, top_n, hide_unknown))
+                         top_words_per_column(phrase_matrix(g, t, k), vocabulary, top_n, hide_unknown,
+                                              min_column_share))
         if t > 1:
             column = g.phi[t - 2][:, k]
             for child in np.argsort(-column, kind="stable")[:children]:
@@ -96,9 +134,14 @@ def topic_tree(g: GlobalParameters, vocabulary: Vocabulary, layer: int, topic: i
     return build(layer, topic, 1.0)
 
 
+def format_columns(columns: list[list[tuple[str, float]]], sep: str = "  |  ") -> str:
+    """Columns as text: each column's words joined by " / ", ``HIDDEN`` for a hidden column."""
+    return sep.join(" / ".join(w for w, _ in col) if col else HIDDEN for col in columns)
+
+
 def format_tree(node: TopicNode, indent: str = "") -> str:
     """Plain-text rendering of a topic tree, one node per line."""
-    columns = "  |  ".join(" / ".join(w for w, _ in col) for col in node.columns)
+    columns = format_columns(node.columns)
     lines = [f"{indent}layer {node.layer} topic {node.topic} ({node.weight:.2f}): {node.phrase()}"
              f"    [{columns}]"]
     for child in node.children:

@@ -15,6 +15,11 @@ the F positions of a phrase; the paper's Table 3):
 * :func:`sharpness` -- a score of how peaked the kernel is (mean over columns of the largest
   word probability), so that tables can be sorted by interpretability, not only by usage.
 
+Columns that carry less than ``min_column_share`` of the kernel's mass are shown as ``_``
+(:data:`~cpgbn.explain.hierarchy.HIDDEN`): they hold the prior and a few rare words, not what the
+kernel writes (see :mod:`cpgbn.explain.hierarchy`).  The low-level functions hide nothing by
+default; :func:`kernel_table` and the command line hide below ``MIN_COLUMN_SHARE``.
+
 The out-of-vocabulary token ``<unk>`` (id 0) is a real row of every kernel; it is hidden by
 default: it is never a word of a best phrase, corpus F-grams containing it are skipped, and
 it does not count towards sharpness.
@@ -29,7 +34,7 @@ import numpy as np
 from ..errors import CPGBNInputError
 from ..text.corpus import Corpus
 from ..text.vocabulary import OOV_ID, Vocabulary
-from .hierarchy import top_words_per_column
+from .hierarchy import HIDDEN, MIN_COLUMN_SHARE, check_min_column_share, column_mass, top_words_per_column
 
 
 @dataclass(frozen=True)
@@ -78,13 +83,29 @@ def beam_search(log_columns: list[tuple[np.ndarray, np.ndarray]], beam: int
     return prefixes
 
 
+def shown_columns(matrix: np.ndarray, min_column_share: float) -> np.ndarray:
+    """Indices of the columns of a V x F matrix with at least ``min_column_share`` of its mass."""
+    shares = column_mass(matrix)
+    return np.flatnonzero((shares >= check_min_column_share(min_column_share)) & (shares > 0))
+
+
+def _with_hidden(words: tuple[str, ...], shown: np.ndarray, n_columns: int) -> tuple[str, ...]:
+    """Spread the words of the shown columns over all columns, ``HIDDEN`` elsewhere."""
+    full = [HIDDEN] * n_columns
+    for f, word in zip(shown, words):
+        full[f] = word
+    return tuple(full)
+
+
 def best_phrases(matrix: np.ndarray, vocabulary: Vocabulary, top_n: int = 3, beam: int = 10,
-                 hide_unknown: bool = True) -> list[Phrase]:
+                 hide_unknown: bool = True, min_column_share: float = 0.0) -> list[Phrase]:
     """The ``top_n`` most probable phrases of a V x F kernel (or of any topic's phrase matrix).
 
     Beam search over the F columns maximising sum_f log p(v_f | f); each column offers its
     ``beam`` most probable words (``<unk>`` excluded unless ``hide_unknown=False``).  The beam
-    is widened to ``top_n`` if it is smaller.  Zero-probability words are never used.
+    is widened to ``top_n`` if it is smaller.  Zero-probability words are never used.  Columns
+    with less than ``min_column_share`` of the mass are ``HIDDEN`` in every phrase (and do not
+    enter its weight).
     """
     if top_n < 1:
         raise CPGBNInputError(f"top_n must be >= 1, got {top_n}")
@@ -95,44 +116,55 @@ def best_phrases(matrix: np.ndarray, vocabulary: Vocabulary, top_n: int = 3, bea
     if probs.shape[0] != len(vocabulary):
         raise CPGBNInputError(f"the kernel has {probs.shape[0]} rows but the vocabulary "
                               f"{len(vocabulary)}")
+    shown = shown_columns(matrix, min_column_share)
     columns = []
-    for f in range(probs.shape[1]):
+    for f in shown:
         col = probs[:, f].copy()
         if hide_unknown:
             col[OOV_ID] = 0.0
         order = np.argsort(-col, kind="stable")[:beam]
         order = order[col[order] > 0]
         columns.append((order, np.log(col[order])))
-    return [Phrase(tuple(vocabulary.decode(list(ids))), float(np.exp(score)))
+    if not columns:
+        return []
+    return [Phrase(_with_hidden(tuple(vocabulary.decode(list(ids))), shown, probs.shape[1]),
+                   float(np.exp(score)))
             for ids, score in beam_search(columns, beam)[:top_n]]
 
 
 def phrases_from_columns(columns: list[list[tuple[str, float]]], top_n: int = 3) -> list[Phrase]:
     """Best phrases from columns of (word, probability) pairs, as :func:`top_words_per_column`
     and :class:`~cpgbn.explain.TopicNode` keep them.  Exact for the first ``k`` phrases when
-    every column lists at least ``k`` words."""
-    words = [[w for w, _ in col] for col in columns]
+    every column lists at least ``k`` words.  An empty column (a hidden, near-empty one) is
+    ``HIDDEN`` in every phrase."""
+    shown = np.array([f for f, col in enumerate(columns) if col], dtype=np.int64)
+    words = [[w for w, _ in columns[f]] for f in shown]
     log_columns = []
-    for col in columns:
-        p = np.array([p for _, p in col], dtype=np.float64)
+    for f in shown:
+        p = np.array([p for _, p in columns[f]], dtype=np.float64)
         keep = np.flatnonzero(p > 0)
         log_columns.append((keep, np.log(p[keep])))
-    return [Phrase(tuple(words[f][i] for f, i in enumerate(ids)), float(np.exp(score)))
+    if not log_columns:
+        return []
+    return [Phrase(_with_hidden(tuple(words[i][v] for i, v in enumerate(ids)), shown, len(columns)),
+                   float(np.exp(score)))
             for ids, score in beam_search(log_columns, max(top_n, 1))[:top_n]]
 
 
-def sharpness(matrix: np.ndarray, hide_unknown: bool = True) -> float:
-    """Mean over the F columns of the largest word probability in the column (0..1].
+def sharpness(matrix: np.ndarray, hide_unknown: bool = True, min_column_share: float = 0.0) -> float:
+    """Mean over the shown columns of the largest word probability in the column (0..1].
 
-    1 means every column is a single word (a fixed phrase); 1/V a flat kernel.  With
+    1 means every shown column is a single word (a fixed phrase); 1/V a flat kernel.  With
     ``hide_unknown`` the ``<unk>`` row is not a candidate (columns are not renormalised), so a
-    kernel that mostly writes out-of-vocabulary tokens scores low.
+    kernel that mostly writes out-of-vocabulary tokens scores low.  Columns with less than
+    ``min_column_share`` of the mass are left out (they would score their few rare words).
     """
     probs = column_probabilities(matrix)
     if hide_unknown:
         probs = probs.copy()
         probs[OOV_ID] = 0.0
-    return float(probs.max(axis=0).mean())
+    shown = shown_columns(matrix, min_column_share)
+    return float(probs[:, shown].max(axis=0).mean()) if len(shown) else 0.0
 
 
 # ---------------------------------------------------------------------- corpus phrases
@@ -327,9 +359,17 @@ class KernelSummary:
     """Share of the kernel's explained corpus tokens at each column (with data)."""
     width: float | None = None
     """Effective number of columns used in the corpus, 1..F (with data)."""
+    column_mass: list[float] | None = None
+    """Share of the kernel's mass (its training counts plus the prior) at each column."""
+
+    @property
+    def n_shown(self) -> int:
+        """Columns shown (not near-empty)."""
+        return sum(1 for col in self.columns if col)
 
     def to_dict(self) -> dict:
         return {"kernel": self.kernel, "usage": self.usage, "sharpness": self.sharpness,
+                "column_mass": self.column_mass,
                 "columns": [[[w, p] for w, p in col] for col in self.columns],
                 "phrases": [[p.text, p.weight] for p in self.phrases],
                 "corpus_phrases": [[p.text, p.weight] for p in self.corpus_phrases],
@@ -341,11 +381,14 @@ SORT_KEYS = ("usage", "sharpness", "width", "npmi", "kernel")
 
 def kernel_table(model, *, top_words: int = 4, top_phrases: int = 3, beam: int = 10,
                  hide_unknown: bool = True, assignments: KernelAssignments | None = None,
-                 corpus_top: int = 3, npmi=None) -> list[KernelSummary]:
+                 corpus_top: int = 3, npmi=None, min_column_share: float = MIN_COLUMN_SHARE
+                 ) -> list[KernelSummary]:
     """One :class:`KernelSummary` per kernel, in kernel order.  ``assignments`` (from
     :func:`assign_kernels`) adds the corpus phrases; ``npmi`` (one value per kernel) the
-    coherence."""
+    coherence.  Columns with less than ``min_column_share`` of a kernel's mass are hidden from
+    its words, phrases and sharpness (0 shows every column)."""
     model._check_fitted()
+    min_column_share = check_min_column_share(min_column_share)
     D = model.globals_.D
     vocabulary = model.vocabulary_
     usage = np.asarray(model.kernel_usage(), dtype=np.float64)
@@ -357,10 +400,13 @@ def kernel_table(model, *, top_words: int = 4, top_phrases: int = 3, beam: int =
     for k in range(D.shape[2]):
         matrix = D[:, :, k]
         rows.append(KernelSummary(
-            kernel=k, usage=float(usage[k]), sharpness=sharpness(matrix, hide_unknown),
+            kernel=k, usage=float(usage[k]),
+            sharpness=sharpness(matrix, hide_unknown, min_column_share),
             columns=top_words_per_column(matrix.astype(np.float64), vocabulary, top_words,
-                                         hide_unknown),
-            phrases=best_phrases(matrix, vocabulary, top_phrases, beam, hide_unknown),
+                                         hide_unknown, min_column_share),
+            phrases=best_phrases(matrix, vocabulary, top_phrases, beam, hide_unknown,
+                                 min_column_share),
+            column_mass=[float(x) for x in column_mass(matrix)],
             corpus_phrases=found[k] if found is not None else [],
             npmi=None if npmi is None else float(npmi[k]),
             column_share=None if shares is None else [float(x) for x in shares[k]],
@@ -402,7 +448,8 @@ def format_kernel_table(rows: list[KernelSummary], top_words: int | None = None,
         if top_words is not None:
             depth = min(depth, top_words)
         for rank in range(depth):
-            cells = [col[rank][0] if rank < len(col) else "" for col in row.columns]
+            cells = [col[rank][0] if rank < len(col) else (HIDDEN if rank == 0 else "")
+                     for col in row.columns]
             lines.append("   " + "  ".join(f"{c:<{width}}" for c in cells).rstrip())
         if row.phrases:
             lines.append("   phrase: " + " | ".join(p.text for p in row.phrases))

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import CPGBNInputError
+from .hierarchy import format_columns
 
 _BLUE = "#3367a6"
 
@@ -200,7 +201,7 @@ def _tree_body(node, phrases: int, link_kernels: bool) -> tuple[str, int, int]:
                          f'stroke-width="{stroke:.1f}"><title>weight {child.weight:.3f}</title></path>')
     for n, d, y, h in placed:
         x = x_of(d)
-        columns = "  |  ".join(" / ".join(w for w, _ in col) for col in n.columns)
+        columns = format_columns(n.columns)
         label = f"layer {n.layer} topic {n.topic} (weight {n.weight:.2f})"
         link = link_kernels and n.layer == 1
         if link:

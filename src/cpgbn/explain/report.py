@@ -26,7 +26,7 @@ import numpy as np
 
 from .._version import __version__
 from .coherence import DEFAULT_TOP_N, DEFAULT_WINDOW, CoherenceResult, model_coherence
-from .hierarchy import check_layer, format_tree, topic_tree
+from .hierarchy import HIDDEN, MIN_COLUMN_SHARE, check_layer, format_tree, topic_tree
 from .phrases import KernelAssignments, assign_kernels, kernel_table, phrases_from_columns
 from .summary import summary_facts
 
@@ -152,7 +152,8 @@ def _img(png: bytes, alt: str) -> str:
 
 
 def _words_cell(col, share=None, F: int = 1) -> str:
-    items = "".join(f"<li>{escape(w)}<span>{p:.3f}</span></li>" for w, p in col)
+    items = ("".join(f"<li>{escape(w)}<span>{p:.3f}</span></li>" for w, p in col) if col
+             else f'<li class="muted">{HIDDEN} (near-empty column)</li>')
     if share is None:
         return f'<td><ol class="words">{items}</ol></td>'
     weak = ' class="weak"' if share < 0.5 / F else ""
@@ -255,6 +256,7 @@ def build_report(model, texts=None, labels=None, *, title: str | None = None, so
                  npmi: bool = True, lda: bool = True, window: int | None = DEFAULT_WINDOW,
                  npmi_words: int = DEFAULT_TOP_N, lda_iter: int = 50, sweeps: int = 10,
                  burn_in: int = 5, hide_unknown: bool = True,
+                 min_column_share: float = MIN_COLUMN_SHARE,
                  assignments: KernelAssignments | None = None,
                  coherence: CoherenceResult | None = None) -> str:
     """The report as one HTML string.
@@ -263,6 +265,8 @@ def build_report(model, texts=None, labels=None, *, title: str | None = None, so
     documents) adds corpus phrases (``sweeps`` sweeps of inference, the first ``burn_in``
     discarded), NPMI coherence (``npmi``; LDA comparison with ``lda``) and, with ``labels``,
     per-class usage.  Precomputed ``assignments`` or ``coherence`` are used as given.
+    Phrase columns with less than ``min_column_share`` of their kernel's or topic's mass are
+    hidden (see :mod:`cpgbn.explain.hierarchy`).
     """
     from . import plots
     model._check_fitted()
@@ -274,7 +278,8 @@ def build_report(model, texts=None, labels=None, *, title: str | None = None, so
                                     lda_iter=lda_iter, assignments=assignments)
     rows = kernel_table(model, top_words=top_words, top_phrases=top_phrases, beam=beam,
                         hide_unknown=hide_unknown, assignments=assignments, corpus_top=corpus_top,
-                        npmi=None if coherence is None else coherence.kernel_npmi)
+                        npmi=None if coherence is None else coherence.kernel_npmi,
+                        min_column_share=min_column_share)
     rows.sort(key=lambda r: (-r.usage, r.kernel))
     facts = summary_facts(model, corpus=corpus, labels=labels, coherence=coherence,
                           assignments=assignments)
@@ -300,7 +305,7 @@ def build_report(model, texts=None, labels=None, *, title: str | None = None, so
     tree_parts = []
     for k in _tree_roots(model, layer, trees):
         node = topic_tree(model.globals_, model.vocabulary_, layer, k, children,
-                          max(top_words, top_phrases), hide_unknown)
+                          max(top_words, top_phrases), hide_unknown, min_column_share)
         label = ", ".join(p.text for p in phrases_from_columns(node.columns, 2))
         tree_parts.append(
             f'<figure class="topic-tree" id="tree-{layer}-{k}"><figcaption>Layer {layer}, topic {k}'
@@ -333,7 +338,9 @@ def build_report(model, texts=None, labels=None, *, title: str | None = None, so
         "phrases (beam search; probability), and"
         + (" the corpus phrases it explains most (share of its counts)." if assignments is not None
            else " (with data) the corpus phrases it explains most.")
-        + " Sharpness is the mean over columns of the top word's probability."
+        + f" A column with less than {100 * min_column_share:.0f}% of a kernel's mass is "
+        f"near-empty (the prior and a few rare words) and shown as {HIDDEN}."
+        + " Sharpness is the mean over the shown columns of the top word's probability."
         + (" Width is the effective number of columns the kernel uses in the data (1 to "
            f"{model.globals_.D.shape[1]}); each column shows its share of the tokens the kernel "
            "explains, greyed when small." if assignments is not None else "")

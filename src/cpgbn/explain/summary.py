@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .coherence import DEFAULT_TOP_N, DEFAULT_WINDOW, CoherenceResult, model_coherence
+from .hierarchy import MIN_COLUMN_SHARE, column_mass
 from .phrases import KernelSummary, assign_kernels, kernel_table, sort_kernels
 
 
@@ -28,10 +29,12 @@ def usage_concentration(usage) -> tuple[float, float]:
 
 
 def summary_facts(model, *, corpus=None, labels=None, coherence: CoherenceResult | None = None,
-                  assignments=None) -> list[tuple[str, str]]:
-    """(label, value) pairs: model, vocabulary, observation model, training, fit, usage, and
-    with ``corpus`` (an encoded :class:`~cpgbn.text.Corpus`) the data, with ``assignments``
-    the phrase widths, with ``coherence`` NPMI."""
+                  assignments=None, min_column_share: float = MIN_COLUMN_SHARE
+                  ) -> list[tuple[str, str]]:
+    """(label, value) pairs: model, vocabulary, observation model, training, fit, usage, the
+    kernels' near-empty columns (below ``min_column_share`` of their mass), and with ``corpus``
+    (an encoded :class:`~cpgbn.text.Corpus`) the data, with ``assignments`` the phrase widths,
+    with ``coherence`` NPMI."""
     model._check_fitted()
     g = model.globals_
     layers = tuple(model.layers_)
@@ -67,6 +70,13 @@ def summary_facts(model, *, corpus=None, labels=None, coherence: CoherenceResult
     effective, top_share = usage_concentration(model.kernel_usage())
     facts.append(("kernel usage", f"effective number of kernels {effective:.1f} of {K}; the "
                                   f"top 10% carry {100 * top_share:.1f}% of theta^(1)"))
+    if min_column_share > 0:
+        shown = np.stack([column_mass(g.D[:, :, k]) for k in range(K)]) >= min_column_share
+        n_shown = shown.sum(axis=1)
+        facts.append(("kernel columns", f"{int((~shown).sum())} of {K * F} columns hold less than "
+                                        f"{100 * min_column_share:g}% of their kernel's mass and "
+                                        f"are shown as _; {int((n_shown == 1).sum())} kernels "
+                                        f"write one column, {int((n_shown == F).sum())} all {F}"))
     version = getattr(model, "saved_by_version_", None)
     if version:
         facts.append(("saved by", f"cpgbn {version}"))
@@ -111,14 +121,16 @@ def top_kernels_text(rows: list[KernelSummary], top: int = 5) -> str:
 def summary_text(model, texts=None, *, top: int = 5, npmi: bool = True, lda: bool = True,
                  window: int | None = DEFAULT_WINDOW, top_words: int = DEFAULT_TOP_N,
                  lda_iter: int = 50, sweeps: int = 10, labels=None,
-                 coherence: CoherenceResult | None = None, assignments=None) -> str:
+                 coherence: CoherenceResult | None = None, assignments=None,
+                 min_column_share: float = MIN_COLUMN_SHARE) -> str:
     """A one-screen summary of a fitted model.
 
     With ``texts`` (documents as strings or a Corpus, normally the training data): the data
     size; the kernels' phrase widths and top corpus phrases from ``sweeps`` sweeps of inference
     with the globals fixed (half of them burn-in); and, when ``npmi``, the NPMI coherence of the
     kernels (and of an LDA with as many topics when ``lda``) over windows of ``window`` tokens.
-    Precomputed ``assignments`` or ``coherence`` are used as they are.
+    Precomputed ``assignments`` or ``coherence`` are used as they are.  Phrase columns with
+    less than ``min_column_share`` of their kernel's mass are shown as ``_``.
     """
     corpus = model._corpus(texts, model.vocabulary_, None) if texts is not None else None
     if corpus is not None and assignments is None and sweeps:
@@ -127,11 +139,12 @@ def summary_text(model, texts=None, *, top: int = 5, npmi: bool = True, lda: boo
         coherence = model_coherence(model, corpus, window=window, top_n=top_words, lda=lda,
                                     lda_iter=lda_iter, assignments=assignments)
     facts = summary_facts(model, corpus=corpus, labels=labels, coherence=coherence,
-                          assignments=assignments)
+                          assignments=assignments, min_column_share=min_column_share)
     width = max(len(label) for label, _ in facts)
     lines = [f"{label:<{width}}  {value}" for label, value in facts]
     rows = kernel_table(model, top_words=1, top_phrases=2, assignments=assignments, corpus_top=2,
-                        npmi=None if coherence is None else coherence.kernel_npmi)
+                        npmi=None if coherence is None else coherence.kernel_npmi,
+                        min_column_share=min_column_share)
     lines.append("")
     lines.append(f"most used kernels (of {len(rows)}):")
     lines.append(top_kernels_text(rows, top))
