@@ -63,6 +63,7 @@ def main_():
                                               "--burn-in", "5"]),
             ("--out is a directory that is not a model", ["fit", "train.tsv", "--out", ".", *TINY]),
             ("model directory missing", ["topics", "nomodel"]),
+            ("column share not a fraction", ["topics", "model", "--min-column-share", "1.5"]),
         ]
         for name, args in cases:
             code, line = run(args)
