@@ -69,6 +69,13 @@ def check_min_column_share(value) -> float:
     return value
 
 
+def shown_columns(matrix: np.ndarray, min_column_share: float) -> np.ndarray:
+    """Indices of the columns of a V x F matrix with at least ``min_column_share`` of its mass
+    (never an empty column)."""
+    shares = column_mass(matrix)
+    return np.flatnonzero((shares >= check_min_column_share(min_column_share)) & (shares > 0))
+
+
 def top_words_per_column(matrix: np.ndarray, vocabulary: Vocabulary, top_n: int,
                          hide_unknown: bool = True, min_column_share: float = 0.0
                          ) -> list[list[tuple[str, float]]]:
@@ -76,11 +83,10 @@ def top_words_per_column(matrix: np.ndarray, vocabulary: Vocabulary, top_n: int,
 
     A column with less than ``min_column_share`` of the matrix's mass is returned empty (a
     near-empty column, see the module's docstring)."""
-    min_column_share = check_min_column_share(min_column_share)
-    shares = column_mass(matrix)
+    shown = set(shown_columns(matrix, min_column_share).tolist())
     columns = []
     for f in range(matrix.shape[1]):
-        if shares[f] < min_column_share or shares[f] == 0:
+        if f not in shown:
             columns.append([])
             continue
         col = matrix[:, f] / matrix[:, f].sum()

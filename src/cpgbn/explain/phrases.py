@@ -34,7 +34,8 @@ import numpy as np
 from ..errors import CPGBNInputError
 from ..text.corpus import Corpus
 from ..text.vocabulary import OOV_ID, Vocabulary
-from .hierarchy import HIDDEN, MIN_COLUMN_SHARE, check_min_column_share, column_mass, top_words_per_column
+from .hierarchy import (HIDDEN, MIN_COLUMN_SHARE, check_min_column_share, column_mass, shown_columns,
+                        top_words_per_column)
 
 
 @dataclass(frozen=True)
@@ -81,12 +82,6 @@ def beam_search(log_columns: list[tuple[np.ndarray, np.ndarray]], beam: int
         extended.sort(key=lambda item: -item[1])
         prefixes = extended[:beam]
     return prefixes
-
-
-def shown_columns(matrix: np.ndarray, min_column_share: float) -> np.ndarray:
-    """Indices of the columns of a V x F matrix with at least ``min_column_share`` of its mass."""
-    shares = column_mass(matrix)
-    return np.flatnonzero((shares >= check_min_column_share(min_column_share)) & (shares > 0))
 
 
 def _with_hidden(words: tuple[str, ...], shown: np.ndarray, n_columns: int) -> tuple[str, ...]:
