@@ -251,7 +251,8 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Per kernel (most used first), the top words of each column.")
     p.add_argument("model_dir", metavar="MODEL_DIR")
     p.add_argument("--top", type=int, default=4, help="words per column (default 4)")
-    p.add_argument("--kernels", type=int, default=None, help="show only the N most used kernels")
+    p.add_argument("--kernels", type=int, default=None,
+                   help="show only the first N kernels in the --sort order")
     p.add_argument("--ids", type=_kernel_ids, default=None,
                    help="show these kernels, in this order (e.g. 83,5,199)")
     p.add_argument("--show-unknown", action="store_true", help="include the out-of-vocabulary token")
