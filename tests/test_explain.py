@@ -63,3 +63,13 @@ def test_tree_command(model, tmp_path, capsys):
     assert out.count("layer 3 topic") == 2 and "layer 1 topic" in out
     assert main(["tree", str(tmp_path / "m"), "--layer", "5"]) == 2
     assert "layer must be between 1 and 3" in capsys.readouterr().err
+
+
+def test_display_counts_must_be_positive(model, tmp_path, capsys):
+    model.save(tmp_path / "m")
+    for command, option in [("topics", "--kernels"), ("topics", "--top"), ("topics", "--phrases"),
+                            ("tree", "--topics"), ("tree", "--children"), ("tree", "--top")]:
+        with pytest.raises(SystemExit) as stop:
+            main([command, str(tmp_path / "m"), option, "-2"])
+        assert stop.value.code == 2
+        assert f"argument {option}: expected a positive integer" in capsys.readouterr().err
