@@ -206,7 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
                                   "topic models fitted by Gibbs sampling.")
     parser.add_argument("--version", action="version", version=f"cpgbn {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    from .cli_explain import _positive as _positive_int, add_column_share_arg
+    from .cli_explain import add_column_share_arg, positive_int
 
     p = sub.add_parser("fit", help="fit a model and save it",
                        description="Fit CPGBN on DATA (a file or a dataset name) and save it.")
@@ -250,17 +250,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("topics", help="phrase table of a saved model",
                        description="Per kernel (most used first), the top words of each column.")
     p.add_argument("model_dir", metavar="MODEL_DIR")
-    p.add_argument("--top", type=_positive_int, default=4, help="words per column (default 4)")
-    p.add_argument("--kernels", type=_positive_int, default=None,
+    p.add_argument("--top", type=positive_int, default=4, help="words per column (default 4)")
+    p.add_argument("--kernels", type=positive_int, default=None,
                    help="show only the first N kernels in the --sort order")
     p.add_argument("--ids", type=_kernel_ids, default=None,
                    help="show these kernels, in this order (e.g. 83,5,199)")
     p.add_argument("--show-unknown", action="store_true", help="include the out-of-vocabulary token")
-    p.add_argument("--phrases", type=_positive_int, default=3, help="best phrases per kernel (default 3)")
+    p.add_argument("--phrases", type=positive_int, default=3, help="best phrases per kernel (default 3)")
     p.add_argument("--sort", choices=["usage", "sharpness", "kernel"], default="usage",
                    help="order of the kernels (default: usage, most used first)")
     add_column_share_arg(p)
-    p.add_argument("--min-columns", type=_positive_int, default=None, metavar="N",
+    p.add_argument("--min-columns", type=positive_int, default=None, metavar="N",
                    help="only kernels with at least N shown columns (2: phrase kernels, not "
                         "single words)")
     p.set_defaults(func=cmd_topics)
@@ -271,9 +271,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("model_dir", metavar="MODEL_DIR")
     p.add_argument("--layer", type=int, default=None, help="layer of the roots (default: top)")
     p.add_argument("--topic", type=int, default=None, help="one root topic (default: several)")
-    p.add_argument("--topics", type=_positive_int, default=3, help="how many roots when --topic is not given")
-    p.add_argument("--children", type=_positive_int, default=3, help="children per node (default 3)")
-    p.add_argument("--top", type=_positive_int, default=3, help="words per phrase column (default 3)")
+    p.add_argument("--topics", type=positive_int, default=3, help="how many roots when --topic is not given")
+    p.add_argument("--children", type=positive_int, default=3, help="children per node (default 3)")
+    p.add_argument("--top", type=positive_int, default=3, help="words per phrase column (default 3)")
     p.add_argument("--svg", default=None, metavar="TREES.svg", help="also draw the trees into this SVG file")
     add_column_share_arg(p)
     p.set_defaults(func=cmd_tree)

@@ -16,7 +16,7 @@ def _window(text: str):
         return None
     import argparse
     try:
-        return _positive(text)
+        return positive_int(text)
     except argparse.ArgumentTypeError:
         raise argparse.ArgumentTypeError(
             f"window must be a positive integer or 'doc', got {text!r}") from None
@@ -35,13 +35,13 @@ def column_share(text: str) -> float:
 
 
 def add_column_share_arg(p) -> None:
-    from .explain.hierarchy import MIN_COLUMN_SHARE
+    from .explain.hierarchy import HIDDEN, MIN_COLUMN_SHARE
     p.add_argument("--min-column-share", type=column_share, default=MIN_COLUMN_SHARE, metavar="S",
                    help="hide a phrase column holding less than this share of its kernel's or "
-                        f"topic's mass, printing _ instead (default {MIN_COLUMN_SHARE}; 0 shows all)")
+                        f"topic's mass, printing {HIDDEN} instead (default {MIN_COLUMN_SHARE}; 0 shows all)")
 
 
-def _positive(text: str) -> int:
+def positive_int(text: str) -> int:
     import argparse
     try:
         value = int(text)
@@ -106,9 +106,9 @@ def _add_coherence_args(p):
                    help="NPMI co-occurrence window in tokens, or 'doc' for whole documents (default 10)")
     p.add_argument("--no-npmi", action="store_true", help="skip the coherence computation")
     p.add_argument("--no-lda", action="store_true", help="skip the LDA comparison")
-    p.add_argument("--lda-iter", type=_positive, default=50,
+    p.add_argument("--lda-iter", type=positive_int, default=50,
                    help="LDA variational iterations for the comparison (default 50)")
-    p.add_argument("--threads", type=_positive, default=None, help="numba threads (default: all cores)")
+    p.add_argument("--threads", type=positive_int, default=None, help="numba threads (default: all cores)")
 
 
 def add_parsers(sub) -> None:
@@ -122,13 +122,13 @@ def add_parsers(sub) -> None:
     _add_data_args(p)
     p.add_argument("--out", required=True, metavar="REPORT.html", help="the HTML file to write")
     p.add_argument("--title", default=None, help="page title (default: the model's layers)")
-    p.add_argument("--top", type=_positive, default=4, help="words per phrase column (default 4)")
-    p.add_argument("--phrases", type=_positive, default=3,
+    p.add_argument("--top", type=positive_int, default=4, help="words per phrase column (default 4)")
+    p.add_argument("--phrases", type=positive_int, default=3,
                    help="best phrases and corpus phrases per kernel (default 3)")
-    p.add_argument("--trees", type=_positive, default=3, help="topic trees to draw (default 3)")
-    p.add_argument("--children", type=_positive, default=3, help="children per tree node (default 3)")
-    p.add_argument("--layer", type=_positive, default=None, help="layer of the tree roots (default: top)")
-    p.add_argument("--sweeps", type=_positive, default=10,
+    p.add_argument("--trees", type=positive_int, default=3, help="topic trees to draw (default 3)")
+    p.add_argument("--children", type=positive_int, default=3, help="children per tree node (default 3)")
+    p.add_argument("--layer", type=positive_int, default=None, help="layer of the tree roots (default: top)")
+    p.add_argument("--sweeps", type=positive_int, default=10,
                    help="inference sweeps on DATA for the corpus phrases (half burn-in; default 10)")
     p.add_argument("--show-unknown", action="store_true", help="include the out-of-vocabulary token")
     add_column_share_arg(p)
@@ -141,8 +141,8 @@ def add_parsers(sub) -> None:
                                    "NPMI coherence of the kernels vs LDA.")
     p.add_argument("model_dir", metavar="MODEL_DIR")
     _add_data_args(p)
-    p.add_argument("--top", type=_positive, default=5, help="kernels to list (default 5)")
-    p.add_argument("--sweeps", type=_positive, default=10,
+    p.add_argument("--top", type=positive_int, default=5, help="kernels to list (default 5)")
+    p.add_argument("--sweeps", type=positive_int, default=10,
                    help="inference sweeps on DATA for phrase widths and corpus phrases "
                         "(half burn-in; default 10)")
     add_column_share_arg(p)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .coherence import DEFAULT_TOP_N, DEFAULT_WINDOW, CoherenceResult, model_coherence
-from .hierarchy import MIN_COLUMN_SHARE, column_mass
+from .hierarchy import HIDDEN, MIN_COLUMN_SHARE, shown_columns
 from .phrases import KernelSummary, assign_kernels, kernel_table, sort_kernels
 
 
@@ -71,11 +71,10 @@ def summary_facts(model, *, corpus=None, labels=None, coherence: CoherenceResult
     facts.append(("kernel usage", f"effective number of kernels {effective:.1f} of {K}; the "
                                   f"top 10% carry {100 * top_share:.1f}% of theta^(1)"))
     if min_column_share > 0:
-        shown = np.stack([column_mass(g.D[:, :, k]) for k in range(K)]) >= min_column_share
-        n_shown = shown.sum(axis=1)
-        facts.append(("kernel columns", f"{int((~shown).sum())} of {K * F} columns hold less than "
-                                        f"{100 * min_column_share:g}% of their kernel's mass and "
-                                        f"are shown as _; {int((n_shown == 1).sum())} kernels "
+        n_shown = np.array([len(shown_columns(g.D[:, :, k], min_column_share)) for k in range(K)])
+        facts.append(("kernel columns", f"{K * F - int(n_shown.sum())} of {K * F} columns hold less "
+                                        f"than {100 * min_column_share:g}% of their kernel's mass "
+                                        f"and are shown as {HIDDEN}; {int((n_shown == 1).sum())} kernels "
                                         f"write one column, {int((n_shown == F).sum())} all {F}"))
     version = getattr(model, "saved_by_version_", None)
     if version:
