@@ -13,11 +13,16 @@ token_count, eta) and stores every (configuration, seed) as one resumable cell i
     python experiments/prior_study.py --merge /tmp/p.json
     python experiments/prior_study.py --only "mr|200-100-50|20000|200|0.05" --fixed-r  # r = 1/K_T
     python experiments/prior_study.py --only "mr|200-100-50|20000|200|0.05" --mean-globals
+    python experiments/prior_study.py --only "mr|200-100-50|20000|25|0.05" --expected-counts \
+        --device cpu
 
 ``--mean-globals`` reproduces an approximation of the authors' notebooks (notes, section 3): D
 and Phi set to their posterior means given the counts instead of drawn.  That is not a Gibbs
 sampler; it is here only to test whether it explains the paper's accuracies, and it patches the
 sampler's module functions for this process only (the numba sampler, not ``--device``).
+``--expected-counts`` is the authors' other approximation, fractional expected counts in place
+of the sampled split of each token (``expected_counts.py``); it patches the PyTorch sampler and
+so needs ``--device cpu`` (or ``cuda``).
 """
 import argparse
 import json
@@ -126,6 +131,9 @@ def main():
                     help="keep r at gamma0 / K_T (the authors' code) instead of sampling it")
     ap.add_argument("--mean-globals", action="store_true",
                     help="set D and Phi to posterior means (the authors' approximation; not a sampler)")
+    ap.add_argument("--expected-counts", action="store_true",
+                    help="fractional expected counts instead of the sampled split (the authors' "
+                    "approximation; not a sampler; needs --device)")
     ap.add_argument("--out", default=None)
     ap.add_argument("--merge", default=None)
     args = ap.parse_args()
@@ -133,6 +141,11 @@ def main():
         if args.device:
             ap.error("--mean-globals patches the numba sampler; leave out --device")
         use_posterior_mean_globals()
+    if args.expected_counts:
+        if not args.device:
+            ap.error("--expected-counts patches the PyTorch sampler; give --device cpu or cuda")
+        from expected_counts import use_expected_counts
+        use_expected_counts()
     out = Path(args.out) if args.out else DEFAULT_OUT
     record = load(out)
     if args.merge:
@@ -157,6 +170,8 @@ def main():
                 key += "|r=fixed"
             if args.mean_globals:
                 key += "|globals=mean"
+            if args.expected_counts:
+                key += "|counts=expected"
             if key in record["cells"] and not stale_record(record["cells"][key]):
                 continue  # done (a result of the old vocabulary rule is run again)
             start = time.perf_counter()
@@ -165,7 +180,8 @@ def main():
                             eta=eta, device=args.device, n_iter=args.n_iter, burn_in=args.burn_in,
                             model_params={"sample_r": False} if args.fixed_r else None)
             variants = (["r fixed at 1/K_T"] if args.fixed_r else []) + \
-                (["D, Phi = posterior means (not a sampler)"] if args.mean_globals else [])
+                (["D, Phi = posterior means (not a sampler)"] if args.mean_globals else []) + \
+                (["expected fractional counts (not a sampler)"] if args.expected_counts else [])
             extra = [args.n_iter, args.burn_in] if args.n_iter or variants else []
             cell["config"] = list(config) + extra + (["; ".join(variants)] if variants else [])
             cell["wall_seconds"] = round(time.perf_counter() - start, 1)
