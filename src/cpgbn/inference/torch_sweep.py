@@ -38,7 +38,8 @@ Exactness
 Dtypes
     Storage follows :class:`~cpgbn.inference.state.GibbsState`: w and D float32 with the float32
     floor FLOOR = 1e-30; theta, c, Phi, r float64 with the floors TINY = 1e-100 and PHI_FLOOR.
-    Counts (m, A, n, tables) are int64 on the device (int32 in the returned GibbsState).  All
+    Counts (m, A, n, tables) are int64 on the device (int32 in the returned GibbsState; the
+    state on the device and its conversions are in :mod:`cpgbn.inference.torch_state`).  All
     arithmetic of the conditionals (candidate weights w d, lambda, cumulative weights, gamma
     shapes, CRT probabilities) is float64, as in the numba kernels: a product of two floored
     float32 values (1e-60) underflows in float32, and TINY is not representable in float32.
@@ -55,7 +56,6 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -72,6 +72,8 @@ from ..samplers.torch_random import TorchRandom
 from .gibbs import (_CONV, _DOWNWARD, _INIT, _KERNELS, _PHI, _R, _REFRESH, _SCALES, _SPLIT,
                     _UPWARD, Collector, RunResult, _stream)
 from .state import GibbsState, GlobalParameters, Hyperparameters
+from .torch_state import (F32, F64, I64, TorchState, resolve_device, tensor, to_device,
+                          to_host)
 
 __all__ = ["TorchGibbsSampler", "TorchState", "resolve_device"]
 
@@ -81,63 +83,6 @@ FLOOR = float(_FLOOR32)
 _LOG_FLOOR = math.log(FLOOR)
 #: Shapes below this use the floor-aware draw for positions without counts (as conv.py).
 _FAST_SHAPE = 0.1
-
-
-_F64 = torch.float64
-_F32 = torch.float32
-_I64 = torch.int64
-
-def resolve_device(device) -> torch.device:
-    """``"cpu"``, ``"cuda"``, ``"cuda:N"`` or a ``torch.device``; CPGBNInputError if CUDA is
-    requested but absent."""
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError) as exc:
-        raise CPGBNInputError(f"device must be 'cpu', 'cuda', 'cuda:N' or a torch.device, "
-                              f"got {device!r}") from exc
-    if dev.type == "cuda":
-        if not torch.cuda.is_available():
-            raise CPGBNInputError(
-                f"device={device!r} was requested but CUDA is not available to torch "
-                f"{torch.__version__} (no GPU visible, or a CPU-only build); use device='cpu'")
-        if dev.index is not None and dev.index >= torch.cuda.device_count():
-            raise CPGBNInputError(f"device={device!r}: only {torch.cuda.device_count()} CUDA "
-                                  "device(s) are visible")
-    elif dev.type != "cpu":
-        raise CPGBNInputError(f"device must be 'cpu' or 'cuda', got {device!r}")
-    return dev
-
-
-@dataclass
-class TorchState:
-    """The sampler state on the device; the fields of :class:`GibbsState` as tensors.
-
-    D float32 (V, F, K_1); phi list of float64 (K_{t-1}, K_t); r float64 (K_T,);
-    w float32 (P, K_1); m int64 (P, K_1); theta list of float64 (N, K_t); c list of float64 (N,);
-    A int64 (N, K_1); loglik float64 (N,); sweep int.
-    """
-
-    D: torch.Tensor
-    phi: list
-    r: torch.Tensor
-    w: torch.Tensor
-    m: torch.Tensor
-    theta: list
-    c: list
-    A: torch.Tensor
-    loglik: torch.Tensor
-    sweep: int = 0
-    extra: dict = field(default_factory=dict)
-
-    @property
-    def n_layers(self) -> int:
-        return len(self.theta)
-
-    def first_layer_shape(self) -> torch.Tensor:
-        """a_jk: (Phi^(2) theta^(2)_j)_k, or r_k when T = 1 (as GibbsState.first_layer_shape)."""
-        if self.n_layers == 1:
-            return self.r.unsqueeze(0).expand(self.theta[0].shape)
-        return self.theta[1] @ self.phi[0].T
 
 
 class TorchGibbsSampler:
@@ -192,10 +137,10 @@ class TorchGibbsSampler:
         positions = np.asarray(data.doc_positions, dtype=np.int64)
         S = np.diff(positions)
         cells = np.asarray(data.doc_cells, dtype=np.int64)
-        self._S = torch.tensor(S, dtype=_I64, device=dev)
-        self._p0 = torch.tensor(positions[:-1], dtype=_I64, device=dev)
-        self._pos_doc = torch.tensor(np.repeat(np.arange(n_docs), S), dtype=_I64, device=dev)
-        self._cell_doc = torch.tensor(np.repeat(np.arange(n_docs), np.diff(cells)), dtype=_I64,
+        self._S = torch.tensor(S, dtype=I64, device=dev)
+        self._p0 = torch.tensor(positions[:-1], dtype=I64, device=dev)
+        self._pos_doc = torch.tensor(np.repeat(np.arange(n_docs), S), dtype=I64, device=dev)
+        self._cell_doc = torch.tensor(np.repeat(np.arange(n_docs), np.diff(cells)), dtype=I64,
                                       device=dev)
         self._cell_word = torch.tensor(np.asarray(data.cell_word, dtype=np.int64), device=dev)
         self._cell_col = torch.tensor(np.asarray(data.cell_col, dtype=np.int64), device=dev)
@@ -209,66 +154,17 @@ class TorchGibbsSampler:
 
     # ------------------------------------------------------------------ conversions
     def _tensor(self, array, dtype) -> torch.Tensor:
-        return torch.tensor(np.asarray(array), dtype=dtype, device=self.device)
+        return tensor(array, dtype, self.device)
 
     def to_device(self, state: GibbsState) -> TorchState:
         """A device copy of a numpy GibbsState."""
-        g = state.globals
-        return TorchState(
-            D=self._tensor(g.D, _F32), phi=[self._tensor(p, _F64) for p in g.phi],
-            r=self._tensor(g.r, _F64), w=self._tensor(state.w, _F32),
-            m=self._tensor(state.m, _I64), theta=[self._tensor(t, _F64) for t in state.theta],
-            c=[self._tensor(c, _F64) for c in state.c], A=self._tensor(state.A, _I64),
-            loglik=self._tensor(state.loglik, _F64), sweep=int(state.sweep))
+        return to_device(state, self.device)
 
     def to_numpy_state(self, ts: TorchState, out: GibbsState | None = None) -> GibbsState:
         """The state as numpy arrays: written into ``out`` (in place where shapes and dtypes
         allow, as the numba sampler mutates its state; the globals only when they are learned)
         or into a new GibbsState."""
-        def host(x, dtype):
-            return x.detach().to("cpu").numpy().astype(dtype, copy=False)
-
-        def put(holder, name, value):
-            old = getattr(holder, name)
-            if (isinstance(old, np.ndarray) and old.shape == value.shape
-                    and old.dtype == value.dtype and old.flags.writeable):
-                np.copyto(old, value)
-            else:
-                setattr(holder, name, value.copy())
-
-        if out is None:
-            g = GlobalParameters(host(ts.D, np.float32).copy(),
-                                 [host(p, np.float64).copy() for p in ts.phi],
-                                 host(ts.r, np.float64).copy())
-            return GibbsState(globals=g, w=host(ts.w, np.float32).copy(),
-                              m=host(ts.m, np.int32).copy(),
-                              theta=[host(t, np.float64).copy() for t in ts.theta],
-                              c=[host(c, np.float64).copy() for c in ts.c],
-                              A=host(ts.A, np.int32).copy(),
-                              loglik=host(ts.loglik, np.float64).copy(), sweep=ts.sweep)
-        g = out.globals
-        if self.learn_globals:
-            put(g, "D", host(ts.D, np.float32))
-            put(g, "r", host(ts.r, np.float64))
-            for i, p in enumerate(ts.phi):
-                value = host(p, np.float64)
-                if g.phi[i].shape == value.shape and g.phi[i].flags.writeable:
-                    np.copyto(g.phi[i], value)
-                else:
-                    g.phi[i] = value.copy()
-        put(out, "w", host(ts.w, np.float32))
-        put(out, "m", host(ts.m, np.int32))
-        put(out, "A", host(ts.A, np.int32))
-        put(out, "loglik", host(ts.loglik, np.float64))
-        for lst, src in ((out.theta, ts.theta), (out.c, ts.c)):
-            for i, t in enumerate(src):
-                value = host(t, np.float64)
-                if lst[i].shape == value.shape and lst[i].dtype == value.dtype:
-                    np.copyto(lst[i], value)
-                else:
-                    lst[i] = value.copy()
-        out.sweep = ts.sweep
-        return out
+        return to_host(ts, out, with_globals=self.learn_globals)
 
     # ------------------------------------------------------------------ initialisation
     def initial_state(self, layers: tuple[int, ...], vocab_size: int,
@@ -280,29 +176,29 @@ class TorchGibbsSampler:
         dev = self.device
         if globals_ is None:
             self.random.reseed(_stream(-1, _INIT))
-            D = self._dirichlet_kernels(torch.zeros((vocab_size, F, K1), dtype=_I64, device=dev),
+            D = self._dirichlet_kernels(torch.zeros((vocab_size, F, K1), dtype=I64, device=dev),
                                         1.0)
             phi = []
             for t in range(1, len(layers)):
                 self.random.reseed(_stream(-1, _INIT + t))
                 phi.append(self._dirichlet_columns(
-                    torch.zeros((layers[t - 1], layers[t]), dtype=_I64, device=dev), 1.0))
-            r = torch.full((layers[-1],), self.hyper.gamma0 / layers[-1], dtype=_F64, device=dev)
+                    torch.zeros((layers[t - 1], layers[t]), dtype=I64, device=dev), 1.0))
+            r = torch.full((layers[-1],), self.hyper.gamma0 / layers[-1], dtype=F64, device=dev)
             ts_globals = (D, phi, r)
         else:
-            ts_globals = (self._tensor(globals_.D, _F32),
-                          [self._tensor(p, _F64) for p in globals_.phi],
-                          self._tensor(globals_.r, _F64))
-        S = self._S.to(_F64)
+            ts_globals = (self._tensor(globals_.D, F32),
+                          [self._tensor(p, F64) for p in globals_.phi],
+                          self._tensor(globals_.r, F64))
+        S = self._S.to(F64)
         ts = TorchState(
             D=ts_globals[0], phi=ts_globals[1], r=ts_globals[2],
-            w=torch.ones((data.n_positions, K1), dtype=_F32, device=dev),
-            m=torch.zeros((data.n_positions, K1), dtype=_I64, device=dev),
+            w=torch.ones((data.n_positions, K1), dtype=F32, device=dev),
+            m=torch.zeros((data.n_positions, K1), dtype=I64, device=dev),
             theta=[S[:, None].expand(n_docs, K1).clone()]
-            + [torch.ones((n_docs, k), dtype=_F64, device=dev) for k in layers[1:]],
-            c=[torch.ones(n_docs, dtype=_F64, device=dev) for _ in layers],
-            A=torch.zeros((n_docs, K1), dtype=_I64, device=dev),
-            loglik=torch.zeros(n_docs, dtype=_F64, device=dev),
+            + [torch.ones((n_docs, k), dtype=F64, device=dev) for k in layers[1:]],
+            c=[torch.ones(n_docs, dtype=F64, device=dev) for _ in layers],
+            A=torch.zeros((n_docs, K1), dtype=I64, device=dev),
+            loglik=torch.zeros(n_docs, dtype=F64, device=dev),
             sweep=0)
         self.random.reseed(_stream(-1, _CONV))
         self._augment(ts, None)
@@ -354,7 +250,7 @@ class TorchGibbsSampler:
             above = (ts.r.sum().expand(n_docs) if t == T else ts.theta[t].sum(dim=1))
             ts.c[t - 1] = (self.random.gamma(hyper.e0 + above).clamp_min(TINY)
                            / (hyper.f0 + ts.theta[t - 1].sum(dim=1)))
-        q = [torch.ones(n_docs, dtype=_F64, device=self.device)]
+        q = [torch.ones(n_docs, dtype=F64, device=self.device)]
         for t in range(1, T + 1):
             q.append(torch.log1p(q[t - 1] / ts.c[t - 1]))
 
@@ -383,7 +279,7 @@ class TorchGibbsSampler:
                 tables = self.random.crt(counts_up[-1],
                                    ts.r.clamp_min(TINY).unsqueeze(0).expand(counts_up[-1].shape))
             self.random.reseed(_stream(s, _R))
-            shape = hyper.gamma0 / ts.r.numel() + tables.sum(dim=0).to(_F64)
+            shape = hyper.gamma0 / ts.r.numel() + tables.sum(dim=0).to(F64)
             ts.r = self.random.gamma(shape).clamp_min(TINY) / (hyper.c0 + q[T].sum())
 
         # 6. downward pass theta^(T), ..., theta^(2)
@@ -392,7 +288,7 @@ class TorchGibbsSampler:
             shape = (ts.r.unsqueeze(0).expand(ts.theta[t - 1].shape) if t == T
                      else ts.theta[t] @ ts.phi[t - 1].T)
             rate = ts.c[t - 1] + q[t - 1]
-            ts.theta[t - 1] = (self.random.gamma(shape + counts_up[t - 1].to(_F64)).clamp_min(TINY)
+            ts.theta[t - 1] = (self.random.gamma(shape + counts_up[t - 1].to(F64)).clamp_min(TINY)
                                / rate[:, None])
         ts.sweep += 1
 
@@ -412,12 +308,12 @@ class TorchGibbsSampler:
         if collector is None:
             collector = Collector.empty(state, collect_globals)
         ts = self.to_device(state)
-        theta_sum = [self._tensor(a, _F64) for a in collector.theta_sum]
+        theta_sum = [self._tensor(a, F64) for a in collector.theta_sum]
         gsum = collector.globals_sum
         g_sum = None
         if gsum is not None:
-            g_sum = [self._tensor(gsum.D, _F64), [self._tensor(p, _F64) for p in gsum.phi],
-                     self._tensor(gsum.r, _F64)]
+            g_sum = [self._tensor(gsum.D, F64), [self._tensor(p, F64) for p in gsum.phi],
+                     self._tensor(gsum.r, F64)]
 
         def flush() -> None:
             for acc, t in zip(collector.theta_sum, theta_sum):
@@ -440,7 +336,7 @@ class TorchGibbsSampler:
                 for acc, t in zip(theta_sum, ts.theta):
                     acc += t
                 if g_sum is not None:
-                    g_sum[0] += ts.D.to(_F64)
+                    g_sum[0] += ts.D.to(F64)
                     for acc, p in zip(g_sum[1], ts.phi):
                         acc += p
                     g_sum[2] += ts.r
@@ -462,35 +358,35 @@ class TorchGibbsSampler:
     def _draw_w(self, ts: TorchState) -> None:
         """w_jks ~ Gam(m_jks + a_jk / S_j, 1 / (1 + c_j)), floored; theta^(1) = sum_s w."""
         n_docs, K = ts.theta[0].shape
-        alpha_doc = ts.first_layer_shape() / self._S.to(_F64)[:, None]
+        alpha_doc = ts.first_layer_shape() / self._S.to(F64)[:, None]
         log_rate_doc = torch.log(1.0 + ts.c[0])
         w = torch.empty_like(ts.w)
-        theta = torch.zeros((n_docs, K), dtype=_F64, device=self.device)
+        theta = torch.zeros((n_docs, K), dtype=F64, device=self.device)
         for lo, hi in self._position_chunks(K):
             doc = self._pos_doc[lo:hi]
             alpha = alpha_doc[doc]
             log_rate = log_rate_doc[doc][:, None].expand(-1, K)
             m = ts.m[lo:hi]
             fast = (m == 0) & (alpha < _FAST_SHAPE)
-            value = torch.empty(alpha.shape, dtype=_F64, device=self.device)
+            value = torch.empty(alpha.shape, dtype=F64, device=self.device)
             gen = (~fast).nonzero(as_tuple=True)
             if gen[0].numel():
-                value[gen] = torch.exp(self.random.log_gamma(m[gen].to(_F64) + alpha[gen])
+                value[gen] = torch.exp(self.random.log_gamma(m[gen].to(F64) + alpha[gen])
                                        - log_rate[gen])
             idx = fast.nonzero(as_tuple=True)
             if idx[0].numel():
                 a, lr = alpha[idx], log_rate[idx]
                 p_floor = torch.exp(a * (_LOG_FLOOR + lr) - torch.lgamma(a + 1.0))
                 above = self.random.uniform(a.numel()) >= p_floor
-                v = torch.full(a.shape, FLOOR, dtype=_F64, device=self.device)
+                v = torch.full(a.shape, FLOOR, dtype=F64, device=self.device)
                 sel = above.nonzero(as_tuple=True)[0]
                 if sel.numel():
                     v[sel] = (self.random.gamma_above(a[sel], _LOG_FLOOR + lr[sel])
                               * torch.exp(-lr[sel]))
                 value[idx] = v
-            w_chunk = torch.where(value > FLOOR, value, FLOOR).to(_F32)
+            w_chunk = torch.where(value > FLOOR, value, FLOOR).to(F32)
             w[lo:hi] = w_chunk
-            theta.index_add_(0, doc, w_chunk.to(_F64))
+            theta.index_add_(0, doc, w_chunk.to(F64))
         ts.w = w
         ts.theta[0] = theta
 
@@ -500,9 +396,9 @@ class TorchGibbsSampler:
         V, F, K = ts.D.shape
         dev = self.device
         P, N = data.n_positions, data.n_docs
-        m = torch.zeros(P * K, dtype=_I64, device=dev)
-        A = torch.zeros(N * K, dtype=_I64, device=dev)
-        n = torch.zeros(V * F * K, dtype=_I64, device=dev) if with_counts else None
+        m = torch.zeros(P * K, dtype=I64, device=dev)
+        A = torch.zeros(N * K, dtype=I64, device=dev)
+        n = torch.zeros(V * F * K, dtype=I64, device=dev) if with_counts else None
         loglik = -ts.theta[0].sum(dim=1)
         f_range = torch.arange(F, device=dev)
         step = max(1, self.max_elements // (F * K))
@@ -514,7 +410,7 @@ class TorchGibbsSampler:
             s = col[:, None] - f_range[None, :]                          # (C, F)
             valid = (s >= 0) & (s < self._S[doc][:, None])
             rows = torch.where(valid, self._p0[doc][:, None] + s, 0)
-            weights = ts.w[rows].to(_F64) * ts.D[word].to(_F64)        # (C, F, K)
+            weights = ts.w[rows].to(F64) * ts.D[word].to(F64)        # (C, F, K)
             weights = torch.where(valid[:, :, None], weights, 0.0).reshape(hi - lo, F * K)
             cum = torch.cumsum(weights, dim=1)
             del weights
@@ -524,10 +420,10 @@ class TorchGibbsSampler:
                 cell_ll = torch.log(-torch.expm1(-lam)) + lam
             else:
                 if data.mode == FIXED_COUNT:
-                    units = torch.full((hi - lo,), int(data.fixed_count), dtype=_I64, device=dev)
+                    units = torch.full((hi - lo,), int(data.fixed_count), dtype=I64, device=dev)
                 else:
                     units = self._cell_count[lo:hi]
-                uf = units.to(_F64)
+                uf = units.to(F64)
                 cell_ll = uf * torch.log(lam) - torch.lgamma(uf + 1.0)
             loglik.index_add_(0, doc, cell_ll)
             r_u, c_u = self.random.units(cum, units)
@@ -535,7 +431,7 @@ class TorchGibbsSampler:
             f_u = torch.div(c_u, K, rounding_mode="floor")
             k_u = c_u - f_u * K
             d_u = doc[r_u]
-            ones = torch.ones(r_u.shape, dtype=_I64, device=dev)
+            ones = torch.ones(r_u.shape, dtype=I64, device=dev)
             m.index_add_(0, (self._p0[d_u] + col[r_u] - f_u) * K + k_u, ones)
             A.index_add_(0, d_u * K + k_u, ones)
             if n is not None:
@@ -548,15 +444,15 @@ class TorchGibbsSampler:
     def _dirichlet_kernels(self, counts: torch.Tensor, eta: float) -> torch.Tensor:
         """D_k ~ Dir(n_k + eta) over the V*F entries of each kernel, floored, float32."""
         V, F, K = counts.shape
-        lg = self.random.log_gamma(counts.to(_F64) + eta).reshape(V * F, K)
+        lg = self.random.log_gamma(counts.to(F64) + eta).reshape(V * F, K)
         D = torch.exp(lg - torch.logsumexp(lg, dim=0, keepdim=True))
         D = torch.where(D > FLOOR, D, FLOOR)
-        return D.reshape(V, F, K).to(_F32)
+        return D.reshape(V, F, K).to(F32)
 
     # ------------------------------------------------------------------ the gamma belief stack
     def _dirichlet_columns(self, counts: torch.Tensor, eta: float) -> torch.Tensor:
         """Phi[:, k'] ~ Dir(eta + counts[:, k']), floored at PHI_FLOOR and renormalised."""
-        lg = self.random.log_gamma(counts.to(_F64) + eta)
+        lg = self.random.log_gamma(counts.to(F64) + eta)
         col = torch.exp(lg - lg.max(dim=0, keepdim=True).values)
         col = col / col.sum(dim=0, keepdim=True)
         col = col.clamp_min(PHI_FLOOR)
@@ -565,8 +461,8 @@ class TorchGibbsSampler:
     def _position_tables(self, m: torch.Tensor, shape: torch.Tensor) -> torch.Tensor:
         """tables[j, k] = sum_s CRT(m_jks, max(a_jk / S_j, TINY)) (gbn.position_tables)."""
         n_docs, K = shape.shape
-        a_doc = shape / self._S.to(_F64)[:, None]
-        tables = torch.zeros(n_docs * K, dtype=_I64, device=self.device)
+        a_doc = shape / self._S.to(F64)[:, None]
+        tables = torch.zeros(n_docs * K, dtype=I64, device=self.device)
         for lo, hi in self._position_chunks(K):
             mm = m[lo:hi]
             p, k = (mm > 0).nonzero(as_tuple=True)
@@ -582,15 +478,15 @@ class TorchGibbsSampler:
         returns (m_next (N, K_{t+1}), phi_counts (K_t, K_{t+1}))."""
         n_docs, n_below = tables.shape
         n_above = phi.shape[1]
-        m_next = torch.zeros(n_docs * n_above, dtype=_I64, device=self.device)
-        phi_counts = torch.zeros(n_below * n_above, dtype=_I64, device=self.device)
+        m_next = torch.zeros(n_docs * n_above, dtype=I64, device=self.device)
+        phi_counts = torch.zeros(n_below * n_above, dtype=I64, device=self.device)
         j_all, k_all = (tables > 0).nonzero(as_tuple=True)
         step = max(1, self.max_elements // n_above)
         for lo in range(0, j_all.numel(), step):
             j, k = j_all[lo:lo + step], k_all[lo:lo + step]
             cum = torch.cumsum(phi[k] * theta_above[j], dim=1)
             r_u, c_u = self.random.units(cum, tables[j, k])
-            ones = torch.ones(r_u.shape, dtype=_I64, device=self.device)
+            ones = torch.ones(r_u.shape, dtype=I64, device=self.device)
             m_next.index_add_(0, j[r_u] * n_above + c_u, ones)
             phi_counts.index_add_(0, k[r_u] * n_above + c_u, ones)
         return m_next.reshape(n_docs, n_above), phi_counts.reshape(n_below, n_above)
