@@ -17,3 +17,9 @@ class DataFileError(CPGBNInputError):
 
 class ModelFormatError(CPGBNInputError):
     """A saved model directory is missing, truncated, corrupted or from another format version."""
+
+
+def one_line(value) -> str:
+    """``str(value)`` on one line (runs of white space become one space), or the type's name
+    if that is empty: for an exception's text inside a one-line error message."""
+    return " ".join(str(value).split()) or type(value).__name__

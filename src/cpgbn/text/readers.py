@@ -15,7 +15,7 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from cpgbn.errors import DataFileError
+from cpgbn.errors import DataFileError, one_line
 
 __all__ = ["read_labeled", "read_lines"]
 
@@ -90,10 +90,6 @@ def _raw_lines(path: Path) -> Iterator[bytes]:
         with opener(path, "rb") as handle:
             yield from handle
     except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
-        raise DataFileError(f"{path}: not a valid gzip file ({_one_line(exc)})") from None
+        raise DataFileError(f"{path}: not a valid gzip file ({one_line(exc)})") from None
     except OSError as exc:
-        raise DataFileError(f"{path}: cannot read: {exc.strerror or _one_line(exc)}") from None
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
+        raise DataFileError(f"{path}: cannot read: {exc.strerror or one_line(exc)}") from None
