@@ -390,15 +390,25 @@ class TorchGibbsSampler:
         ts.w = w
         ts.theta[0] = theta
 
+    #: dtype of the latent counts m, A and n on the device (a study may change it with
+    #: :meth:`_split_units`: ``experiments/expected_counts.py``)
+    count_dtype = I64
+
+    def _split_units(self, cum: torch.Tensor, units: torch.Tensor):
+        """Multinomial(units[i]) over the candidates of every cell i (inclusive cumulative
+        weights ``cum``): (cell rows, candidate columns, amounts), one unit per entry."""
+        r_u, c_u = self.random.units(cum, units)
+        return r_u, c_u, torch.ones(r_u.shape, dtype=I64, device=self.device)
+
     def _augment(self, ts: TorchState, with_counts):
         """m | w, D for every cell; returns the kernel counts n (V, F, K) if ``with_counts``."""
         data = self.data
         V, F, K = ts.D.shape
         dev = self.device
         P, N = data.n_positions, data.n_docs
-        m = torch.zeros(P * K, dtype=I64, device=dev)
-        A = torch.zeros(N * K, dtype=I64, device=dev)
-        n = torch.zeros(V * F * K, dtype=I64, device=dev) if with_counts else None
+        m = torch.zeros(P * K, dtype=self.count_dtype, device=dev)
+        A = torch.zeros(N * K, dtype=self.count_dtype, device=dev)
+        n = torch.zeros(V * F * K, dtype=self.count_dtype, device=dev) if with_counts else None
         loglik = -ts.theta[0].sum(dim=1)
         f_range = torch.arange(F, device=dev)
         step = max(1, self.max_elements // (F * K))
@@ -426,16 +436,15 @@ class TorchGibbsSampler:
                 uf = units.to(F64)
                 cell_ll = uf * torch.log(lam) - torch.lgamma(uf + 1.0)
             loglik.index_add_(0, doc, cell_ll)
-            r_u, c_u = self.random.units(cum, units)
+            r_u, c_u, amount = self._split_units(cum, units)
             del cum
             f_u = torch.div(c_u, K, rounding_mode="floor")
             k_u = c_u - f_u * K
             d_u = doc[r_u]
-            ones = torch.ones(r_u.shape, dtype=I64, device=dev)
-            m.index_add_(0, (self._p0[d_u] + col[r_u] - f_u) * K + k_u, ones)
-            A.index_add_(0, d_u * K + k_u, ones)
+            m.index_add_(0, (self._p0[d_u] + col[r_u] - f_u) * K + k_u, amount)
+            A.index_add_(0, d_u * K + k_u, amount)
             if n is not None:
-                n.index_add_(0, word[r_u] * (F * K) + c_u, ones)
+                n.index_add_(0, word[r_u] * (F * K) + c_u, amount)
         ts.m = m.reshape(P, K)
         ts.A = A.reshape(N, K)
         ts.loglik = loglik
