@@ -184,6 +184,7 @@ def main():
                             vocab_size=None if args.vocab is None else args.vocab + 1)
             cell["wall_seconds"] = round(time.perf_counter() - start, 1)
             cell["command"] = "python " + " ".join(sys.argv)
+            record = load()  # another run may have added cells meanwhile
             record["cells"][key] = cell
             save(record)
             report(record)
