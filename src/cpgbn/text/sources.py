@@ -96,7 +96,6 @@ def check_name(name) -> str:
     return key
 
 
-
 # ------------------------------------------------------------------- originals and checking
 def read_originals(source: Source, files: list[Path]) -> dict[str, bytes | dict[str, bytes]]:
     """The original files of ``source`` (folders: name -> bytes), checked against their sha256."""
