@@ -6,7 +6,8 @@ fractions (notes, section 3, step 1).  That is not a Gibbs step, and the CRT of 
 is not defined for a fractional count, so the library does not offer it.  This module patches
 the PyTorch sampler, for this process only, to test whether that approximation explains the
 paper's MR figure (``prior_study.py --expected-counts --device cuda``; the PyTorch sampler
-on 2 CPU cores takes 12-19 s per sweep on 3000 MR documents, too slow for the study).
+on 2 CPU cores takes about 8 s per sweep on 3000 MR documents once w has left its start, too
+slow for the study).
 
 What the patch changes:
 

@@ -14,7 +14,7 @@ token_count, eta) and stores every (configuration, seed) as one resumable cell i
     python experiments/prior_study.py --only "mr|200-100-50|20000|200|0.05" --fixed-r  # r = 1/K_T
     python experiments/prior_study.py --only "mr|200-100-50|20000|200|0.05" --mean-globals
     python experiments/prior_study.py --only "mr|200-100-50|20000|25|0.05" --expected-counts \
-        --device cpu
+        --device cuda --out /tmp/ec.json    # then --merge /tmp/ec.json here
 
 ``--mean-globals`` reproduces an approximation of the authors' notebooks (notes, section 3): D
 and Phi set to their posterior means given the counts instead of drawn.  That is not a Gibbs
@@ -22,7 +22,7 @@ sampler; it is here only to test whether it explains the paper's accuracies, and
 sampler's module functions for this process only (the numba sampler, not ``--device``).
 ``--expected-counts`` is the authors' other approximation, fractional expected counts in place
 of the sampled split of each token (``expected_counts.py``); it patches the PyTorch sampler and
-so needs ``--device cpu`` (or ``cuda``).
+so needs ``--device`` (``cpu`` works, but is too slow for MR: use ``cuda``).
 """
 import argparse
 import json

@@ -3,8 +3,9 @@
 ``fetch("trec")`` downloads the original files from the dataset authors' pages, checks every
 original file against the sha256 recorded in the data folder's README, converts them exactly as
 that README describes and checks the converted content against the sha256 of the files in the
-project's data folder (the sources, checks and conversion are in :mod:`cpgbn.text.sources`).  The result is byte-identical to those files (for IMDB the
-*decompressed* content is: our gzip framing may differ from ``gzip -9 -n``).
+project's data folder (the sources, checks and conversion are in :mod:`cpgbn.text.sources`).
+The result is byte-identical to those files (for IMDB the *decompressed* content is: our gzip
+framing may differ from ``gzip -9 -n``).
 
 Downloads use only the standard library: the bytes go to ``<name>.part`` first, an interrupted
 download is continued with an HTTP ``Range`` request the next time, every socket operation has a
