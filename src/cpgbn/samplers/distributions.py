@@ -186,14 +186,15 @@ _POISSON_INV_MAX = 10.0
 
 
 @numba.njit(inline="always", fastmath=False, error_model="numpy")
-def _poisson_inversion(state, lam):
-    """Sequential-search inversion from k = 0, lam < ~10 (expected lam + 1 steps)."""
-    p0 = math.exp(-lam)
+def _search_from(state, lam, k_first, p_first):
+    """Sequential-search inversion of a Poisson(lam) tail from k_first, whose probability is
+    p_first (expected lam + 1 steps): the Poisson itself from k = 0, the zero-truncated one
+    from k = 1."""
     while True:
         u = _uniform(state)
-        k = 0
-        p = p0
-        s = p0
+        k = k_first
+        p = p_first
+        s = p_first
         ok = True
         while u > s:
             k += 1
@@ -204,6 +205,12 @@ def _poisson_inversion(state, lam):
                 break
         if ok:
             return np.int64(k)
+
+
+@numba.njit(inline="always", fastmath=False, error_model="numpy")
+def _poisson_inversion(state, lam):
+    """Sequential-search inversion from k = 0, lam < ~10."""
+    return _search_from(state, lam, 0, math.exp(-lam))
 
 
 @numba.njit(inline="always", fastmath=False, error_model="numpy")
@@ -270,22 +277,7 @@ def zero_truncated_poisson(state, lam):
                 return k
     if not (lam > 0.0):
         return np.int64(1)
-    p1 = lam / math.expm1(lam)
-    while True:
-        u = _uniform(state)
-        k = 1
-        p = p1
-        s = p1
-        ok = True
-        while u > s:
-            k += 1
-            p *= lam / k
-            s += p
-            if p < 1e-300 and k > lam:
-                ok = False  # u beyond the float-representable cdf: redraw
-                break
-        if ok:
-            return np.int64(k)
+    return _search_from(state, lam, 1, lam / math.expm1(lam))
 
 
 # ----------------------------------------------------------------------------
