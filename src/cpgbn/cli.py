@@ -78,6 +78,7 @@ def _read_documents(data: str, split: str, data_dir, fmt: str):
 
 # ---------------------------------------------------------------------- commands
 def cmd_fit(args) -> int:
+    from .explain.summary import observation_model
     from .io import check_replaceable
     from .model import CPGBN
     check_replaceable(args.out)
@@ -97,7 +98,8 @@ def cmd_fit(args) -> int:
     model.save(args.out)
     print(f"fitted CPGBN {'-'.join(map(str, model.layers_))} on {len(texts)} documents "
           f"({model.n_train_tokens_} tokens, V={len(model.vocabulary_)}) in {seconds:.1f}s; "
-          f"log-likelihood per token {model.log_likelihood():.4f}; saved to {args.out}")
+          f"log-likelihood per token {model.log_likelihood():.4f} "
+          f"({observation_model(model.token_count)}); saved to {args.out}")
     return 0
 
 

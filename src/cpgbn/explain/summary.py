@@ -18,6 +18,14 @@ def _thousands(n) -> str:
     return f"{int(n):,}"
 
 
+def observation_model(token_count) -> str:
+    """How the tokens are observed, in words: the link, or the pseudo-count that scales the
+    log-likelihood (with c pseudo-counts a token contributes c ln lambda - ln c!)."""
+    if token_count == "bernoulli-poisson":
+        return "Bernoulli-Poisson link, the paper's"
+    return f"{token_count} pseudo-counts per token"
+
+
 def usage_concentration(usage) -> tuple[float, float]:
     """(effective number of kernels exp(entropy of the usage), share carried by the top 10%)."""
     usage = np.asarray(usage, dtype=np.float64)
@@ -43,8 +51,7 @@ def summary_facts(model, *, corpus=None, labels=None, coherence: CoherenceResult
                        f"{'s' if len(layers) > 1 else ''}), filter width F = {F}")]
     facts.append(("vocabulary", f"{_thousands(V)} rows, including the out-of-vocabulary <unk>"))
     tc = model.token_count
-    facts.append(("observation", "Bernoulli-Poisson link (the paper's)" if tc == "bernoulli-poisson"
-                  else f"{tc} pseudo-counts per token"))
+    facts.append(("observation", observation_model(tc)))
     hyper = model.hyper_
     eta = ", ".join(f"{e:g}" for e in hyper.eta)
     facts.append(("priors", f"eta = {eta}; e0 = {hyper.e0:g}, f0 = {hyper.f0:g}; "
