@@ -64,6 +64,11 @@ def main_():
             ("--out is a directory that is not a model", ["fit", "train.tsv", "--out", ".", *TINY]),
             ("model directory missing", ["topics", "nomodel"]),
             ("column share not a fraction", ["topics", "model", "--min-column-share", "1.5"]),
+            ("features --out is a directory (checked before inference)",
+             ["transform", "model", "train.tsv", "--out", "."]),
+            ("features --out under a file", ["transform", "model", "train.tsv", "--out",
+                                             "train.tsv/f.npy"]),
+            ("--json is a directory (checked before training)", ["evaluate", "trec", "--json", "."]),
         ]
         for name, args in cases:
             code, line = run(args)

@@ -319,6 +319,41 @@ def test_fit_does_not_delete_an_unrelated_directory(tmp_path, capsys, corpus_fil
     assert (data / "train.tsv").is_file()
 
 
+def test_output_targets_are_checked_before_the_work(tmp_path, capsys, model_dir, corpus_file,
+                                                    monkeypatch):
+    # A bad --out or --json fails at once: not after inference or an hour of evaluation.
+    from cpgbn.model import CPGBN
+
+    def no_inference(*args, **kwargs):
+        raise AssertionError("the output path was checked only after the work")
+
+    monkeypatch.setattr(CPGBN, "transform", no_inference)
+    code = main(["transform", str(model_dir), str(corpus_file), "--out", str(tmp_path)])
+    _assert_user_error(capsys, code, "is a directory")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    code = main(["transform", str(model_dir), str(corpus_file), "--out", str(blocker / "f.npy")])
+    _assert_user_error(capsys, code, "cannot create it", "not a writable directory")
+    monkeypatch.setattr("cpgbn.evaluate.evaluate", no_inference)
+    code = main(["evaluate", "trec", "--json", str(tmp_path)])
+    _assert_user_error(capsys, code, "--json", "is a directory")
+
+
+def test_failed_write_names_the_requested_file(tmp_path, monkeypatch):
+    # the temporary sibling is an implementation detail: an error names the file asked for
+    from cpgbn.io import write_file_atomically
+
+    def refuse(src, dst):
+        raise PermissionError(13, "Permission denied", src)
+
+    monkeypatch.setattr("cpgbn.io.os.replace", refuse)
+    target = tmp_path / "f.txt"
+    with pytest.raises(PermissionError) as info:
+        write_file_atomically(target, lambda fh: fh.write("x"))
+    assert info.value.filename == str(target)
+    assert list(tmp_path.iterdir()) == []  # the temporary file is gone
+
+
 # ----------------------------------------------------------------------------- real process
 
 def _cpgbn_command() -> list[str]:

@@ -104,7 +104,9 @@ def cmd_fit(args) -> int:
 
 
 def cmd_transform(args) -> int:
+    from .io import check_file_target, write_file_atomically
     from .model import CPGBN
+    check_file_target(args.out)
     model = CPGBN.load(args.model_dir)
     model.set_params(progress=not args.quiet, n_threads=args.threads)
     if args.iterations is not None:
@@ -113,8 +115,6 @@ def cmd_transform(args) -> int:
     texts, _ = _read_documents(args.data, args.split, args.data_dir, args.format)
     features = model.transform(texts, all_layers=args.all_layers)
     import numpy as np
-
-    from .io import write_file_atomically
     write_file_atomically(args.out, lambda fh: np.save(fh, features), binary=True)
     print(f"wrote features of {features.shape[0]} documents x {features.shape[1]} to {args.out}")
     return 0
@@ -167,6 +167,9 @@ def cmd_tree(args) -> int:
 
 def cmd_evaluate(args) -> int:
     from .evaluate import evaluate
+    from .io import check_file_target, write_file_atomically
+    if args.json:
+        check_file_target(args.json, "--json")
     start = time.perf_counter()
     result = evaluate(args.dataset, layers=args.layers, protocol=args.protocol, seeds=args.seeds,
                       data_dir=args.data_dir, vocab_size=args.vocab_size,
@@ -181,7 +184,6 @@ def cmd_evaluate(args) -> int:
           f"seeds {','.join(map(str, result['seeds']))}): "
           f"accuracy {100 * result['accuracy_mean']:.1f} +- {100 * result['accuracy_std']:.1f} %")
     if args.json:
-        from .io import write_file_atomically
         write_file_atomically(args.json, lambda fh: fh.write(json.dumps(result, indent=2) + "\n"))
         print(f"wrote {args.json}")
     return 0

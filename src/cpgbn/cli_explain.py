@@ -67,9 +67,9 @@ def _load(args):
 
 def cmd_report(args) -> int:
     from .explain.report import build_report, write_report
+    from .io import check_file_target
     out = Path(args.out)
-    if out.is_dir():
-        raise CPGBNInputError(f"--out {out} is a directory; give a file name such as report.html")
+    check_file_target(out)
     model, texts, labels = _load(args)
     html = build_report(model, texts, labels, title=args.title, source=str(args.model_dir),
                         top_words=args.top, top_phrases=args.phrases, trees=args.trees,

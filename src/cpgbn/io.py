@@ -63,8 +63,11 @@ def write_file_atomically(path, write, *, binary: bool = False) -> Path:
     file's private mode); on failure nothing is left behind.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as exc:  # name the file the caller asked for, not the temporary one
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
     try:
         with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as fh:
             write(fh)
@@ -72,10 +75,25 @@ def write_file_atomically(path, write, *, binary: bool = False) -> Path:
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename in (tmp, None):
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
         raise
     return path
+
+
+def check_file_target(path, option: str = "--out") -> None:
+    """Raise :class:`CPGBNInputError` at once, before any long work, when ``path`` cannot
+    become a file: it is a directory, or its nearest existing ancestor is not a writable
+    directory.  (What only the write can tell, a full disk say, still fails then.)"""
+    target = Path(path)
+    if target.is_dir():
+        raise CPGBNInputError(f"{option} {target} is a directory; give a file name")
+    existing = next(p for p in (target.parent, *target.parent.parents) if p.exists())
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise CPGBNInputError(f"{option} {target}: cannot create it ({existing} is not a "
+                              "writable directory)")
 
 
 def check_replaceable(directory, marker: str = _META) -> None:
