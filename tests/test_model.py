@@ -84,8 +84,26 @@ def test_bad_input_data():
         small().fit(["w01 w02 w03", "   ", "w04 w05"])
     with pytest.raises(CPGBNInputError, match="sequence of document strings"):
         small().fit("one string is not a corpus")
+    with pytest.raises(CPGBNInputError, match="document 3 is NoneType, not str"):
+        small().fit(["w01 w02", "w03 w04", None])
+    with pytest.raises(CPGBNInputError, match="document 1 is bytes, not str"):
+        small().fit([b"w01 w02"])
     with pytest.raises(NotFittedError):
         small().transform(TEXTS)
+
+
+def test_column_objects_are_accepted():
+    # what a pandas column offers: no Sequence registration, but tolist()
+    class Column:
+        def __init__(self, values):
+            self.values = values
+
+        def tolist(self):
+            return list(self.values)
+
+    a = small(random_state=1).fit_transform(Column(TEXTS))
+    b = small(random_state=1).fit_transform(np.array(TEXTS))
+    np.testing.assert_array_equal(a, b)
 
 
 # ----------------------------------------------------------------------------- determinism

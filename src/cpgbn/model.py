@@ -193,8 +193,12 @@ class CPGBN(TransformerMixin, BaseEstimator):
                 raise CPGBNInputError("the corpus uses a different vocabulary than the fitted model;"
                                       " pass raw texts or encode with model.vocabulary_")
             return X
-        if isinstance(X, str) or not isinstance(X, Sequence | np.ndarray):
-            raise CPGBNInputError("X must be a sequence of document strings or a cpgbn.text.Corpus")
+        # a pandas Series or Index is not a registered Sequence; its tolist() is the column
+        if isinstance(X, str) or not (isinstance(X, Sequence | np.ndarray) or hasattr(X, "tolist")):
+            raise CPGBNInputError("X must be a sequence of document strings (a list, an array, a "
+                                  "pandas column) or a cpgbn.text.Corpus")
+        if not isinstance(X, Sequence):
+            X = X.tolist()
         if vocabulary is None:
             return Corpus.from_texts(list(X), vocab_size=vocab_size)
         return Corpus.from_texts(list(X), vocabulary=vocabulary)

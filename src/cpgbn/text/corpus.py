@@ -79,6 +79,12 @@ class Corpus:
         """
         if isinstance(texts, str):
             raise CPGBNInputError("texts must be a sequence of strings, not one string")
+        texts = list(texts)
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise CPGBNInputError(
+                    f"document {i + 1} is {type(text).__name__}, not str; every document must be "
+                    "one string of text (decode bytes, replace missing values)")
         token_lists = [tokenize(text) for text in texts]
         return cls.from_token_lists(token_lists, vocabulary, vocab_size, labels)
 
