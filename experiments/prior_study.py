@@ -13,16 +13,15 @@ token_count, eta) and stores every (configuration, seed) as one resumable cell i
     python experiments/prior_study.py --merge /tmp/p.json
     python experiments/prior_study.py --only "mr|200-100-50|20000|200|0.05" --fixed-r  # r = 1/K_T
     python experiments/prior_study.py --only "mr|200-100-50|20000|200|0.05" --mean-globals
-    python experiments/prior_study.py --only "mr|200-100-50|20000|25|0.05" --expected-counts \
-        --device cuda --out /tmp/ec.json    # then --merge /tmp/ec.json here
+    python experiments/prior_study.py --only "mr|200-100-50|20000|25|0.05" --expected-counts
 
 ``--mean-globals`` reproduces an approximation of the authors' notebooks (notes, section 3): D
 and Phi set to their posterior means given the counts instead of drawn.  That is not a Gibbs
 sampler; it is here only to test whether it explains the paper's accuracies, and it patches the
 sampler's module functions for this process only (the numba sampler, not ``--device``).
 ``--expected-counts`` is the authors' other approximation, fractional expected counts in place
-of the sampled split of each token (``expected_counts.py``); it patches the PyTorch sampler and
-so needs ``--device`` (``cpu`` works, but is too slow for MR: use ``cuda``).
+of the sampled split of each token (``expected_counts.py``); it patches the numba sampler, or
+with ``--device`` the PyTorch one (``cuda``; on a CPU the PyTorch sampler is too slow for MR).
 """
 import argparse
 import json
@@ -133,7 +132,8 @@ def main():
                     help="set D and Phi to posterior means (the authors' approximation; not a sampler)")
     ap.add_argument("--expected-counts", action="store_true",
                     help="fractional expected counts instead of the sampled split (the authors' "
-                    "approximation; not a sampler; needs --device)")
+                    "approximation; not a sampler): the numba sampler, or with --device the "
+                    "PyTorch one")
     ap.add_argument("--out", default=None)
     ap.add_argument("--merge", default=None)
     args = ap.parse_args()
@@ -142,10 +142,10 @@ def main():
             ap.error("--mean-globals patches the numba sampler; leave out --device")
         use_posterior_mean_globals()
     if args.expected_counts:
-        if not args.device:
-            ap.error("--expected-counts patches the PyTorch sampler; give --device cpu or cuda")
-        from expected_counts import use_expected_counts
-        use_expected_counts()
+        from expected_counts import use_expected_counts, use_expected_counts_numba
+        if args.mean_globals:
+            ap.error("--expected-counts and --mean-globals both replace the kernel draw; give one")
+        use_expected_counts() if args.device else use_expected_counts_numba()
     out = Path(args.out) if args.out else DEFAULT_OUT
     record = load(out)
     if args.merge:

@@ -1,9 +1,9 @@
-"""The study patch experiments/expected_counts.py (the authors' fractional expected counts).
+"""The study patches experiments/expected_counts.py (the authors' fractional expected counts).
 
-It overrides hooks of the PyTorch sweep (``count_dtype``, ``_split_units``,
-``_position_tables``); this test keeps it working when the sweep changes, so that a session
-with a GPU can run the study as the README says.  The patch changes the class for the whole
-process, so the test puts the original attributes back.
+The PyTorch patch overrides hooks of the PyTorch sweep (``count_dtype``, ``_split_units``,
+``_position_tables``); the numba patch replaces the position kernel and the kernel draw that
+the Gibbs driver calls.  These tests keep both working when the samplers change.  The patches
+change classes and modules for the whole process, so the tests put the originals back.
 """
 
 import sys
@@ -12,24 +12,74 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch", reason="the study patches the PyTorch backend")
-
-from cpgbn import CPGBN  # noqa: E402
-from cpgbn.inference import torch_sweep  # noqa: E402
+from cpgbn import CPGBN
+from cpgbn.inference import gibbs
+from cpgbn.samplers import conv
 
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
 HOOKS = ("count_dtype", "_split_units", "_position_tables", "_sweep")
 
 
+def _texts():
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(25)]
+    return [" ".join(rng.choice(words, size=8)) for _ in range(30)]
+
+
+@pytest.fixture
+def patched_numba():
+    saved = [(gibbs.GibbsSampler, "initial_state"), (gibbs.GibbsSampler, "_counts_for_sweep"),
+             (conv, "sweep_positions"), (conv, "draw_kernels")]
+    saved = [(owner, name, owner.__dict__[name]) for owner, name in saved]
+    sys.path.insert(0, str(EXPERIMENTS))
+    try:
+        from expected_counts import DROP, use_expected_counts_numba
+        use_expected_counts_numba()
+        yield DROP
+    finally:
+        sys.path.remove(str(EXPERIMENTS))
+        for owner, name, value in saved:
+            setattr(owner, name, value)
+
+
+def test_numba_expected_counts_are_fractional_and_keep_every_unit(patched_numba):
+    drop = patched_numba
+    seen = []
+    sweep = gibbs.GibbsSampler._sweep
+
+    def spy(self, state):
+        sweep(self, state)
+        seen.append((float(state.A.sum()), bool((state.m != np.round(state.m)).any()),
+                     state.m.dtype, float(np.asarray(state.globals.D).sum())))
+
+    gibbs.GibbsSampler._sweep = spy
+    try:
+        count, K, F = 25, 4, 3
+        model = CPGBN(layers=(K, 2), vocab_size=30, token_count=count, n_iter=4, burn_in=2,
+                      random_state=0, n_threads=1).fit(_texts())
+    finally:
+        gibbs.GibbsSampler._sweep = sweep
+    units = count * model.n_train_tokens_
+    assert len(seen) == 4
+    for total, fractional, dtype, d_sum in seen:
+        assert dtype == np.float64 and fractional
+        assert units - model.n_train_tokens_ * F * K * drop <= total <= units * (1 + 1e-12)
+        assert d_sum == pytest.approx(K, rel=1e-4)  # every kernel on the simplex
+    assert np.isfinite(model.train_features_).all()
+    assert np.isfinite(model.transform(_texts()[:5])).all()
+
+
 @pytest.fixture
 def patched_sampler():
+    torch = pytest.importorskip("torch", reason="the study patches the PyTorch backend")
+    from cpgbn.inference import torch_sweep
     cls = torch_sweep.TorchGibbsSampler
     saved = {name: cls.__dict__[name] for name in HOOKS}
     sys.path.insert(0, str(EXPERIMENTS))
     try:
         from expected_counts import DROP, use_expected_counts
         use_expected_counts()
-        yield cls, DROP
+        yield torch, cls, DROP
     finally:
         sys.path.remove(str(EXPERIMENTS))
         for name, value in saved.items():
@@ -37,10 +87,8 @@ def patched_sampler():
 
 
 def test_expected_counts_are_fractional_and_keep_every_unit(patched_sampler):
-    cls, drop = patched_sampler
-    rng = np.random.default_rng(0)
-    words = [f"w{i}" for i in range(25)]
-    texts = [" ".join(rng.choice(words, size=8)) for _ in range(30)]
+    torch, cls, drop = patched_sampler
+    texts = _texts()
     seen = []
     sweep = cls._sweep
 
