@@ -90,10 +90,15 @@ def check_file_target(path, option: str = "--out") -> None:
     target = Path(path)
     if target.is_dir():
         raise CPGBNInputError(f"{option} {target} is a directory; give a file name")
+    _check_creatable(target, option)
+
+
+def _check_creatable(target: Path, option: str = "") -> None:
+    """Raise unless the nearest existing ancestor of ``target`` is a writable directory."""
     existing = next(p for p in (target.parent, *target.parent.parents) if p.exists())
     if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
-        raise CPGBNInputError(f"{option} {target}: cannot create it ({existing} is not a "
-                              "writable directory)")
+        name = f"{option} {target}" if option else str(target)
+        raise CPGBNInputError(f"{name}: cannot create it ({existing} is not a writable directory)")
 
 
 def check_replaceable(directory, marker: str = _META) -> None:
@@ -102,6 +107,7 @@ def check_replaceable(directory, marker: str = _META) -> None:
     if target.exists() and not (target.is_dir() and (target / marker).is_file()):
         kind = "file" if not target.is_dir() else "directory that is not a saved cpgbn model"
         raise CPGBNInputError(f"refusing to overwrite {target}: it is a {kind}; choose another path")
+    _check_creatable(target)
 
 
 def write_directory_atomically(directory, write, *, marker: str = _META) -> None:
@@ -112,8 +118,11 @@ def write_directory_atomically(directory, write, *, marker: str = _META) -> None
     """
     target = Path(directory)
     check_replaceable(target, marker)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    except OSError as exc:  # name the directory the caller asked for, not the temporary one
+        raise OSError(exc.errno, exc.strerror, str(target)) from exc
     try:
         write(tmp)
         for child in tmp.iterdir():
