@@ -32,7 +32,8 @@ from math import lgamma
 import numba
 import numpy as np
 
-from cpgbn.samplers.distributions import crt, gamma, zero_truncated_poisson
+from cpgbn.samplers.conv import cell_units
+from cpgbn.samplers.distributions import crt, gamma
 from cpgbn.samplers.gbn import TINY
 from cpgbn.samplers.rng import seed_state
 from cpgbn.samplers.weights import FLOOR, _draw_scaled_gamma
@@ -112,6 +113,7 @@ def expected_positions(seed, stream, block_size, doc_cells, doc_positions, cell_
     n_blocks = (n_docs + block_size - 1) // block_size
     update_counts = counts.shape[0] > 0
     want_tables = tables.shape[0] > 0
+    log_fixed_factorial = lgamma(fixed_count + 1.0)
     for block in numba.prange(n_blocks):
         state = np.empty(4, dtype=np.uint64)
         seed_state(state, seed, stream, block)
@@ -152,15 +154,9 @@ def expected_positions(seed, stream, block_size, doc_cells, doc_positions, cell_
                         weights[i] = weight
                         lam += weight
                         i += 1
-                if mode == 0:
-                    n_units = zero_truncated_poisson(state, lam)
-                    ll += np.log(-np.expm1(-lam)) + lam
-                elif mode == 1:
-                    n_units = fixed_count
-                    ll += n_units * np.log(lam) - lgamma(n_units + 1.0)
-                else:
-                    n_units = cell_count[c]
-                    ll += n_units * np.log(lam) - lgamma(n_units + 1.0)
+                n_units, cell_ll = cell_units(state, mode, lam, fixed_count, log_fixed_factorial,
+                                              cell_count[c] if mode == 2 else 0)
+                ll += cell_ll
                 scale = n_units / lam
                 i = 0
                 for f in range(f_lo, f_hi + 1):

@@ -41,12 +41,28 @@ from .gbn import listed_tables, longest_document
 from .shared_shape import gamma_counts_shared
 from .weights import FLOOR, draw_document_weights, list_heavy_kernels
 
-__all__ = ["FLOOR", "split_units", "spread_light_units", "kernel_row_sums", "sweep_positions",
+__all__ = ["FLOOR", "cell_units", "split_units", "spread_light_units", "kernel_row_sums", "sweep_positions",
            "draw_kernels", "reset_counts"]
 
 #: Below this many units a token's count is split by repeated categorical draws (binary search
 #: on the cumulative weights); above it by one multinomial draw in O(K F).
 _SMALL_SPLIT = 24
+
+
+@njit(cache=True, inline="always")
+def cell_units(state, mode, lam, fixed_count, log_fixed_factorial, observed):
+    """(units, log-likelihood term) of one cell with total rate lambda = ``lam``.
+
+    mode 0, the Bernoulli-Poisson link: units ~ zero-truncated Poisson(lambda), term
+    ln(1 - e^-lambda) + lambda (the cell's -lambda is in the document's -sum w); mode 1, a
+    pseudo-count: ``fixed_count`` units, term n ln lambda - ln n! (``log_fixed_factorial``);
+    mode 2, observed counts: ``observed`` units, the same term.
+    """
+    if mode == 0:
+        return zero_truncated_poisson(state, lam), np.log(-np.expm1(-lam)) + lam
+    if mode == 1:
+        return np.int64(fixed_count), fixed_count * np.log(lam) - log_fixed_factorial
+    return np.int64(observed), observed * np.log(lam) - lgamma(observed + 1.0)
 
 
 @njit(cache=True)
@@ -323,15 +339,9 @@ def sweep_positions(seed, stream, block_size, doc_cells, doc_positions, cell_wor
                     n_l, light_total = _light_candidates(w_b, D_b, p0, v, col, f_lo, f_hi,
                                                          light_idx, light_cum)
                 lam = heavy_total + light_total
-                if mode == 0:
-                    n_units = zero_truncated_poisson(state, lam)
-                    ll += np.log(-np.expm1(-lam)) + lam
-                elif mode == 1:
-                    n_units = fixed_count
-                    ll += n_units * np.log(lam) - log_fixed_factorial
-                else:
-                    n_units = cell_count[c]
-                    ll += n_units * np.log(lam) - lgamma(n_units + 1.0)
+                n_units, cell_ll = cell_units(state, mode, lam, fixed_count, log_fixed_factorial,
+                                              cell_count[c] if mode == 2 else 0)
+                ll += cell_ll
                 if n_units + n_candidates > len(out_idx):
                     out_idx = np.empty(2 * (n_units + n_candidates), dtype=np.int64)
                     out_cnt = np.empty(2 * (n_units + n_candidates), dtype=np.int64)
