@@ -94,7 +94,7 @@ def use_expected_counts_numba():
                            w, m, theta, A, counts.astype(np.float64, copy=False), loglik, tables)
 
     def draw_kernels(seed, stream, counts, eta_table, D, block_words):
-        expected_dirichlet(seed, stream, counts, table_shape(eta_table), D, block_words)
+        expected_dirichlet(seed, stream, counts, table_shape(eta_table), D)
 
     gibbs.GibbsSampler.initial_state = float_state
     gibbs.GibbsSampler._counts_for_sweep = float_slabs
@@ -104,8 +104,8 @@ def use_expected_counts_numba():
 
 @numba.njit(parallel=True, cache=True)
 def expected_positions(seed, stream, block_size, doc_cells, doc_positions, cell_word, cell_col,
-              cell_count, mode, fixed_count, D, prior_shape, rate, draw_w, augment, w, m,
-              theta, A, counts, loglik, tables):
+                       cell_count, mode, fixed_count, D, prior_shape, rate, draw_w, augment, w, m,
+                       theta, A, counts, loglik, tables):
     """w | m as the library (every w_jks drawn), then the expected split of each token's
     units into float m, A and n, and the tables CRT(round(m_jks), a_jk / S_j)."""
     n_docs = len(doc_positions) - 1
@@ -178,9 +178,10 @@ def expected_positions(seed, stream, block_size, doc_cells, doc_positions, cell_
                         if whole > 0:
                             tables[j, k] += crt(state, whole, shape)
 
+
 @numba.njit(cache=True)
-def expected_dirichlet(seed, stream, counts, eta, D, block_words):
-    """D_k ~ Dir(n_k + eta) with fractional n; the slabs are left at zero."""
+def expected_dirichlet(seed, stream, counts, eta, D):
+    """D_k ~ Dir(n_k + eta) with fractional n, in one stream; the slabs are left at zero."""
     n_words, filter_width, n_kernels = D.shape
     totals = np.zeros(n_kernels, dtype=np.float64)
     values = np.empty((n_words, filter_width, n_kernels), dtype=np.float64)

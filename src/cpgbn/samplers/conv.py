@@ -41,8 +41,8 @@ from .gbn import listed_tables, longest_document
 from .shared_shape import gamma_counts_shared
 from .weights import FLOOR, draw_document_weights, list_heavy_kernels
 
-__all__ = ["FLOOR", "cell_units", "split_units", "spread_light_units", "kernel_row_sums", "sweep_positions",
-           "draw_kernels", "reset_counts"]
+__all__ = ["FLOOR", "cell_units", "split_units", "spread_light_units", "kernel_row_sums",
+           "sweep_positions", "draw_kernels", "reset_counts"]
 
 #: Below this many units a token's count is split by repeated categorical draws (binary search
 #: on the cumulative weights); above it by one multinomial draw in O(K F).
