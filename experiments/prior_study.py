@@ -137,14 +137,14 @@ def main():
     ap.add_argument("--out", default=None)
     ap.add_argument("--merge", default=None)
     args = ap.parse_args()
+    if args.expected_counts and args.mean_globals:
+        ap.error("--expected-counts and --mean-globals both replace the kernel draw; give one")
     if args.mean_globals:
         if args.device:
             ap.error("--mean-globals patches the numba sampler; leave out --device")
         use_posterior_mean_globals()
     if args.expected_counts:
         from expected_counts import use_expected_counts, use_expected_counts_numba
-        if args.mean_globals:
-            ap.error("--expected-counts and --mean-globals both replace the kernel draw; give one")
         use_expected_counts() if args.device else use_expected_counts_numba()
     out = Path(args.out) if args.out else DEFAULT_OUT
     record = load(out)

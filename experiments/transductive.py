@@ -24,7 +24,7 @@ import numpy as np
 from cpgbn.evaluate import evaluate
 from cpgbn.io import write_file_atomically
 from reports import mean_std
-from vocab_fix import MARK, add_note, stale
+from vocab_fix import MARK, add_note, stale_record
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "results" / "transductive.json"
@@ -43,15 +43,6 @@ TOKEN_COUNT = 200
 
 def key_of(dataset, layers, protocol, features, seed):
     return f"{dataset}|{layers}|{protocol}|{features}|seed={seed}"
-
-
-def stale_cell(cell):
-    """A cell of the old vocabulary rule (vocab_fix.py).  Only the inductive cells on a fixed
-    split (the authors' split, or TREC's official one) train on the authors' training set; a
-    transductive fit or a cross-validation fold builds its vocabulary from other texts."""
-    dataset, _, protocol, features = cell["config"]
-    authors_split = features == "inductive" and (protocol == "authors" or dataset == "trec")
-    return stale(cell["commit"], dataset, cell["vocab_size"] - 1, authors_split)
 
 
 def load(path):
@@ -76,7 +67,7 @@ def report(record, path):
         dataset, layers, protocol, features = config
         acc = np.array([100 * c["accuracy_mean"] for c in groups[config]])
         paper = PAPER.get((dataset, layers))
-        mark = MARK if any(stale_cell(c) for c in groups[config]) else ""
+        mark = MARK if any(stale_record(c) for c in groups[config]) else ""
         lines.append(f"| {dataset.upper()} | {layers} | {protocol} | {features} | {mean_std(acc)}"
                      f"{mark} | {len(acc)} | {paper if paper is not None else ''} |")
     add_note(lines)
@@ -101,7 +92,7 @@ def main():
             if args.token_count != TOKEN_COUNT:
                 key += f"|count={args.token_count}"
             done = load(OUT)["cells"].get(key)
-            if done is not None and not stale_cell(done):
+            if done is not None and not stale_record(done):
                 continue  # a result of the old vocabulary rule is run again
             start = time.perf_counter()
             cell = evaluate(dataset, layers=tuple(int(k) for k in layers.split("-")),

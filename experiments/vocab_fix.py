@@ -53,10 +53,13 @@ def stale(commit: str, dataset: str, words: int, authors_split: bool = True) -> 
 
 def stale_record(record: dict) -> bool:
     """:func:`stale` for a result record of ``cpgbn.evaluate`` or an experiment script: its
-    ``commit``, ``dataset``, ``protocol`` and ``vocab_size`` (rows) or ``vocab_words``."""
+    ``commit``, ``dataset``, ``protocol``, ``features`` (if any) and ``vocab_size`` (rows) or
+    ``vocab_words``."""
     words = record["vocab_words"] if "vocab_words" in record else record["vocab_size"] - 1
-    # TREC has one official split, so both protocols train on the authors' split there
-    authors_split = record["protocol"] == "authors" or record["dataset"] == "trec"
+    # TREC has one official split, so both protocols train on the authors' split there; a
+    # transductive fit builds its vocabulary from the training and test texts together
+    authors_split = (record.get("features") != "transductive"
+                     and (record["protocol"] == "authors" or record["dataset"] == "trec"))
     return stale(record["commit"], record["dataset"], words, authors_split)
 
 

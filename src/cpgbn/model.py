@@ -197,11 +197,10 @@ class CPGBN(TransformerMixin, BaseEstimator):
         if isinstance(X, str) or not (isinstance(X, Sequence | np.ndarray) or hasattr(X, "tolist")):
             raise CPGBNInputError("X must be a sequence of document strings (a list, an array, a "
                                   "pandas column) or a cpgbn.text.Corpus")
-        if not isinstance(X, Sequence):
-            X = X.tolist()
+        texts = X if isinstance(X, Sequence) else X.tolist()
         if vocabulary is None:
-            return Corpus.from_texts(list(X), vocab_size=vocab_size)
-        return Corpus.from_texts(list(X), vocabulary=vocabulary)
+            return Corpus.from_texts(texts, vocab_size=vocab_size)
+        return Corpus.from_texts(texts, vocabulary=vocabulary)
 
     def _data(self, corpus: Corpus, filter_width: int) -> ConvData:
         short = int(np.count_nonzero(corpus.lengths < filter_width))
