@@ -14,6 +14,7 @@ token_count, eta) and stores every (configuration, seed) as one resumable cell i
     python experiments/prior_study.py --only "mr|200-100-50|20000|200|0.05" --fixed-r  # r = 1/K_T
     python experiments/prior_study.py --only "mr|200-100-50|20000|200|0.05" --mean-globals
     python experiments/prior_study.py --only "mr|200-100-50|20000|25|0.05" --expected-counts
+    python experiments/prior_study.py --only "mr|200-100-50|20000|200|0.05" --padding 2
 
 ``--mean-globals`` reproduces an approximation of the authors' notebooks (notes, section 3): D
 and Phi set to their posterior means given the counts instead of drawn.  That is not a Gibbs
@@ -134,6 +135,8 @@ def main():
                     help="fractional expected counts instead of the sampled split (the authors' "
                     "approximation; not a sampler): the numba sampler, or with --device the "
                     "PyTorch one")
+    ap.add_argument("--padding", type=int, default=0,
+                    help="empty columns before and after every document (the authors' code pads)")
     ap.add_argument("--out", default=None)
     ap.add_argument("--merge", default=None)
     args = ap.parse_args()
@@ -172,16 +175,21 @@ def main():
                 key += "|globals=mean"
             if args.expected_counts:
                 key += "|counts=expected"
+            if args.padding:
+                key += f"|padding={args.padding}"
             if key in record["cells"] and not stale_record(record["cells"][key]):
                 continue  # done (a result of the old vocabulary rule is run again)
+            model_params = ({"sample_r": False} if args.fixed_r else {}) | \
+                ({"padding": args.padding} if args.padding else {})
             start = time.perf_counter()
             cell = evaluate(dataset, layers=tuple(int(k) for k in layers.split("-")),
                             protocol="authors", seeds=[seed], vocab_size=V + 1, token_count=tc,
                             eta=eta, device=args.device, n_iter=args.n_iter, burn_in=args.burn_in,
-                            model_params={"sample_r": False} if args.fixed_r else None)
+                            model_params=model_params or None)
             variants = (["r fixed at 1/K_T"] if args.fixed_r else []) + \
                 (["D, Phi = posterior means (not a sampler)"] if args.mean_globals else []) + \
-                (["expected fractional counts (not a sampler)"] if args.expected_counts else [])
+                (["expected fractional counts (not a sampler)"] if args.expected_counts else []) + \
+                ([f"padding {args.padding}"] if args.padding else [])
             extra = [args.n_iter, args.burn_in] if args.n_iter or variants else []
             cell["config"] = list(config) + extra + (["; ".join(variants)] if variants else [])
             cell["wall_seconds"] = round(time.perf_counter() - start, 1)

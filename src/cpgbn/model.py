@@ -71,6 +71,10 @@ class CPGBN(TransformerMixin, BaseEstimator):
         c pseudo-counts (the authors' code, a tempered likelihood).  The default was chosen by
         measured accuracy on TREC, SUBJ and MR (results/token_count.md,
         results/prior_study.md); see the README section "token_count".
+    padding : int, default 0
+        Empty columns added before and after every document, so a kernel may overhang an edge
+        by up to ``padding`` words (0 <= padding <= F - 1).  0 is the paper's model, with
+        S_j = L_j - F + 1 positions (eq. 1); the authors' code pads (results/padding.md).
     eta : float or sequence of float, default 0.05
         Dirichlet concentration of the kernels (eta^(1)) and of each Phi^(t).
     e0, f0 : float, default 0.1
@@ -115,14 +119,15 @@ class CPGBN(TransformerMixin, BaseEstimator):
     """
 
     def __init__(self, layers=(200,), *, filter_width=3, vocab_size=8000,
-                 token_count=DEFAULT_TOKEN_COUNT, eta=0.05, e0=0.1, f0=0.1, sample_r=True,
-                 n_iter=200, burn_in=150, transform_iter=None, transform_burn_in=None,
+                 token_count=DEFAULT_TOKEN_COUNT, padding=0, eta=0.05, e0=0.1, f0=0.1,
+                 sample_r=True, n_iter=200, burn_in=150, transform_iter=None, transform_burn_in=None,
                  feature_normalization="length", random_state=None, n_threads=None,
                  memory_limit=None, progress=False, device=None):
         self.layers = layers
         self.filter_width = filter_width
         self.vocab_size = vocab_size
         self.token_count = token_count
+        self.padding = padding
         self.eta = eta
         self.e0 = e0
         self.f0 = f0
@@ -177,14 +182,22 @@ class CPGBN(TransformerMixin, BaseEstimator):
                 raise CPGBNInputError("device=... needs PyTorch: pip install 'cpgbn[torch]'") from None
             resolve_device(self.device)
         token_mode(self.token_count)
+        filter_width = _check_int("filter_width", self.filter_width, 1)
+        self._check_padding(filter_width)
         return dict(
             layers=layers,
-            filter_width=_check_int("filter_width", self.filter_width, 1),
+            filter_width=filter_width,
             vocab_size=_check_int("vocab_size", self.vocab_size, 2),
             n_iter=n_iter, burn_in=burn_in, transform_iter=t_iter, transform_burn_in=t_burn,
             hyper=Hyperparameters(eta=etas, e0=_check_positive("e0", self.e0),
                                   f0=_check_positive("f0", self.f0), sample_r=bool(self.sample_r)),
         )
+
+    def _check_padding(self, filter_width: int) -> None:
+        padding = _check_int("padding", self.padding, 0)
+        if padding > filter_width - 1:
+            raise CPGBNInputError(f"padding must be <= filter_width - 1 = {filter_width - 1} (a "
+                                  f"kernel must cover at least one word), got {padding}")
 
     # ------------------------------------------------------------------ data
     def _corpus(self, X, vocabulary: Vocabulary | None, vocab_size: int | None) -> Corpus:
@@ -203,11 +216,12 @@ class CPGBN(TransformerMixin, BaseEstimator):
         return Corpus.from_texts(texts, vocabulary=vocabulary)
 
     def _data(self, corpus: Corpus, filter_width: int) -> ConvData:
-        short = int(np.count_nonzero(corpus.lengths < filter_width))
+        short = int(np.count_nonzero(corpus.lengths + 2 * self.padding < filter_width))
         if short:
             warnings.warn(f"{short} document(s) shorter than filter_width={filter_width} are padded "
                           "with empty columns", stacklevel=3)
-        return from_token_sequences(corpus.tokens, corpus.offsets, filter_width, self.token_count)
+        return from_token_sequences(corpus.tokens, corpus.offsets, filter_width, self.token_count,
+                                    self.padding)
 
     def _sampler(self, data: ConvData, seed: int, learn_globals: bool):
         """The numba sampler, or the PyTorch one when ``device`` is set."""
@@ -475,6 +489,9 @@ class PGBN(CPGBN):
         if mode != 0 and scale != 1:
             object.__setattr__(data, "cell_count", data.cell_count * np.int32(scale))
         return data
+
+    def _check_padding(self, filter_width: int) -> None:
+        pass  # one column per document: nothing to pad
 
     def _validated(self) -> dict:
         params = super()._validated()

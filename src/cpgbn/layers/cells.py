@@ -111,15 +111,21 @@ def token_mode(token_count) -> tuple[int, int]:
 
 
 def from_token_sequences(tokens: np.ndarray, offsets: np.ndarray, filter_width: int,
-                         token_count="bernoulli-poisson") -> ConvData:
-    """Cells of text documents: one cell per token, column = position in the document."""
+                         token_count="bernoulli-poisson", padding: int = 0) -> ConvData:
+    """Cells of text documents: one cell per token, column = position in the document.
+
+    ``padding`` empty columns are added before and after every document, so a kernel may
+    overhang either edge by up to ``padding`` columns (0: the paper's S_j = L_j - F + 1
+    positions; F - 1: every placement that covers at least one token).  The padded columns are
+    observed all-zero columns, like the padding of short documents.
+    """
     tokens = np.ascontiguousarray(tokens, dtype=np.int32)
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
     lengths = np.diff(offsets)
     mode, fixed = token_mode(token_count)
     doc_of_token = np.repeat(np.arange(len(lengths)), lengths)
-    cols = (np.arange(len(tokens), dtype=np.int64) - offsets[doc_of_token]).astype(np.int32)
-    padded = np.maximum(lengths, filter_width)
+    cols = (np.arange(len(tokens), dtype=np.int64) - offsets[doc_of_token] + padding).astype(np.int32)
+    padded = np.maximum(lengths + 2 * padding, filter_width)
     return ConvData(
         cell_word=tokens,
         cell_col=cols,
