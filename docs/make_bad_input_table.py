@@ -59,6 +59,7 @@ def main_():
             ("missing data directory", ["fit", "trec", "--data-dir", "/no/such/dir", "--out", "m1", *TINY]),
             ("vocabulary size < 2", ["fit", "train.tsv", "--out", "m1", *TINY, "--vocab-size", "1"]),
             ("layer size < 1", ["fit", "train.tsv", "--out", "m1", "--layers", "200,0"]),
+            ("padding wider than F - 1", ["fit", "train.tsv", "--out", "m1", *TINY, "--padding", "3"]),
             ("burn-in not below iterations", ["fit", "train.tsv", "--out", "m1", "--iterations", "5",
                                               "--burn-in", "5"]),
             ("--out is a directory that is not a model", ["fit", "train.tsv", "--out", ".", *TINY]),

@@ -84,7 +84,8 @@ def cmd_fit(args) -> int:
     check_replaceable(args.out)
     texts, _ = _read_documents(args.data, args.split, args.data_dir, args.format)
     model = CPGBN(layers=args.layers, filter_width=args.filter_width, vocab_size=args.vocab_size,
-                  token_count=args.token_count, eta=args.eta, n_iter=args.iterations,
+                  token_count=args.token_count, padding=args.padding, eta=args.eta,
+                  n_iter=args.iterations,
                   burn_in=args.iterations * 3 // 4 if args.burn_in is None else args.burn_in,
                   random_state=args.seed, n_threads=args.threads, device=args.device,
                   progress=not args.quiet)
@@ -176,7 +177,8 @@ def cmd_evaluate(args) -> int:
                       token_count=args.token_count, n_iter=args.iterations, burn_in=args.burn_in,
                       filter_width=args.filter_width, n_threads=args.threads,
                       progress=not args.quiet, log=lambda msg: print(msg, flush=True),
-                      save_model=args.save_model, model=args.model, features=args.features)
+                      save_model=args.save_model, model=args.model, features=args.features,
+                      model_params={"padding": args.padding} if args.padding else None)
     result["wall_seconds"] = round(time.perf_counter() - start, 1)
     result["command"] = "cpgbn " + " ".join(sys.argv[1:])
     print(f"{result['dataset']} {result['model'].upper()}-{'-'.join(map(str, result['layers']))} "
@@ -223,6 +225,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="vocabulary rows including the out-of-vocabulary row (default 8000)")
     p.add_argument("--token-count", type=_token_count, default=None,
                    help="pseudo-count per token, or 'bernoulli-poisson' (default: library default)")
+    p.add_argument("--padding", type=int, default=0,
+                   help="empty columns before and after every document, so kernels may overhang "
+                        "the edges (0 to F-1; default 0, the paper's model)")
     p.add_argument("--eta", type=float, default=0.05, help="Dirichlet concentration (default 0.05)")
     p.add_argument("--iterations", type=int, default=200, help="Gibbs sweeps (default 200)")
     p.add_argument("--burn-in", type=int, default=None,
@@ -308,6 +313,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="vocabulary rows (default: the paper's V_pre + 1)")
     p.add_argument("--token-count", type=_token_count, default=None)
     p.add_argument("--filter-width", type=int, default=3)
+    p.add_argument("--padding", type=int, default=0,
+                   help="empty columns around every document (CPGBN only; default 0)")
     p.add_argument("--iterations", type=int, default=None, help="override the protocol's sweeps")
     p.add_argument("--burn-in", type=int, default=None, help="override the protocol's burn-in")
     p.add_argument("--json", default=None, metavar="OUT.json", help="write the full record here")

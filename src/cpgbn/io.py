@@ -3,7 +3,8 @@
 * No pickle anywhere: JSON for metadata and the vocabulary, ``np.load(allow_pickle=False)``
   for arrays, so loading a model never executes code.
 * Versioned: ``format_version`` is checked on load; a newer format is refused with a message
-  naming both versions; the library version that wrote the model is recorded.
+  naming both versions; the library version that wrote the model is recorded.  Version 2 added
+  the ``padding`` parameter (a version-1 model has none: padding 0).
 * Atomic: everything is written to a temporary sibling directory that replaces the target
   by rename, so an interrupted save leaves the old model (or nothing), never half a model.
 * Checked: the sha256 of ``arrays.npz`` is stored in ``model.json``; truncation or corruption
@@ -28,7 +29,7 @@ from .inference.state import GlobalParameters, Hyperparameters
 from .text.vocabulary import Vocabulary
 
 FORMAT = "cpgbn-model"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 _META = "model.json"
 _ARRAYS = "arrays.npz"
 

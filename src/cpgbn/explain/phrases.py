@@ -168,8 +168,8 @@ class KernelAssignments:
     """What the sampler assigned to each kernel at each position of a corpus (globals fixed).
 
     corpus : the encoded documents.
-    grams : int32 (P, F) -- the token ids of the F-gram at each position s (-1 past the end
-        of a document shorter than F).
+    grams : int32 (P, F) -- the token ids of the F-gram at each position s (-1 where the
+        placement overhangs an edge: a document shorter than F, or the model's ``padding``).
     counts : float32 (P, K_1) -- m[s, k], the latent count of kernel k at position s, averaged
         over the collected sweeps.
     doc_positions : int64 (N + 1,) -- positions of document j are doc_positions[j]:doc_positions[j+1].
@@ -180,8 +180,8 @@ class KernelAssignments:
         explains (summed over columns), averaged over the collected sweeps.
     n_sweeps, n_collected : int.
 
-    Responsibilities: a token v at column l of a document can come from kernel k placed at
-    position s = l - f (f = 0..F-1 inside the document), with weight w[s, k] D[v, f, k]; its
+    Responsibilities: a token v at column l of a (padded) document can come from kernel k placed
+    at position s = l - f (f = 0..F-1 inside the document), with weight w[s, k] D[v, f, k]; its
     responsibilities are these weights normalised over (s, k), i.e. the expected share of the
     token's units that the sampler gives to each (kernel, column).
     """
@@ -218,15 +218,15 @@ class KernelAssignments:
         return np.exp(-(share * logs).sum(axis=1))
 
 
-def _position_grams(corpus: Corpus, doc_positions: np.ndarray, F: int) -> np.ndarray:
+def _position_grams(corpus: Corpus, doc_positions: np.ndarray, F: int, padding: int) -> np.ndarray:
     lengths = corpus.lengths
     n_pos = np.diff(doc_positions)
     doc = np.repeat(np.arange(len(corpus)), n_pos)
-    start = np.arange(int(doc_positions[-1]), dtype=np.int64) - doc_positions[doc]
+    start = np.arange(int(doc_positions[-1]), dtype=np.int64) - doc_positions[doc] - padding
     grams = np.full((len(doc), F), -1, dtype=np.int32)
     for f in range(F):
         col = start + f
-        valid = col < lengths[doc]
+        valid = (col >= 0) & (col < lengths[doc])
         grams[valid, f] = corpus.tokens[corpus.offsets[doc[valid]] + col[valid]]
     return grams
 
@@ -251,7 +251,8 @@ def assign_kernels(model, X, *, n_iter: int = 10, burn_in: int = 5, seed: int | 
     if len(corpus) == 0:
         raise CPGBNInputError("no documents to assign")
     F = model.globals_.D.shape[1]
-    data = from_token_sequences(corpus.tokens, corpus.offsets, F, model.token_count)
+    padding = getattr(model, "padding", 0)
+    data = from_token_sequences(corpus.tokens, corpus.offsets, F, model.token_count, padding)
     V, K = len(model.vocabulary_), model.globals_.D.shape[2]
     model._check_memory(data, model.layers_, V, training=False)
     sampler = GibbsSampler(data, model.hyper_, model._transform_seed() if seed is None else int(seed),
@@ -267,16 +268,16 @@ def assign_kernels(model, X, *, n_iter: int = 10, burn_in: int = 5, seed: int | 
             if sweep >= burn_in:
                 counts += state.m
                 theta += state.theta[0]
-                _add_responsibilities(corpus, data.doc_positions, state.w, model.globals_.D,
-                                      column_tokens, word_tokens)
+                _add_responsibilities(corpus, data.doc_positions, padding, state.w,
+                                      model.globals_.D, column_tokens, word_tokens)
     n = n_iter - burn_in
-    return KernelAssignments(corpus, _position_grams(corpus, data.doc_positions, F),
+    return KernelAssignments(corpus, _position_grams(corpus, data.doc_positions, F, padding),
                              (counts / n).astype(np.float32), data.doc_positions, theta / n,
                              column_tokens / n, word_tokens / n, n_iter, n)
 
 
-def _add_responsibilities(corpus: Corpus, doc_positions: np.ndarray, w: np.ndarray, D: np.ndarray,
-                          column_tokens: np.ndarray, word_tokens: np.ndarray,
+def _add_responsibilities(corpus: Corpus, doc_positions: np.ndarray, padding: int, w: np.ndarray,
+                          D: np.ndarray, column_tokens: np.ndarray, word_tokens: np.ndarray,
                           max_bytes: int = 64 << 20) -> None:
     """Add every token's responsibilities (see :class:`KernelAssignments`) to the (K, F) column
     and (V, K) word totals, in blocks of tokens of at most ``max_bytes`` of work space."""
@@ -291,7 +292,7 @@ def _add_responsibilities(corpus: Corpus, doc_positions: np.ndarray, w: np.ndarr
     for lo in range(0, n_tokens, block):
         hi = min(lo + block, n_tokens)
         d = doc[lo:hi]
-        col = np.arange(lo, hi, dtype=np.int64) - corpus.offsets[d]
+        col = np.arange(lo, hi, dtype=np.int64) - corpus.offsets[d] + padding
         v = corpus.tokens[lo:hi]
         weights = np.zeros((F, hi - lo, K), dtype=np.float32)
         for f in range(F):
@@ -309,12 +310,13 @@ def _add_responsibilities(corpus: Corpus, doc_positions: np.ndarray, w: np.ndarr
 def top_corpus_phrases(assignments: KernelAssignments, vocabulary: Vocabulary, top_n: int = 3,
                        hide_unknown: bool = True) -> list[list[Phrase]]:
     """For each kernel, the ``top_n`` F-grams with the largest summed counts m[s, k], each with
-    its share of the kernel's total count.  Documents shorter than F give shorter grams."""
+    its share of the kernel's total count.  A placement that overhangs an edge (a document
+    shorter than F, or the model's padding) gives a shorter gram."""
     grams = assignments.grams
     keep = np.ones(len(grams), dtype=bool)
     if hide_unknown:
         keep &= ~np.any(grams == OOV_ID, axis=1)
-    keep &= grams[:, 0] >= 0  # an empty document's only position has no words
+    keep &= np.any(grams >= 0, axis=1)  # an empty document's only position has no words
     unique, inverse = np.unique(grams[keep], axis=0, return_inverse=True)
     inverse = np.asarray(inverse).reshape(-1)
     counts = assignments.counts

@@ -18,6 +18,12 @@ def _thousands(n) -> str:
     return f"{int(n):,}"
 
 
+def _padding_note(padding: int) -> str:
+    if not padding:
+        return ""
+    return f", {padding} empty column{'s' if padding > 1 else ''} around every document (padding)"
+
+
 def observation_model(token_count) -> str:
     """How the tokens are observed, in words: the link, or the pseudo-count that scales the
     log-likelihood (with c pseudo-counts a token contributes c ln lambda - ln c!)."""
@@ -48,7 +54,8 @@ def summary_facts(model, *, corpus=None, labels=None, coherence: CoherenceResult
     layers = tuple(model.layers_)
     V, F, K = g.D.shape
     facts = [("model", f"CPGBN {'-'.join(map(str, layers))} ({len(layers)} layer"
-                       f"{'s' if len(layers) > 1 else ''}), filter width F = {F}")]
+                       f"{'s' if len(layers) > 1 else ''}), filter width F = {F}"
+                       + _padding_note(getattr(model, "padding", 0)))]
     facts.append(("vocabulary", f"{_thousands(V)} rows, including the out-of-vocabulary <unk>"))
     tc = model.token_count
     facts.append(("observation", observation_model(tc)))
