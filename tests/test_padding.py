@@ -124,3 +124,11 @@ def test_a_format_1_model_loads_with_no_padding(tmp_path):
     old = CPGBN.load(tmp_path / "m")
     assert old.padding == 0 and old.format_version_ == 1
     np.testing.assert_array_equal(old.transform(random_texts(3)), model.transform(random_texts(3)))
+
+
+def test_the_pytorch_sampler_takes_the_padded_cells():
+    pytest.importorskip("torch")
+    texts = random_texts(12, min_len=2, max_len=6)
+    model = CPGBN(layers=(4, 2), padding=2, device="cpu", **FAST).fit(texts)
+    features = model.transform(texts)
+    assert features.shape == (12, 4) and np.all(np.isfinite(features)) and features.sum() > 0
