@@ -74,7 +74,8 @@ class CPGBN(TransformerMixin, BaseEstimator):
     padding : int, default 0
         Empty columns added before and after every document, so a kernel may overhang an edge
         by up to ``padding`` words (0 <= padding <= F - 1).  0 is the paper's model, with
-        S_j = L_j - F + 1 positions (eq. 1); the authors' code pads (results/padding.md).
+        S_j = L_j - F + 1 positions (eq. 1); the authors' code pads (measured in
+        results/prior_study.md).
     eta : float or sequence of float, default 0.05
         Dirichlet concentration of the kernels (eta^(1)) and of each Phi^(t).
     e0, f0 : float, default 0.1
