@@ -132,3 +132,11 @@ def test_the_pytorch_sampler_takes_the_padded_cells():
     model = CPGBN(layers=(4, 2), padding=2, device="cpu", **FAST).fit(texts)
     features = model.transform(texts)
     assert features.shape == (12, 4) and np.all(np.isfinite(features)) and features.sum() > 0
+
+
+def test_report_of_a_padded_model():
+    from cpgbn.explain.report import build_report
+    texts, labels = phrase_corpus(30, seed=2)
+    model = CPGBN(layers=(6, 3), padding=2, **FAST).fit(texts)
+    html = build_report(model, texts, labels, lda=False, npmi=False, sweeps=4, burn_in=2)
+    assert "2 empty columns around every document (padding)" in html
