@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "results" / "prior_share.json"
 V = {"trec": 8001, "mr": 20001, "subj": 20001}  # the paper's V_pre plus the OOV row
 GRID = [("trec", layers, tc) for layers in ("200", "200-100-50") for tc in (25, 200, 800)] + \
-       [("mr", "200-100-50", tc) for tc in (25, 200, 800)]
+       [(dataset, "200-100-50", tc) for dataset in ("mr", "subj") for tc in (25, 200, 800)]
 
 
 def prior_shares(state) -> np.ndarray:
