@@ -70,6 +70,8 @@ def main_():
             ("features --out under a file", ["transform", "model", "train.tsv", "--out",
                                              "train.tsv/f.npy"]),
             ("--json is a directory (checked before training)", ["evaluate", "trec", "--json", "."]),
+            ("--padding with a bag-of-words baseline", ["evaluate", "trec", "--model", "pgbn",
+                                                        "--padding", "2"]),
         ]
         for name, args in cases:
             code, line = run(args)

@@ -140,3 +140,12 @@ def test_report_of_a_padded_model():
     model = CPGBN(layers=(6, 3), padding=2, **FAST).fit(texts)
     html = build_report(model, texts, labels, lda=False, npmi=False, sweeps=4, burn_in=2)
     assert "2 empty columns around every document (padding)" in html
+
+
+@pytest.mark.parametrize("baseline", ["pgbn", "lda"])
+def test_cli_padding_is_refused_for_the_baselines(baseline, capsys):
+    assert main(["evaluate", "trec", "--model", baseline, "--padding", "2", "--data-dir",
+                 "/no/such/dir"]) == 2
+    err = capsys.readouterr().err
+    assert f"--padding is for --model cpgbn; {baseline} reads each document" in err
+    assert "Traceback" not in err

@@ -171,6 +171,9 @@ def cmd_evaluate(args) -> int:
     from .io import check_file_target, write_file_atomically
     if args.json:
         check_file_target(args.json, "--json")
+    if args.padding and args.model != "cpgbn":
+        raise CPGBNInputError(f"--padding is for --model cpgbn; {args.model} reads each "
+                              "document as one bag of words")
     start = time.perf_counter()
     result = evaluate(args.dataset, layers=args.layers, protocol=args.protocol, seeds=args.seeds,
                       data_dir=args.data_dir, vocab_size=args.vocab_size,
