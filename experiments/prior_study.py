@@ -15,6 +15,7 @@ token_count, eta) and stores every (configuration, seed) as one resumable cell i
     python experiments/prior_study.py --only "mr|200-100-50|20000|200|0.05" --mean-globals
     python experiments/prior_study.py --only "mr|200-100-50|20000|25|0.05" --expected-counts
     python experiments/prior_study.py --only "mr|200-100-50|20000|200|0.05" --padding 2
+    python experiments/prior_study.py --only "mr|200-100-50|20000|800|0.05" --last-globals
 
 ``--mean-globals`` reproduces an approximation of the authors' notebooks (notes, section 3): D
 and Phi set to their posterior means given the counts instead of drawn.  That is not a Gibbs
@@ -72,6 +73,22 @@ def use_posterior_mean_globals():
         phi[...] = mean / mean.sum(axis=0, keepdims=True)
 
     conv.draw_kernels, gbn.draw_phi = mean_kernels, mean_phi
+
+
+def use_last_sample_globals():
+    """Keep the last sample of D, Phi and r as the fitted globals (what the authors' notebooks
+    use for the test documents) instead of their posterior means over the collected sweeps."""
+    import copy
+
+    from cpgbn.inference.gibbs import GibbsSampler
+    run = GibbsSampler.run
+
+    def run_keeping_last(self, state, n_iter, burn_in, **kwargs):
+        result = run(self, state, n_iter, burn_in, **kwargs)
+        if result.globals_mean is not None:
+            result.globals_mean = copy.deepcopy(state.globals)
+        return result
+    GibbsSampler.run = run_keeping_last
 
 
 def key_of(dataset, layers, V, tc, eta, seed):
@@ -135,6 +152,9 @@ def main():
                     help="fractional expected counts instead of the sampled split (the authors' "
                     "approximation; not a sampler): the numba sampler, or with --device the "
                     "PyTorch one")
+    ap.add_argument("--last-globals", action="store_true",
+                    help="test documents inferred with the last sample of D, Phi, r (the authors' "
+                    "notebooks) instead of the posterior means")
     ap.add_argument("--padding", type=int, default=0,
                     help="empty columns before and after every document (the authors' code pads)")
     ap.add_argument("--out", default=None)
@@ -146,6 +166,8 @@ def main():
         if args.device:
             ap.error("--mean-globals patches the numba sampler; leave out --device")
         use_posterior_mean_globals()
+    if args.last_globals:
+        use_last_sample_globals()
     if args.expected_counts:
         from expected_counts import use_expected_counts, use_expected_counts_numba
         use_expected_counts() if args.device else use_expected_counts_numba()
@@ -177,6 +199,8 @@ def main():
                 key += "|counts=expected"
             if args.padding:
                 key += f"|padding={args.padding}"
+            if args.last_globals:
+                key += "|globals=last"
             if key in record["cells"] and not stale_record(record["cells"][key]):
                 continue  # done (a result of the old vocabulary rule is run again)
             model_params = ({"sample_r": False} if args.fixed_r else {}) | \
@@ -189,7 +213,8 @@ def main():
             variants = (["r fixed at 1/K_T"] if args.fixed_r else []) + \
                 (["D, Phi = posterior means (not a sampler)"] if args.mean_globals else []) + \
                 (["expected fractional counts (not a sampler)"] if args.expected_counts else []) + \
-                ([f"padding {args.padding}"] if args.padding else [])
+                ([f"padding {args.padding}"] if args.padding else []) + \
+                (["test documents with the last sample of the globals"] if args.last_globals else [])
             extra = [args.n_iter, args.burn_in] if args.n_iter or variants else []
             cell["config"] = list(config) + extra + (["; ".join(variants)] if variants else [])
             cell["wall_seconds"] = round(time.perf_counter() - start, 1)
