@@ -26,7 +26,8 @@ def test_cells_shift_by_the_padding_and_add_positions():
     np.testing.assert_array_equal(np.diff(plain.doc_positions), [2, 1])
     np.testing.assert_array_equal(np.diff(padded.doc_positions), [6, 4])
     np.testing.assert_array_equal(padded.true_length, [4, 2])  # features still divide by L_j
-    assert padded.n_padded() == 1  # the short document is still counted as short
+    # the 2-token document is raised to F = 3 only without padding
+    assert plain.n_padded() == 1 and padded.n_padded() == 0 and padded.padding == 2
 
 
 def test_every_placement_covers_a_word_at_full_padding():

@@ -184,7 +184,10 @@ class CPGBN(TransformerMixin, BaseEstimator):
             resolve_device(self.device)
         token_mode(self.token_count)
         filter_width = _check_int("filter_width", self.filter_width, 1)
-        self._check_padding(filter_width)
+        padding = _check_int("padding", self.padding, 0)
+        if padding > filter_width - 1:
+            raise CPGBNInputError(f"padding must be <= filter_width - 1 = {filter_width - 1} (a "
+                                  f"kernel must cover at least one word), got {padding}")
         return dict(
             layers=layers,
             filter_width=filter_width,
@@ -193,12 +196,6 @@ class CPGBN(TransformerMixin, BaseEstimator):
             hyper=Hyperparameters(eta=etas, e0=_check_positive("e0", self.e0),
                                   f0=_check_positive("f0", self.f0), sample_r=bool(self.sample_r)),
         )
-
-    def _check_padding(self, filter_width: int) -> None:
-        padding = _check_int("padding", self.padding, 0)
-        if padding > filter_width - 1:
-            raise CPGBNInputError(f"padding must be <= filter_width - 1 = {filter_width - 1} (a "
-                                  f"kernel must cover at least one word), got {padding}")
 
     # ------------------------------------------------------------------ data
     def _corpus(self, X, vocabulary: Vocabulary | None, vocab_size: int | None) -> Corpus:
@@ -217,12 +214,12 @@ class CPGBN(TransformerMixin, BaseEstimator):
         return Corpus.from_texts(texts, vocabulary=vocabulary)
 
     def _data(self, corpus: Corpus, filter_width: int) -> ConvData:
-        short = int(np.count_nonzero(corpus.lengths + 2 * self.padding < filter_width))
-        if short:
-            warnings.warn(f"{short} document(s) shorter than filter_width={filter_width} are padded "
-                          "with empty columns", stacklevel=3)
-        return from_token_sequences(corpus.tokens, corpus.offsets, filter_width, self.token_count,
+        data = from_token_sequences(corpus.tokens, corpus.offsets, filter_width, self.token_count,
                                     self.padding)
+        if data.n_padded():
+            warnings.warn(f"{data.n_padded()} document(s) shorter than filter_width={filter_width} "
+                          "are padded with empty columns", stacklevel=3)
+        return data
 
     def _sampler(self, data: ConvData, seed: int, learn_globals: bool):
         """The numba sampler, or the PyTorch one when ``device`` is set."""
@@ -472,6 +469,9 @@ class PGBN(CPGBN):
     ``filter_width`` is ignored (always 1).
     """
 
+    #: One column per document: nothing to pad (not a parameter, so not in ``get_params``).
+    padding = 0
+
     def __init__(self, layers=(200,), *, filter_width=1, vocab_size=8000, token_count=1, eta=0.05,
                  e0=0.1, f0=0.1, sample_r=True, n_iter=200, burn_in=150, transform_iter=None,
                  transform_burn_in=None, feature_normalization="length", random_state=None,
@@ -490,9 +490,6 @@ class PGBN(CPGBN):
         if mode != 0 and scale != 1:
             object.__setattr__(data, "cell_count", data.cell_count * np.int32(scale))
         return data
-
-    def _check_padding(self, filter_width: int) -> None:
-        pass  # one column per document: nothing to pad
 
     def _validated(self) -> dict:
         params = super()._validated()

@@ -251,8 +251,7 @@ def assign_kernels(model, X, *, n_iter: int = 10, burn_in: int = 5, seed: int | 
     if len(corpus) == 0:
         raise CPGBNInputError("no documents to assign")
     F = model.globals_.D.shape[1]
-    padding = getattr(model, "padding", 0)
-    data = from_token_sequences(corpus.tokens, corpus.offsets, F, model.token_count, padding)
+    data = from_token_sequences(corpus.tokens, corpus.offsets, F, model.token_count, model.padding)
     V, K = len(model.vocabulary_), model.globals_.D.shape[2]
     model._check_memory(data, model.layers_, V, training=False)
     sampler = GibbsSampler(data, model.hyper_, model._transform_seed() if seed is None else int(seed),
@@ -268,10 +267,10 @@ def assign_kernels(model, X, *, n_iter: int = 10, burn_in: int = 5, seed: int | 
             if sweep >= burn_in:
                 counts += state.m
                 theta += state.theta[0]
-                _add_responsibilities(corpus, data.doc_positions, padding, state.w,
+                _add_responsibilities(corpus, data.doc_positions, data.padding, state.w,
                                       model.globals_.D, column_tokens, word_tokens)
     n = n_iter - burn_in
-    return KernelAssignments(corpus, _position_grams(corpus, data.doc_positions, F, padding),
+    return KernelAssignments(corpus, _position_grams(corpus, data.doc_positions, F, data.padding),
                              (counts / n).astype(np.float32), data.doc_positions, theta / n,
                              column_tokens / n, word_tokens / n, n_iter, n)
 

@@ -55,7 +55,7 @@ def summary_facts(model, *, corpus=None, labels=None, coherence: CoherenceResult
     V, F, K = g.D.shape
     facts = [("model", f"CPGBN {'-'.join(map(str, layers))} ({len(layers)} layer"
                        f"{'s' if len(layers) > 1 else ''}), filter width F = {F}"
-                       + _padding_note(getattr(model, "padding", 0)))]
+                       + _padding_note(model.padding))]
     facts.append(("vocabulary", f"{_thousands(V)} rows, including the out-of-vocabulary <unk>"))
     tc = model.token_count
     facts.append(("observation", observation_model(tc)))

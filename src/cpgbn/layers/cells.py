@@ -57,6 +57,8 @@ class ConvData:
         The pseudo-count in ``FIXED_COUNT`` mode.
     true_length : int64 (n_docs,)
         L_j before padding (the number of tokens for text), used to normalise features.
+    padding : int
+        Empty columns added before and after every text document (``CPGBN(padding=...)``).
     """
 
     cell_word: np.ndarray
@@ -69,6 +71,7 @@ class ConvData:
     mode: int
     fixed_count: int
     true_length: np.ndarray
+    padding: int = 0
 
     @property
     def n_docs(self) -> int:
@@ -83,8 +86,8 @@ class ConvData:
         return len(self.cell_word)
 
     def n_padded(self) -> int:
-        """Number of documents that were shorter than F and got padded."""
-        return int(np.count_nonzero(self.true_length < self.filter_width))
+        """Number of documents raised to F columns: shorter than F even with the edge padding."""
+        return int(np.count_nonzero(self.true_length + 2 * self.padding < self.filter_width))
 
 
 def _positions(doc_length: np.ndarray, filter_width: int) -> np.ndarray:
@@ -137,6 +140,7 @@ def from_token_sequences(tokens: np.ndarray, offsets: np.ndarray, filter_width: 
         mode=mode,
         fixed_count=fixed,
         true_length=lengths.astype(np.int64),
+        padding=int(padding),
     )
 
 
