@@ -12,7 +12,6 @@ a table to results/classifier_study.md.
 A cell is run again when the grid has gained a classifier or normalisation since it was made.
 """
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -26,8 +25,8 @@ from sklearn.svm import SVC, LinearSVC
 from cpgbn import CPGBN
 from cpgbn.model import DEFAULT_TOKEN_COUNT
 from cpgbn.evaluate.provenance import provenance
-from cpgbn.io import write_file_atomically
 from cpgbn.text import dataset_info, load_dataset
+from reports import load_cells, save_record
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "results" / "classifier_study.json"
@@ -134,7 +133,7 @@ def main():
     ap.add_argument("--seeds", default="0,1")
     ap.add_argument("--token-count", type=int, default=DEFAULT_TOKEN_COUNT)
     args = ap.parse_args()
-    record = json.loads(OUT.read_text()) if OUT.exists() else {"cells": {}}
+    record = load_cells(OUT)
     layers = tuple(int(k) for k in args.layers.split("-"))
     for seed in (int(s) for s in args.seeds.split(",")):
         key = f"{args.dataset}|{args.layers}|seed={seed}"
@@ -143,7 +142,7 @@ def main():
         done = record["cells"].get(key)
         if done is None or set(done["scores"]) != _score_keys():  # new cell, or new columns
             record["cells"][key] = run(args.dataset, layers, seed, args.token_count)
-            write_file_atomically(OUT, lambda fh: fh.write(json.dumps(record, indent=1) + "\n"))
+            save_record(OUT, record)
             best = max(record["cells"][key]["scores"].items(), key=lambda kv: kv[1])
             print(f"{key}: authors' classifier "
                   f"{100 * record['cells'][key]['scores']['layer 1 | theta/L (authors) | rbf-svc C=1 (authors)']:.1f}%, "

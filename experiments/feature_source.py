@@ -15,7 +15,6 @@ results/feature_source.md gives the means, the paired difference and its spread 
     python experiments/feature_source.py --only "mr|200-100-50|3000|700" --seeds 0,1,2
 """
 import argparse
-import json
 import sys
 import time
 import warnings
@@ -25,10 +24,9 @@ import numpy as np
 
 from cpgbn.evaluate.protocols import PROTOCOLS, make_classifier
 from cpgbn.evaluate.provenance import provenance
-from cpgbn.io import write_file_atomically
 from cpgbn.model import CPGBN, DEFAULT_TOKEN_COUNT
 from cpgbn.text.datasets import load_dataset
-from reports import mean_std
+from reports import load_cells, mean_std, save_record
 from vocab_fix import MARK, add_note, stale_record
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,10 +40,6 @@ DEFAULT_SEEDS = {"mr": "0,1,2,3,4", "trec": "0,1,2", "subj": "0,1,2"}
 
 def key_of(dataset, layers, vocab, sweeps, seed):
     return f"{dataset}|{layers}|{vocab}|{sweeps}|seed={seed}"
-
-
-def load():
-    return json.loads(OUT.read_text()) if OUT.exists() else {"cells": {}}
 
 
 def run_cell(dataset, layers, vocab, sweeps, seed, data_dir):
@@ -121,17 +115,17 @@ def main():
     for dataset, layers, vocab, sweeps in configs if not args.report else []:
         for seed in (int(s) for s in (args.seeds or DEFAULT_SEEDS[dataset]).split(",")):
             key = key_of(dataset, layers, vocab, sweeps, seed)
-            done = load()["cells"].get(key)
+            done = load_cells(OUT)["cells"].get(key)
             if done and not stale_record(done):
                 continue  # (a result of the old vocabulary rule is run again)
             cell = run_cell(dataset, layers, vocab, sweeps, seed, args.data_dir)
             cell["command"] = "python " + " ".join(sys.argv)
-            record = load()  # other processes may have added cells meanwhile
+            record = load_cells(OUT)  # other processes may have added cells meanwhile
             record["cells"][key] = cell
-            write_file_atomically(OUT, lambda fh: fh.write(json.dumps(record, indent=1) + "\n"))
+            save_record(OUT, record)
             print(f"{key}: chain {100 * cell['accuracy']['chain']:.1f}%, inferred "
                   f"{100 * cell['accuracy']['inferred']:.1f}% ({cell['wall_seconds']}s)", flush=True)
-    report(load())
+    report(load_cells(OUT))
 
 
 if __name__ == "__main__":

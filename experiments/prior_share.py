@@ -12,7 +12,6 @@ its median and 90th percentile over documents (averaged over the collected sweep
     python experiments/prior_share.py                                   # the default grid
 """
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -21,8 +20,8 @@ import numpy as np
 
 from cpgbn import CPGBN
 from cpgbn.evaluate.provenance import provenance
-from cpgbn.io import write_file_atomically
 from cpgbn.text.datasets import load_dataset
+from reports import load_cells, save_record
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "results" / "prior_share.json"
@@ -95,7 +94,7 @@ def main():
     ap.add_argument("--seeds", default="0")
     ap.add_argument("--data-dir", default=None)
     args = ap.parse_args()
-    record = json.loads(OUT.read_text()) if OUT.exists() else {"cells": {}}
+    record = load_cells(OUT)
     grid = GRID
     if args.only:
         dataset, layers, tc = args.only.split("|")
@@ -110,9 +109,9 @@ def main():
             cell.update(config=[dataset, layers, tc], seed=seed,
                         wall_seconds=round(time.perf_counter() - start, 1),
                         command="python " + " ".join(sys.argv), **provenance())
-            record = json.loads(OUT.read_text()) if OUT.exists() else {"cells": {}}
+            record = load_cells(OUT)  # other processes may have added cells meanwhile
             record["cells"][key] = cell
-            write_file_atomically(OUT, lambda fh: fh.write(json.dumps(record, indent=1) + "\n"))
+            save_record(OUT, record)
             print(f"{key}: median {100 * cell['median']:.2f}%, p90 {100 * cell['p90']:.2f}% "
                   f"({cell['wall_seconds']}s)", flush=True)
     report(record)

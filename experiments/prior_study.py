@@ -26,7 +26,6 @@ of the sampled split of each token (``expected_counts.py``); it patches the numb
 with ``--device`` the PyTorch one (``cuda``; on a CPU the PyTorch sampler is too slow for MR).
 """
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -34,8 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from cpgbn.evaluate import evaluate
-from cpgbn.io import write_file_atomically
-from reports import mean_std
+from reports import load_cells, mean_std, save_record
 from vocab_fix import MARK, add_note, stale_record
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -98,14 +96,6 @@ def key_of(dataset, layers, V, tc, eta, seed):
 def parse_config(text):
     dataset, layers, V, tc, eta = text.split("|")
     return dataset, layers, int(V), int(tc), float(eta)
-
-
-def load(path):
-    return json.loads(path.read_text()) if path.exists() else {"cells": {}}
-
-
-def save(record, path):
-    write_file_atomically(path, lambda fh: fh.write(json.dumps(record, indent=1) + "\n"))
 
 
 def report(record, path):
@@ -172,13 +162,13 @@ def main():
         from expected_counts import use_expected_counts, use_expected_counts_numba
         use_expected_counts() if args.device else use_expected_counts_numba()
     out = Path(args.out) if args.out else DEFAULT_OUT
-    record = load(out)
+    record = load_cells(out)
     if args.merge:
-        other = load(Path(args.merge))["cells"]
+        other = load_cells(Path(args.merge))["cells"]
         new = {k: v for k, v in other.items() if k not in record["cells"]
                or (stale_record(record["cells"][k]) and not stale_record(v))}
         record["cells"].update(new)
-        save(record, out)
+        save_record(out, record)
         print(f"merged {len(new)} cells from {args.merge} (new keys or old-rule cells run again)")
     configs = []
     if args.grid:
@@ -219,9 +209,9 @@ def main():
             cell["config"] = list(config) + extra + (["; ".join(variants)] if variants else [])
             cell["wall_seconds"] = round(time.perf_counter() - start, 1)
             cell["command"] = "python " + " ".join(sys.argv)
-            record = load(out)  # other processes may have added cells meanwhile
+            record = load_cells(out)  # other processes may have added cells meanwhile
             record["cells"][key] = cell
-            save(record, out)
+            save_record(out, record)
             print(f"{key}: {100 * cell['accuracy_mean']:.1f}% ({cell['wall_seconds']}s)", flush=True)
     if out == DEFAULT_OUT:
         report(record, out)

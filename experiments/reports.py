@@ -1,5 +1,21 @@
-"""Formatting shared by the experiment scripts' markdown reports."""
+"""Shared by the experiment scripts: their record files and their markdown reports."""
+import json
+from pathlib import Path
+
 import numpy as np
+
+from cpgbn.io import write_file_atomically
+
+
+def load_cells(path: Path) -> dict:
+    """A script's record ``{"cells": {key: cell}}``, empty when the file does not exist yet."""
+    path = Path(path)
+    return json.loads(path.read_text()) if path.exists() else {"cells": {}}
+
+
+def save_record(path: Path, record: dict) -> None:
+    """Write a record file atomically (a killed run leaves the previous file, never half of one)."""
+    write_file_atomically(Path(path), lambda fh: fh.write(json.dumps(record, indent=1) + "\n"))
 
 
 def mean_std(percentages) -> str:

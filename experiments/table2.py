@@ -17,7 +17,6 @@ configuration as mean +- std over its seeds beside the paper's figure.
         --models cpgbn --layers 200-100-50   # MR by the paper's 10-fold CV (10 fits per seed)
 """
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -25,9 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from cpgbn.evaluate import evaluate
-from cpgbn.io import write_file_atomically
 from cpgbn.model import DEFAULT_TOKEN_COUNT
-from reports import mean_std
+from reports import load_cells, mean_std, save_record
 from vocab_fix import MARK, add_note, stale_record
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,14 +68,6 @@ def vocab_label(cell):
     from cpgbn.text import dataset_info
     words = cell["vocab_size"] - 1
     return "paper" if words == dataset_info(cell["dataset"])["vocab_size"] else str(words)
-
-
-def load():
-    return json.loads(OUT.read_text()) if OUT.exists() else {"cells": {}}
-
-
-def save(record):
-    write_file_atomically(OUT, lambda fh: fh.write(json.dumps(record, indent=1) + "\n"))
 
 
 def report(record):
@@ -155,14 +145,14 @@ def main():
     global OUT
     if args.out:
         OUT = Path(args.out)
-    record = load()
+    record = load_cells(OUT)
     if args.merge:
-        other = json.loads(Path(args.merge).read_text())["cells"]
+        other = load_cells(Path(args.merge))["cells"]
         # new keys, and cells of the old vocabulary rule run again since
         new = {k: v for k, v in other.items() if k not in record["cells"]
                or (stale_record(record["cells"][k]) and not stale_record(v))}
         record["cells"].update(new)
-        save(record)
+        save_record(OUT, record)
         print(f"merged {len(new)} cells from {args.merge} (new keys or old-rule cells run again)")
         args.report = True
     if not args.report:
@@ -184,9 +174,9 @@ def main():
                             vocab_size=None if args.vocab is None else args.vocab + 1)
             cell["wall_seconds"] = round(time.perf_counter() - start, 1)
             cell["command"] = "python " + " ".join(sys.argv)
-            record = load()  # another run may have added cells meanwhile
+            record = load_cells(OUT)  # another run may have added cells meanwhile
             record["cells"][key] = cell
-            save(record)
+            save_record(OUT, record)
             report(record)
             print(f"{key}: {100 * cell['accuracy_mean']:.1f}% ({cell['wall_seconds']}s)", flush=True)
     report(record)

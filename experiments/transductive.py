@@ -14,7 +14,6 @@ results/transductive.json; results/transductive.md gives mean +- std over seeds.
     python experiments/transductive.py --only "mr|200-100-50|paper|transductive" --seeds 0
 """
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -22,8 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from cpgbn.evaluate import evaluate
-from cpgbn.io import write_file_atomically
-from reports import mean_std
+from reports import load_cells, mean_std, save_record
 from vocab_fix import MARK, add_note, stale_record
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,10 +41,6 @@ TOKEN_COUNT = 200
 
 def key_of(dataset, layers, protocol, features, seed):
     return f"{dataset}|{layers}|{protocol}|{features}|seed={seed}"
-
-
-def load(path):
-    return json.loads(path.read_text()) if path.exists() else {"cells": {}}
 
 
 def report(record, path):
@@ -91,7 +85,7 @@ def main():
             key = key_of(*config, seed)
             if args.token_count != TOKEN_COUNT:
                 key += f"|count={args.token_count}"
-            done = load(OUT)["cells"].get(key)
+            done = load_cells(OUT)["cells"].get(key)
             if done is not None and not stale_record(done):
                 continue  # a result of the old vocabulary rule is run again
             start = time.perf_counter()
@@ -101,11 +95,11 @@ def main():
             cell["config"] = list(config)
             cell["wall_seconds"] = round(time.perf_counter() - start, 1)
             cell["command"] = "python " + " ".join(sys.argv)
-            record = load(OUT)  # other processes may have added cells meanwhile
+            record = load_cells(OUT)  # other processes may have added cells meanwhile
             record["cells"][key] = cell
-            write_file_atomically(OUT, lambda fh: fh.write(json.dumps(record, indent=1) + "\n"))
+            save_record(OUT, record)
             print(f"{key}: {100 * cell['accuracy_mean']:.1f}% ({cell['wall_seconds']}s)", flush=True)
-    report(load(OUT), OUT)
+    report(load_cells(OUT), OUT)
 
 
 if __name__ == "__main__":
