@@ -41,6 +41,10 @@ from cpgbn.samplers.rng import seed_state
 from cpgbn.samplers.weights import FLOOR, _draw_scaled_gamma
 
 DROP = 1e-6
+#: Smallest share kept with the authors' w step (their float32 sums keep shares this small).
+REDISTRIBUTE_DROP = 1e-12
+#: The authors' guard in w_jks = theta_jk m_jks / (A_jk + AUTHORS_EPS).
+AUTHORS_EPS = 1e-4
 
 
 def use_expected_counts():
@@ -66,12 +70,20 @@ def use_expected_counts():
     sampler._position_tables = tables
 
 
-def use_expected_counts_numba():
+def use_expected_counts_numba(redistribute=False):
     """Patch the numba sampler (cpgbn.inference.gibbs) the same way, for this process only.
 
     The library's position kernel and kernel draw take integer counts, so both are replaced by
     plain kernels over float64 m, A and n below; the count slabs and the state's m and A become
     float64.  The gamma belief stack above the first layer's tables is the library's.
+
+    ``redistribute=True`` also replaces the w step by the authors' (notes, section 3, step 6):
+    theta^(1)_jk ~ Gam(A_jk + a_jk, 1/(1 + c_j)) and w_jks = theta^(1)_jk m_jks / (A_jk + 1e-4),
+    with pooled tables CRT(round(A_jk), a_jk) to match that prior, and shares down to
+    ``REDISTRIBUTE_DROP`` kept (the authors' float32 sums keep them).  A kernel whose expected
+    count in a document falls far below 1e-4 is scaled down by A / (A + 1e-4) at every sweep
+    until it vanishes (zero is absorbing), so which kernels survive in a document depends on
+    the prior a_jk from the layers above.  Not a sampler either.
     """
     from cpgbn.inference import gibbs
     from cpgbn.samplers import conv
@@ -93,7 +105,8 @@ def use_expected_counts_numba():
                         augment, w, m, theta, A, counts, loglik, tables):
         expected_positions(seed, stream, block_size, doc_cells, doc_positions, cell_word, cell_col,
                            cell_count, mode, fixed_count, D, prior_shape, rate, draw_w, augment,
-                           w, m, theta, A, counts.astype(np.float64, copy=False), loglik, tables)
+                           w, m, theta, A, counts.astype(np.float64, copy=False), loglik, tables,
+                           redistribute, REDISTRIBUTE_DROP if redistribute else DROP)
 
     def draw_kernels(seed, stream, counts, eta_table, D, block_words):
         expected_dirichlet(seed, stream, counts, table_shape(eta_table), D)
@@ -107,9 +120,10 @@ def use_expected_counts_numba():
 @numba.njit(parallel=True, cache=True)
 def expected_positions(seed, stream, block_size, doc_cells, doc_positions, cell_word, cell_col,
                        cell_count, mode, fixed_count, D, prior_shape, rate, draw_w, augment, w, m,
-                       theta, A, counts, loglik, tables):
-    """w | m as the library (every w_jks drawn), then the expected split of each token's
-    units into float m, A and n, and the tables CRT(round(m_jks), a_jk / S_j)."""
+                       theta, A, counts, loglik, tables, redistribute, drop):
+    """w | m as the library (every w_jks drawn) or, with ``redistribute``, the authors' step,
+    then the expected split of each token's units into float m, A and n (shares above
+    ``drop``), and the tables CRT(round(m_jks), a_jk / S_j) (pooled with ``redistribute``)."""
     n_docs = len(doc_positions) - 1
     n_kernels, filter_width = D.shape[2], D.shape[1]
     n_blocks = (n_docs + block_size - 1) // block_size
@@ -124,7 +138,16 @@ def expected_positions(seed, stream, block_size, doc_cells, doc_positions, cell_
         for j in range(block * block_size, min(n_docs, (block + 1) * block_size)):
             p0 = doc_positions[j]
             n_pos = doc_positions[j + 1] - p0
-            if draw_w:
+            if draw_w and redistribute:
+                for k in range(n_kernels):
+                    pooled = gamma(state, A[j, k] + max(prior_shape[j, k], TINY)) / rate[j]
+                    factor = pooled / (A[j, k] + AUTHORS_EPS)
+                    theta[j, k] = 0.0
+                    for s in range(n_pos):
+                        value = np.float32(m[p0 + s, k] * factor)
+                        w[p0 + s, k] = value
+                        theta[j, k] += value
+            elif draw_w:
                 log_rate = np.log(rate[j])
                 for k in range(n_kernels):
                     theta[j, k] = 0.0
@@ -156,6 +179,10 @@ def expected_positions(seed, stream, block_size, doc_cells, doc_positions, cell_
                         weights[i] = weight
                         lam += weight
                         i += 1
+                if lam <= 0.0:  # every candidate's w has vanished: split evenly (as the authors)
+                    for c2 in range(i):
+                        weights[c2] = 1.0
+                    lam = float(i)
                 n_units, cell_ll = cell_units(state, mode, lam, fixed_count, log_fixed_factorial,
                                               cell_count[c] if mode == 2 else 0)
                 ll += cell_ll
@@ -165,13 +192,17 @@ def expected_positions(seed, stream, block_size, doc_cells, doc_positions, cell_
                     for k in range(n_kernels):
                         share = weights[i] * scale
                         i += 1
-                        if share > DROP:
+                        if share > drop:
                             m[p0 + col - f, k] += share
                             A[j, k] += share
                             if update_counts:
                                 counts[slab, v, f, k] += share
             loglik[j] = ll
-            if want_tables:
+            if want_tables and redistribute:
+                for k in range(n_kernels):
+                    whole = np.int64(np.round(A[j, k]))
+                    tables[j, k] = crt(state, whole, max(prior_shape[j, k], TINY)) if whole > 0 else 0
+            elif want_tables:
                 for k in range(n_kernels):
                     tables[j, k] = 0
                     shape = max(prior_shape[j, k] / n_pos, TINY)

@@ -16,6 +16,7 @@ token_count, eta) and stores every (configuration, seed) as one resumable cell i
     python experiments/prior_study.py --only "mr|200-100-50|20000|25|0.05" --expected-counts
     python experiments/prior_study.py --only "mr|200-100-50|20000|200|0.05" --padding 2
     python experiments/prior_study.py --only "mr|200-100-50|20000|800|0.05" --last-globals
+    python experiments/prior_study.py --only "trec|200-100-50|3000|25|0.05" --authors-code
 
 ``--mean-globals`` reproduces an approximation of the authors' notebooks (notes, section 3): D
 and Phi set to their posterior means given the counts instead of drawn.  That is not a Gibbs
@@ -24,6 +25,11 @@ sampler's module functions for this process only (the numba sampler, not ``--dev
 ``--expected-counts`` is the authors' other approximation, fractional expected counts in place
 of the sampled split of each token (``expected_counts.py``); it patches the numba sampler, or
 with ``--device`` the PyTorch one (``cuda``; on a CPU the PyTorch sampler is too slow for MR).
+``--redistribute`` adds the authors' w step to the expected counts (theta^(1) drawn pooled and
+spread over the positions in proportion to the expected counts, with their 1e-4 guard, which
+makes a vanished kernel stay vanished: ``expected_counts.use_expected_counts_numba``).
+``--authors-code`` is every difference of the authors' accuracy notebooks at once: expected
+counts, the redistributed w, r fixed, padding 1 and the last sample of the globals.
 """
 import argparse
 import sys
@@ -145,11 +151,24 @@ def main():
     ap.add_argument("--last-globals", action="store_true",
                     help="test documents inferred with the last sample of D, Phi, r (the authors' "
                     "notebooks) instead of the posterior means")
+    ap.add_argument("--redistribute", action="store_true",
+                    help="with expected counts, the authors' w step: theta^(1) drawn pooled and "
+                    "w = theta m / (A + 1e-4) (not a sampler; implies --expected-counts)")
+    ap.add_argument("--authors-code", action="store_true",
+                    help="all of the authors' notebook's differences at once: --expected-counts "
+                    "--redistribute --fixed-r --last-globals --padding 1")
     ap.add_argument("--padding", type=int, default=0,
                     help="empty columns before and after every document (the authors' code pads)")
     ap.add_argument("--out", default=None)
     ap.add_argument("--merge", default=None)
     args = ap.parse_args()
+    if args.authors_code:
+        args.redistribute = args.fixed_r = args.last_globals = True
+        args.padding = args.padding or 1
+    if args.redistribute:
+        if args.device:
+            ap.error("--redistribute patches the numba sampler; leave out --device")
+        args.expected_counts = True
     if args.expected_counts and args.mean_globals:
         ap.error("--expected-counts and --mean-globals both replace the kernel draw; give one")
     if args.mean_globals:
@@ -160,7 +179,7 @@ def main():
         use_last_sample_globals()
     if args.expected_counts:
         from expected_counts import use_expected_counts, use_expected_counts_numba
-        use_expected_counts() if args.device else use_expected_counts_numba()
+        use_expected_counts() if args.device else use_expected_counts_numba(args.redistribute)
     out = Path(args.out) if args.out else DEFAULT_OUT
     record = load_cells(out)
     if args.merge:
@@ -187,6 +206,8 @@ def main():
                 key += "|globals=mean"
             if args.expected_counts:
                 key += "|counts=expected"
+            if args.redistribute:
+                key += "|w=redistributed"
             if args.padding:
                 key += f"|padding={args.padding}"
             if args.last_globals:
@@ -203,6 +224,7 @@ def main():
             variants = (["r fixed at 1/K_T"] if args.fixed_r else []) + \
                 (["D, Phi = posterior means (not a sampler)"] if args.mean_globals else []) + \
                 (["expected fractional counts (not a sampler)"] if args.expected_counts else []) + \
+                (["authors' redistributed w (not a sampler)"] if args.redistribute else []) + \
                 ([f"padding {args.padding}"] if args.padding else []) + \
                 (["test documents with the last sample of the globals"] if args.last_globals else [])
             extra = [args.n_iter, args.burn_in] if args.n_iter or variants else []

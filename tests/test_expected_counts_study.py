@@ -26,15 +26,15 @@ def _texts():
     return [" ".join(rng.choice(words, size=8)) for _ in range(30)]
 
 
-@pytest.fixture
-def patched_numba():
+@pytest.fixture(params=[False], ids=["sampled-w"])
+def patched_numba(request):
     saved = [(gibbs.GibbsSampler, "initial_state"), (gibbs.GibbsSampler, "_counts_for_sweep"),
              (conv, "sweep_positions"), (conv, "draw_kernels")]
     saved = [(owner, name, owner.__dict__[name]) for owner, name in saved]
     sys.path.insert(0, str(EXPERIMENTS))
     try:
         from expected_counts import DROP, use_expected_counts_numba
-        use_expected_counts_numba()
+        use_expected_counts_numba(request.param)
         yield DROP
     finally:
         sys.path.remove(str(EXPERIMENTS))
@@ -66,6 +66,40 @@ def test_numba_expected_counts_are_fractional_and_keep_every_unit(patched_numba)
         assert units - model.n_train_tokens_ * F * K * drop <= total <= units * (1 + 1e-12)
         assert d_sum == pytest.approx(K, rel=1e-4)  # every kernel on the simplex
     assert np.isfinite(model.train_features_).all()
+    assert np.isfinite(model.transform(_texts()[:5])).all()
+
+
+@pytest.mark.parametrize("patched_numba", [True], ids=["redistributed-w"], indirect=True)
+def test_redistributed_w_follows_the_expected_counts_and_zero_is_absorbing(patched_numba):
+    """The authors' w step: w_jks / theta_jk = m_jks / A_jk of the previous augmentation, and a
+    kernel that has vanished from a document never comes back."""
+    checked = {"ratios": 0, "vanished": 0}
+    sweep = gibbs.GibbsSampler._sweep
+
+    def spy(self, state):
+        m_prev, A_prev = state.m.copy(), state.A.copy()
+        vanished = state.theta[0] == 0
+        sweep(self, state)
+        theta = state.theta[0]
+        assert (theta[vanished] == 0).all()
+        checked["vanished"] += int(vanished.sum())
+        pos = self.data.doc_positions
+        for j in range(self.data.n_docs):
+            rows = slice(pos[j], pos[j + 1])
+            live = (theta[j] > 0) & (A_prev[j] > 1e-3)
+            np.testing.assert_allclose(state.w[rows][:, live] / theta[j, live],
+                                       m_prev[rows][:, live] / A_prev[j, live],
+                                       rtol=1e-4, atol=1e-6)
+            checked["ratios"] += int(live.sum())
+
+    gibbs.GibbsSampler._sweep = spy
+    try:
+        model = CPGBN(layers=(6, 3), vocab_size=30, token_count=25, n_iter=25, burn_in=20,
+                      random_state=0, n_threads=1, padding=1).fit(_texts())
+    finally:
+        gibbs.GibbsSampler._sweep = sweep
+    assert checked["ratios"] > 100 and checked["vanished"] > 0
+    assert (model.train_features_ == 0).any() and np.isfinite(model.train_features_).all()
     assert np.isfinite(model.transform(_texts()[:5])).all()
 
 
