@@ -95,6 +95,10 @@ def use_expected_counts_numba(redistribute=False):
         state = initial_state(self, *args, **kwargs)
         state.m = state.m.astype(np.float64)
         state.A = state.A.astype(np.float64)
+        # the library's initial augmentation wrote the fractions into its integer m and A,
+        # which truncated them to zero: augment again, now into float arrays
+        self._sweep_positions(state, stream=gibbs._stream(-1, gibbs._CONV), draw_w=False,
+                              counts=self._no_counts())
         return state
 
     def float_slabs(self, shape):

@@ -52,15 +52,25 @@ def test_numba_expected_counts_are_fractional_and_keep_every_unit(patched_numba)
         seen.append((float(state.A.sum()), bool((state.m != np.round(state.m)).any()),
                      state.m.dtype, float(np.asarray(state.globals.D).sum())))
 
+    initial = gibbs.GibbsSampler.initial_state
+
+    def first(self, *args, **kwargs):  # the initial augmentation keeps its fractions too
+        state = initial(self, *args, **kwargs)
+        seen.append((float(state.A.sum()), bool((state.m != np.round(state.m)).any()),
+                     state.m.dtype, float(np.asarray(state.globals.D).sum())))
+        return state
+
     gibbs.GibbsSampler._sweep = spy
+    gibbs.GibbsSampler.initial_state = first
     try:
         count, K, F = 25, 4, 3
         model = CPGBN(layers=(K, 2), vocab_size=30, token_count=count, n_iter=4, burn_in=2,
                       random_state=0, n_threads=1).fit(_texts())
     finally:
         gibbs.GibbsSampler._sweep = sweep
+        gibbs.GibbsSampler.initial_state = initial
     units = count * model.n_train_tokens_
-    assert len(seen) == 4
+    assert len(seen) == 5
     for total, fractional, dtype, d_sum in seen:
         assert dtype == np.float64 and fractional
         assert units - model.n_train_tokens_ * F * K * drop <= total <= units * (1 + 1e-12)
