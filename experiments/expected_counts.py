@@ -183,7 +183,7 @@ def expected_positions(seed, stream, block_size, doc_cells, doc_positions, cell_
                         weights[i] = weight
                         lam += weight
                         i += 1
-                if lam <= 0.0:  # every candidate's w has vanished: split evenly (as the authors)
+                if lam <= 0.0:  # every candidate's w has vanished: split evenly, as the authors' kernel does
                     for c2 in range(i):
                         weights[c2] = 1.0
                     lam = float(i)
@@ -205,7 +205,8 @@ def expected_positions(seed, stream, block_size, doc_cells, doc_positions, cell_
             if want_tables and redistribute:
                 for k in range(n_kernels):
                     whole = np.int64(np.round(A[j, k]))
-                    tables[j, k] = crt(state, whole, max(prior_shape[j, k], TINY)) if whole > 0 else 0
+                    tables[j, k] = 0 if whole <= 0 else crt(state, whole,
+                                                            max(prior_shape[j, k], TINY))
             elif want_tables:
                 for k in range(n_kernels):
                     tables[j, k] = 0

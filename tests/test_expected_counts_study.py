@@ -46,19 +46,18 @@ def test_numba_expected_counts_are_fractional_and_keep_every_unit(patched_numba)
     drop = patched_numba
     seen = []
     sweep = gibbs.GibbsSampler._sweep
-
-    def spy(self, state):
-        sweep(self, state)
-        seen.append((float(state.A.sum()), bool((state.m != np.round(state.m)).any()),
-                     state.m.dtype, float(np.asarray(state.globals.D).sum())))
-
     initial = gibbs.GibbsSampler.initial_state
 
-    def first(self, *args, **kwargs):  # the initial augmentation keeps its fractions too
-        state = initial(self, *args, **kwargs)
+    def record(state):
         seen.append((float(state.A.sum()), bool((state.m != np.round(state.m)).any()),
                      state.m.dtype, float(np.asarray(state.globals.D).sum())))
         return state
+
+    def spy(self, state):
+        return record(sweep(self, state))
+
+    def first(self, *args, **kwargs):  # the initial augmentation keeps its fractions too
+        return record(initial(self, *args, **kwargs))
 
     gibbs.GibbsSampler._sweep = spy
     gibbs.GibbsSampler.initial_state = first
