@@ -74,8 +74,9 @@ def use_expected_counts_numba(redistribute=False):
     """Patch the numba sampler (cpgbn.inference.gibbs) the same way, for this process only.
 
     The library's position kernel and kernel draw take integer counts, so both are replaced by
-    plain kernels over float64 m, A and n below; the count slabs and the state's m and A become
-    float64.  The gamma belief stack above the first layer's tables is the library's.
+    plain kernels over float64 m, A and n below, and the sampler's ``count_dtype`` becomes
+    float64 (the count slabs and the state's m and A, from the initial augmentation on).  The
+    gamma belief stack above the first layer's tables is the library's.
 
     ``redistribute=True`` also replaces the w step by the authors' (notes, section 3, step 6):
     theta^(1)_jk ~ Gam(A_jk + a_jk, 1/(1 + c_j)) and w_jks = theta^(1)_jk m_jks / (A_jk + 1e-4),
@@ -89,21 +90,6 @@ def use_expected_counts_numba(redistribute=False):
     from cpgbn.samplers import conv
     from cpgbn.samplers.shared_shape import table_shape
 
-    initial_state = gibbs.GibbsSampler.initial_state
-
-    def float_state(self, *args, **kwargs):
-        state = initial_state(self, *args, **kwargs)
-        state.m = state.m.astype(np.float64)
-        state.A = state.A.astype(np.float64)
-        # the library's initial augmentation wrote the fractions into its integer m and A,
-        # which truncated them to zero: augment again, now into float arrays
-        self._sweep_positions(state, stream=gibbs._stream(-1, gibbs._CONV), draw_w=False,
-                              counts=self._no_counts())
-        return state
-
-    def float_slabs(self, shape):
-        return np.zeros((numba.get_num_threads(),) + tuple(shape), dtype=np.float64)
-
     def sweep_positions(seed, stream, block_size, doc_cells, doc_positions, cell_word, cell_col,
                         cell_count, mode, fixed_count, D, D_row_sums, prior_shape, rate, draw_w,
                         augment, w, m, theta, A, counts, loglik, tables):
@@ -115,8 +101,7 @@ def use_expected_counts_numba(redistribute=False):
     def draw_kernels(seed, stream, counts, eta_table, D, block_words):
         expected_dirichlet(seed, stream, counts, table_shape(eta_table), D)
 
-    gibbs.GibbsSampler.initial_state = float_state
-    gibbs.GibbsSampler._counts_for_sweep = float_slabs
+    gibbs.GibbsSampler.count_dtype = np.float64
     conv.sweep_positions = sweep_positions
     conv.draw_kernels = draw_kernels
 
@@ -183,7 +168,7 @@ def expected_positions(seed, stream, block_size, doc_cells, doc_positions, cell_
                         weights[i] = weight
                         lam += weight
                         i += 1
-                if lam <= 0.0:  # every candidate's w has vanished: split evenly, as the authors' kernel does
+                if lam <= 0.0:  # every candidate's w has vanished: split evenly (authors' kernel)
                     for c2 in range(i):
                         weights[c2] = 1.0
                     lam = float(i)

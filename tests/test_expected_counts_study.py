@@ -28,8 +28,8 @@ def _texts():
 
 @pytest.fixture(params=[False], ids=["sampled-w"])
 def patched_numba(request):
-    saved = [(gibbs.GibbsSampler, "initial_state"), (gibbs.GibbsSampler, "_counts_for_sweep"),
-             (conv, "sweep_positions"), (conv, "draw_kernels")]
+    saved = [(gibbs.GibbsSampler, "count_dtype"), (conv, "sweep_positions"),
+             (conv, "draw_kernels")]
     saved = [(owner, name, owner.__dict__[name]) for owner, name in saved]
     sys.path.insert(0, str(EXPERIMENTS))
     try:

@@ -146,6 +146,10 @@ class GibbsSampler:
         Draw D, Phi and r (training) or keep them fixed (inference for new documents).
     """
 
+    #: dtype of the latent counts m, A and the kernel-count slabs (whole counts; a study that
+    #: adds fractional counts sets float64, as the PyTorch sampler's ``count_dtype``)
+    count_dtype = np.int32
+
     def __init__(self, data: ConvData, hyper: Hyperparameters, seed: int, *,
                  learn_globals: bool = True):
         self.data = data
@@ -181,10 +185,10 @@ class GibbsSampler:
         state = GibbsState(
             globals=globals_,
             w=w,
-            m=np.zeros((data.n_positions, K1), dtype=np.int32),
+            m=np.zeros((data.n_positions, K1), dtype=self.count_dtype),
             theta=theta,
             c=[np.ones(n_docs) for _ in layers],
-            A=np.zeros((n_docs, K1), dtype=np.int32),
+            A=np.zeros((n_docs, K1), dtype=self.count_dtype),
             loglik=np.zeros(n_docs),
             sweep=0,
         )
@@ -321,7 +325,7 @@ class GibbsSampler:
         n_threads = numba.get_num_threads()
         slabs = self._count_slabs
         if slabs is None or slabs.shape[0] != n_threads or slabs.shape[1:] != shape:
-            slabs = np.zeros((n_threads,) + tuple(shape), dtype=np.int32)
+            slabs = np.zeros((n_threads,) + tuple(shape), dtype=self.count_dtype)
             self._count_slabs = slabs
         elif not self._slabs_zero:  # a sweep stopped between the augmentation and the D draw
             conv.reset_counts(slabs)
