@@ -34,7 +34,7 @@ def main():
     from cpgbn.inference.state import Hyperparameters
     from cpgbn.layers.cells import from_token_sequences
     from cpgbn.model import DEFAULT_TOKEN_COUNT
-    from cpgbn.samplers import conv, gbn
+    from cpgbn.backends.numba import conv, gbn
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--dataset", default="mr")

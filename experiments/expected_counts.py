@@ -34,11 +34,11 @@ from math import lgamma
 import numba
 import numpy as np
 
-from cpgbn.samplers.conv import cell_units
-from cpgbn.samplers.distributions import crt, gamma
-from cpgbn.samplers.gbn import TINY
-from cpgbn.samplers.rng import seed_state
-from cpgbn.samplers.weights import FLOOR, _draw_scaled_gamma
+from cpgbn.backends.numba.conv import cell_units
+from cpgbn.backends.numba.distributions import crt, gamma
+from cpgbn.backends.numba.gbn import TINY
+from cpgbn.backends.numba.rng import seed_state
+from cpgbn.backends.numba.weights import FLOOR, draw_scaled_gamma
 
 DROP = 1e-6
 #: Smallest share kept with the authors' w step (their float32 sums keep shares this small).
@@ -51,7 +51,7 @@ def use_expected_counts():
     """Patch TorchGibbsSampler's token split and first-layer tables (see the module docstring)."""
     import torch
 
-    from cpgbn.inference import torch_sweep
+    from cpgbn.backends.torch import sampler as torch_sweep
 
     sampler = torch_sweep.TorchGibbsSampler
     position_tables = sampler._position_tables
@@ -87,8 +87,8 @@ def use_expected_counts_numba(redistribute=False):
     the prior a_jk from the layers above.  Not a sampler either.
     """
     from cpgbn.inference import gibbs
-    from cpgbn.samplers import conv
-    from cpgbn.samplers.shared_shape import table_shape
+    from cpgbn.backends.numba import conv
+    from cpgbn.backends.numba.shared_shape import table_shape
 
     def sweep_positions(seed, stream, block_size, doc_cells, doc_positions, cell_word, cell_col,
                         cell_count, mode, fixed_count, D, D_row_sums, prior_shape, rate, draw_w,
@@ -142,7 +142,7 @@ def expected_positions(seed, stream, block_size, doc_cells, doc_positions, cell_
                     theta[j, k] = 0.0
                 for s in range(n_pos):
                     for k in range(n_kernels):
-                        value = _draw_scaled_gamma(
+                        value = draw_scaled_gamma(
                             state, m[p0 + s, k] + prior_shape[j, k] / n_pos, log_rate)
                         w[p0 + s, k] = value
                         theta[j, k] += value

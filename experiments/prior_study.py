@@ -55,10 +55,10 @@ GRIDS = {
 
 def use_posterior_mean_globals():
     """Replace the draws of D and Phi in this process by their posterior means (see above)."""
-    from cpgbn.samplers import conv, gbn
-    from cpgbn.samplers.conv import FLOOR
-    from cpgbn.samplers.gbn import PHI_FLOOR
-    from cpgbn.samplers.shared_shape import table_shape
+    from cpgbn.backends.numba import conv, gbn
+    from cpgbn.backends.numba.conv import FLOOR
+    from cpgbn.backends.numba.gbn import PHI_FLOOR
+    from cpgbn.backends.numba.shared_shape import table_shape
     draw_kernels, draw_phi = conv.draw_kernels, gbn.draw_phi
 
     def mean_kernels(seed, stream, counts, eta_table, D, block_words):

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from cpgbn.samplers import (
+from cpgbn.backends.numba import (
     beta,
     binomial,
     categorical_cumulative,
@@ -31,8 +31,8 @@ from cpgbn.samplers import (
     uniform,
     zero_truncated_poisson,
 )
-from cpgbn.samplers import rng as rng_mod
-from cpgbn.samplers.distributions import _multinomial_binomials, _multinomial_categorical
+from cpgbn.backends.numba import rng as rng_mod
+from cpgbn.backends.numba.distributions import multinomial_binomials, multinomial_categorical
 
 #: significance level of every goodness-of-fit test
 ALPHA = 1e-3
@@ -139,9 +139,9 @@ def _draw_multinomial(which, state, n, cum, size, reps, out_dtype_probe, ncols=-
         if which == 0:
             multinomial_cumulative(state, n, cum, size, out[r])
         elif which == 1:
-            _multinomial_categorical(state, n, cum, size, out[r])
+            multinomial_categorical(state, n, cum, size, out[r])
         else:
-            _multinomial_binomials(state, n, cum, size, out[r])
+            multinomial_binomials(state, n, cum, size, out[r])
     return out
 
 

@@ -4,7 +4,7 @@ import pytest
 from scipy import stats
 from scipy.special import gammainc
 
-from cpgbn.samplers.weights import FLOOR, sample_empty_weights
+from cpgbn.backends.numba.weights import FLOOR, sample_empty_weights
 
 N = 200_000
 
@@ -56,8 +56,8 @@ def test_document_draw_lists_heavy_kernels_and_sums_theta():
     """draw_document_weights: theta is the sum of w, the heavy lists are exactly the kernels above
     the floor, the nonzero counts are listed, and a position with counts follows
     Gam(m + alpha) / rate."""
-    from cpgbn.samplers.weights import draw_document_weights
-    from cpgbn.samplers.rng import seed_state
+    from cpgbn.backends.numba.weights import draw_document_weights
+    from cpgbn.backends.numba.rng import seed_state
 
     n_pos, n_kernels, reps, p0 = 12, 6, 4000, 3
     rng = np.random.default_rng(3)
@@ -93,7 +93,7 @@ def test_document_draw_lists_heavy_kernels_and_sums_theta():
 def test_gamma_above_law(alpha, x0):
     """The draw above the floor (truncated exponential by modulo, or by inversion for tiny
     shapes): Gam(alpha) conditioned on >= x0, against the exact conditional cdf."""
-    from cpgbn.samplers.weights import sample_gamma_above
+    from cpgbn.backends.numba.weights import sample_gamma_above
     x = sample_gamma_above(int(alpha * 1e9) + 5, alpha, x0, N)
     assert x.min() >= x0 * (1 - 1e-12)
     below = gammainc(alpha, x0)

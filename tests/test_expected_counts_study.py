@@ -14,7 +14,7 @@ import pytest
 
 from cpgbn import CPGBN
 from cpgbn.inference import gibbs
-from cpgbn.samplers import conv
+from cpgbn.backends.numba import conv
 
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
 HOOKS = ("count_dtype", "_split_units", "_position_tables", "_sweep")
@@ -115,7 +115,7 @@ def test_redistributed_w_follows_the_expected_counts_and_zero_is_absorbing(patch
 @pytest.fixture
 def patched_sampler():
     torch = pytest.importorskip("torch", reason="the study patches the PyTorch backend")
-    from cpgbn.inference import torch_sweep
+    from cpgbn.backends.torch import sampler as torch_sweep
     cls = torch_sweep.TorchGibbsSampler
     saved = {name: cls.__dict__[name] for name in HOOKS}
     sys.path.insert(0, str(EXPERIMENTS))

@@ -13,8 +13,8 @@ import pytest
 from scipy import stats
 from scipy.special import gammaln
 
-from cpgbn.samplers import gbn
-from cpgbn.samplers.rng import seed_state
+from cpgbn.backends.numba import gbn
+from cpgbn.backends.numba.rng import seed_state
 
 ALPHA0, C, S = 2.0, 0.5, 8
 Q = np.log1p(1.0 / C)

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from cpgbn.samplers import seed_state
-from cpgbn.samplers.shared_shape import (gamma_counts_shared, log_gamma_shared,
+from cpgbn.backends.numba import seed_state
+from cpgbn.backends.numba.shared_shape import (gamma_counts_shared, log_gamma_shared,
                                          shared_shape_table, table_shape)
 
 ALPHA = 1e-3

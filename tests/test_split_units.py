@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from cpgbn.samplers.conv import sample_split
+from cpgbn.backends.numba.conv import sample_split
 
 REPS = 20000
 
@@ -46,7 +46,7 @@ def test_sweep_splits_a_cell_over_heavy_and_floor_candidates_by_weight(w_row):
     """In the sweep, a cell's units go to candidate k with probability w_k d_k / lambda, whether
     w_k is above the floor or at it (the light total comes from the kernels' row sums)."""
     from cpgbn.layers.cells import from_token_sequences
-    from cpgbn.samplers.conv import kernel_row_sums, sweep_positions
+    from cpgbn.backends.numba.conv import kernel_row_sums, sweep_positions
 
     n_kernels, vocab, n_units, reps = 5, 3, 40, 2000
     data = from_token_sequences(np.array([1]), np.array([0, 1]), 1, n_units)  # one token, F = 1

@@ -9,8 +9,8 @@ import pytest
 
 from cpgbn import CPGBN
 from cpgbn.inference.gibbs import GibbsSampler
-from cpgbn.samplers import conv, gbn
-from cpgbn.samplers.shared_shape import shared_shape_table
+from cpgbn.backends.numba import conv, gbn
+from cpgbn.backends.numba.shared_shape import shared_shape_table
 
 from helpers import random_texts
 

@@ -1,4 +1,4 @@
-"""The PyTorch backend of the Gibbs sweep (cpgbn.inference.torch_sweep).
+"""The PyTorch backend of the Gibbs sweep (cpgbn.backends.torch.sampler).
 
 1. Its random-variate building blocks against exact laws (zero-truncated Poisson, CRT, the
    floor-aware conditioned gamma, multinomial splits), and the pooling layer's tables against
@@ -28,7 +28,7 @@ from test_geweke import THRESHOLD, _run_geweke  # noqa: E402
 from cpgbn.errors import CPGBNInputError  # noqa: E402
 from cpgbn.inference.gibbs import GibbsSampler  # noqa: E402
 from cpgbn.inference.state import GibbsState, Hyperparameters  # noqa: E402
-from cpgbn.inference.torch_sweep import FLOOR, TorchGibbsSampler, TorchState  # noqa: E402
+from cpgbn.backends.torch.sampler import FLOOR, TorchGibbsSampler, TorchState  # noqa: E402
 from cpgbn.simulate import sample_corpus, sample_globals  # noqa: E402
 
 #: p-value below which a goodness-of-fit check of a building block fails.

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from scipy.special import gammaln
 
-from cpgbn.samplers.vector_math import (EXP_LOWEST, LGAMMA1P_MAX, exp_in_place, expm1_in_place,
+from cpgbn.backends.numba.vector_math import (EXP_LOWEST, LGAMMA1P_MAX, exp_in_place, expm1_in_place,
                                         lgamma1p_small_in_place)
 
 

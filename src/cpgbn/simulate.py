@@ -13,8 +13,8 @@ import numpy as np
 
 from .inference.state import GlobalParameters, Hyperparameters
 from .layers.cells import ConvData, from_cells
-from .samplers.conv import FLOOR
-from .samplers.gbn import PHI_FLOOR, TINY
+from .backends.numba.conv import FLOOR
+from .backends.numba.gbn import PHI_FLOOR, TINY
 
 
 @dataclass

@@ -32,8 +32,8 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from ..layers.cells import ConvData
-from ..samplers import conv, gbn
-from ..samplers.shared_shape import shared_shape_table
+from ..backends.numba import conv, gbn
+from ..backends.numba.shared_shape import shared_shape_table
 from .state import GibbsState, GlobalParameters, Hyperparameters
 
 #: Documents per RNG block.  Part of what a seed means: changing it changes the draws.

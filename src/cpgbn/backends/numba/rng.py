@@ -27,14 +27,14 @@ All uint64 arithmetic is done with ``np.uint64`` operands only: in numba, mixing
 uint64 with int64 promotes to float64.
 
 Implementation note (performance): each public function is a thin cached ``@njit``
-wrapper around a private ``inline="always"`` helper (``_next_u64``, ``_uniform``,
-``_normal``, ``_exponential``), and other primitives call the private helpers, so
+wrapper around a private ``inline="always"`` helper (``next_u64_inline``, ``uniform_inline``,
+``normal_inline``, ``exponential_inline``), and other primitives call the private helpers, so
 every public primitive compiles to one leaf function.  Numba increfs/decrefs an
 array's meminfo (atomic operations, ~10 ns per draw, and cache-line contention when
 threads use rows of one shared ``states`` array) whenever it binds the array to a
 new variable, including the arguments of inlined helpers, and its reference-count
 pruning pass does not remove all of those pairs in branchy rejection samplers.
-So every public primitive first takes a :func:`_borrow`-ed view of its array
+So every public primitive first takes a :func:`borrow`-ed view of its array
 arguments (same data, no meminfo): reference counting on it is a no-op, and the
 owner (the caller's argument) is alive for the whole call.
 """
@@ -69,19 +69,19 @@ _U5 = np.uint64(5)
 _U7 = np.uint64(7)
 _U8 = np.uint64(8)
 _U9 = np.uint64(9)
-_U11 = np.uint64(11)
+U11 = np.uint64(11)
 _U17 = np.uint64(17)
 _U27 = np.uint64(27)
 _U30 = np.uint64(30)
 _U31 = np.uint64(31)
 _U45 = np.uint64(45)
 _U64 = np.uint64(64)
-_MASK8 = np.uint64(0xFF)
-_TWO_M53 = 1.0 / 9007199254740992.0  # 2**-53
+MASK8 = np.uint64(0xFF)
+TWO_M53 = 1.0 / 9007199254740992.0  # 2**-53
 
 
 @intrinsic
-def _borrow(typingctx, arr):
+def borrow(typingctx, arr):
     """A view of ``arr`` (same data, shape, strides) with a NULL meminfo, so that numba
     does no reference counting on it.  Only valid while ``arr`` itself is alive: use
     it inside one function call, never return or store it."""
@@ -144,7 +144,7 @@ def _rotl(x, k):
 
 
 @numba.njit(inline="always", fastmath=False, error_model="numpy")
-def _next_u64(state):
+def next_u64_inline(state):
     s0 = state[0]
     s1 = state[1]
     s2 = state[2]
@@ -165,11 +165,11 @@ def _next_u64(state):
 
 
 @numba.njit(inline="always", fastmath=False, error_model="numpy")
-def _uniform(state):
+def uniform_inline(state):
     while True:
-        k = _next_u64(state) >> _U11
+        k = next_u64_inline(state) >> U11
         if k != _U0:
-            return np.float64(k) * _TWO_M53
+            return np.float64(k) * TWO_M53
 
 
 @numba.njit(cache=True, fastmath=False, error_model="numpy")
@@ -178,7 +178,7 @@ def next_u64(state):
 
     Uniform on {0, ..., 2**64 - 1}; period 2**256 - 1.
     """
-    return _next_u64(_borrow(state))
+    return next_u64_inline(borrow(state))
 
 
 @numba.njit(cache=True, fastmath=False, error_model="numpy")
@@ -190,7 +190,7 @@ def uniform(state):
     Every value is exactly representable, so the result is never 0.0 nor 1.0.
     Equivalent in distribution to ``numpy.random.uniform(0, 1)`` (minus the point 0).
     """
-    return _uniform(_borrow(state))
+    return uniform_inline(borrow(state))
 
 
 # ----------------------------------------------------------------------------
@@ -275,19 +275,19 @@ def _normal_tail(state):
     """|Z| conditioned on |Z| > r (r = _ZN_R): Marsaglia's (1964) exact method,
     r + A with A = E1/r accepted when 2 E2 > A**2."""
     while True:
-        a = -math.log(_uniform(state)) * _ZN_INV_R
-        b = -math.log(_uniform(state))
+        a = -math.log(uniform_inline(state)) * _ZN_INV_R
+        b = -math.log(uniform_inline(state))
         if b + b > a * a:
             return _ZN_R + a
 
 
 @numba.njit(inline="always", fastmath=False, error_model="numpy")
-def _normal(state):
+def normal_inline(state):
     while True:
-        bits = _next_u64(state)
-        k = np.int64(bits & _MASK8)
+        bits = next_u64_inline(state)
+        k = np.int64(bits & MASK8)
         neg = ((bits >> _U8) & _U1) != _U0
-        u = np.float64(bits >> _U11) * _TWO_M53  # [0, 1)
+        u = np.float64(bits >> U11) * TWO_M53  # [0, 1)
         x = u * _ZN_X[k]
         if x < _ZN_X[k + 1]:
             return -x if neg else x
@@ -295,25 +295,25 @@ def _normal(state):
             x = _normal_tail(state)  # the base layer's part beyond r is the tail
             return -x if neg else x
         # wedge: uniform y between the layer's lower and upper density levels
-        y = _ZN_F[k] + _uniform(state) * (_ZN_F[k + 1] - _ZN_F[k])
+        y = _ZN_F[k] + uniform_inline(state) * (_ZN_F[k + 1] - _ZN_F[k])
         if y < math.exp(-0.5 * x * x):
             return -x if neg else x
 
 
 @numba.njit(inline="always", fastmath=False, error_model="numpy")
-def _exponential(state):
+def exponential_inline(state):
     offset = 0.0
     while True:
-        bits = _next_u64(state)
-        k = np.int64(bits & _MASK8)
-        u = np.float64(bits >> _U11) * _TWO_M53  # [0, 1)
+        bits = next_u64_inline(state)
+        k = np.int64(bits & MASK8)
+        u = np.float64(bits >> U11) * TWO_M53  # [0, 1)
         x = u * _ZE_X[k]
         if x < _ZE_X[k + 1]:
             return offset + x
         if k == 0:
             offset += _ZE_R
             continue
-        y = _ZE_F[k] + _uniform(state) * (_ZE_F[k + 1] - _ZE_F[k])
+        y = _ZE_F[k] + uniform_inline(state) * (_ZE_F[k + 1] - _ZE_F[k])
         if y < math.exp(-x):
             return offset + x
 
@@ -327,7 +327,7 @@ def standard_normal(state):
     Rejections restart from a fresh draw (Doornik 2005); the tail beyond
     r ~ 3.654 uses Marsaglia's (1964) exact exponential-rejection tail method.
     """
-    return _normal(_borrow(state))
+    return normal_inline(borrow(state))
 
 
 @numba.njit(cache=True, fastmath=False, error_model="numpy")
@@ -337,4 +337,4 @@ def standard_exponential(state):
     Ziggurat method (Marsaglia & Tsang 2000) with 256 equal-area layers; the tail
     beyond r ~ 7.697 is handled exactly by memorylessness (add r and redraw).
     """
-    return _exponential(_borrow(state))
+    return exponential_inline(borrow(state))

@@ -16,7 +16,7 @@ import numpy as np
 from numba import njit, prange
 
 from .distributions import crt, dirichlet, gamma, log_gamma, multinomial_cumulative
-from .rng import _borrow, seed_state
+from .rng import borrow, seed_state
 
 #: Smallest value kept for theta, r and Phi entries: gamma shapes of 1e-6 give variates that
 #: underflow, and a zero shape would make a positive count impossible downstream.
@@ -123,8 +123,8 @@ def listed_tables(state, m, p0, n_pos, shape, listed, n_listed, out):
     m are in cache; :func:`position_tables` scans m for them), so the work is proportional to
     the nonzero counts, not to S_j * K.
     """
-    state, m, shape = _borrow(state), _borrow(m), _borrow(shape)
-    listed, out = _borrow(listed), _borrow(out)
+    state, m, shape = borrow(state), borrow(m), borrow(shape)
+    listed, out = borrow(listed), borrow(out)
     n_topics = shape.shape[0]
     for k in range(n_topics):
         out[k] = 0

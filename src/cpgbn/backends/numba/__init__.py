@@ -1,4 +1,4 @@
-"""Random-number primitives for the numba Gibbs kernels (explicit per-block RNG states)."""
+"""numba backend: random-number primitives and the Gibbs kernels (explicit per-block RNG states)."""
 from .distributions import (
     beta,
     binomial,

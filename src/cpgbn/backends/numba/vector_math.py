@@ -20,7 +20,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .rng import _borrow
+from .rng import borrow
 
 __all__ = ["exp_in_place", "expm1_in_place", "lgamma1p_small_in_place", "EXP_LOWEST",
            "LGAMMA1P_MAX"]
@@ -100,7 +100,7 @@ def exp_in_place(x, work):
 
     ``work`` is a float64 array at least as long as ``x`` (scratch).
     """
-    x, work = _borrow(x), _borrow(work)
+    x, work = borrow(x), borrow(work)
     scale = _reduce_all(x, work)
     for i in range(x.shape[0]):
         x[i] = (x[i] + 1.0) * scale[i]
@@ -109,7 +109,7 @@ def exp_in_place(x, work):
 @numba.njit(cache=True, error_model="numpy")
 def expm1_in_place(x, work):
     """x[i] = expm1(max(min(x[i], 709), EXP_LOWEST)) (e^x - 1, precise near 0) in place."""
-    x, work = _borrow(x), _borrow(work)
+    x, work = borrow(x), borrow(work)
     scale = _reduce_all(x, work)
     for i in range(x.shape[0]):
         s = scale[i]
@@ -121,7 +121,7 @@ def expm1_in_place(x, work):
 @numba.njit(cache=True, error_model="numpy")
 def lgamma1p_small_in_place(a, out):
     """out[i] = ln Gamma(1 + a[i]) for 0 <= a[i] <= LGAMMA1P_MAX (other values: meaningless)."""
-    a, out = _borrow(a), _borrow(out)
+    a, out = borrow(a), borrow(out)
     for i in range(a.shape[0]):
         t = a[i]
         p = _L17

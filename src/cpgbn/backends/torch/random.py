@@ -1,5 +1,5 @@
 """PyTorch random variates for the GPU sampler: the torch counterpart of
-:mod:`cpgbn.samplers.distributions` (exact draws, vectorised over tensors on one device).
+:mod:`cpgbn.backends.numba.distributions` (exact draws, vectorised over tensors on one device).
 
 One ``torch.Generator`` is re-seeded at every (seed, sweep, step) by :meth:`TorchRandom.reseed`,
 so a run is reproducible for a seed, device type, torch version and ``max_elements``.  Only

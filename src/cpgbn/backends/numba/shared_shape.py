@@ -17,7 +17,7 @@ plus both tails; all N layers have the same area v.  A draw picks a layer and a 
 in it; abscissae inside the next layer's span are under f and accepted at once, others are
 tested against f (wedges) or sent to the exact tail samplers.  Rejections restart with fresh
 bits (Doornik 2005).  The result is exact up to float64 rounding of the tables, like the normal
-and exponential ziggurats in :mod:`cpgbn.samplers.rng`.
+and exponential ziggurats in :mod:`cpgbn.backends.numba.rng`.
 
 Tail areas come from the regularised incomplete gamma function:
 int f over z > c = C Q(a, a e^c) and over z < c = C P(a, a e^c), with C = Gamma(a) e^a a^-a.
@@ -31,8 +31,8 @@ import numba
 import numpy as np
 from scipy.special import gammainc, gammaincc, gammaln
 
-from .distributions import _log_gamma
-from .rng import _U11, _MASK8, _TWO_M53, _borrow, _exponential, _next_u64, _uniform
+from .distributions import log_gamma_inline
+from .rng import U11, MASK8, TWO_M53, borrow, exponential_inline, next_u64_inline, uniform_inline
 from .vector_math import exp_in_place
 
 __all__ = ["shared_shape_table", "table_shape", "log_gamma_shared", "gamma_counts_shared"]
@@ -176,8 +176,8 @@ def _tail(state, a, edge):
     slope = a * math.expm1(edge)  # h'(edge) a: negative on the left, positive on the right
     excess = a * math.exp(edge)
     while True:
-        d = _exponential(state) / slope
-        if _exponential(state) > excess * (math.expm1(d) - d):
+        d = exponential_inline(state) / slope
+        if exponential_inline(state) > excess * (math.expm1(d) - d):
             return edge + d
 
 
@@ -186,16 +186,16 @@ def _log_ratio(state, table):
     """Z = ln(G / a) for G ~ Gamma(a), a = table[6, 0]."""
     a = table[_SCALARS, 0]
     while True:
-        bits = _next_u64(state)
-        k = np.int64(bits & _MASK8)
-        u = np.float64(bits >> _U11) * _TWO_M53  # [0, 1)
+        bits = next_u64_inline(state)
+        k = np.int64(bits & MASK8)
+        u = np.float64(bits >> U11) * TWO_M53  # [0, 1)
         z = table[_START, k] + u * table[_WIDTH, k]
         if table[_IN_LO, k] < z < table[_IN_HI, k]:
             return z
         if k == 0:
             return _tail(state, a, table[_SCALARS, 1] if z <= table[_SCALARS, 1]
                          else table[_SCALARS, 2])
-        y = table[_Y_LO, k] + _uniform(state) * (table[_Y_HI, k] - table[_Y_LO, k])
+        y = table[_Y_LO, k] + uniform_inline(state) * (table[_Y_HI, k] - table[_Y_LO, k])
         if y < math.exp(-a * (math.expm1(z) - z)):
             return z
 
@@ -203,8 +203,8 @@ def _log_ratio(state, table):
 @numba.njit(cache=True, error_model="numpy")
 def log_gamma_shared(state, table):
     """ln G for G ~ Gamma(a, 1), a the table's shape: the same law as
-    :func:`cpgbn.samplers.log_gamma` (scipy.stats.loggamma(c=a)), drawn by the ziggurat."""
-    state = _borrow(state)
+    :func:`cpgbn.backends.numba.log_gamma` (scipy.stats.loggamma(c=a)), drawn by the ziggurat."""
+    state = borrow(state)
     return math.log(table[_SCALARS, 0]) + _log_ratio(state, table)
 
 
@@ -212,12 +212,12 @@ def log_gamma_shared(state, table):
 def gamma_counts_shared(state, counts, table, out, work):
     """out[i] = Gamma(counts[i] + a, 1) for integer counts >= 0, a the table's shape.
 
-    The same law as :func:`cpgbn.samplers.gamma` entry by entry; entries without counts come
+    The same law as :func:`cpgbn.backends.numba.gamma` entry by entry; entries without counts come
     from the ziggurat.  The logs are drawn first and exponentiated together by
-    :func:`cpgbn.samplers.vector_math.exp_in_place` (``work``: float64 scratch as long as
+    :func:`cpgbn.backends.numba.vector_math.exp_in_place` (``work``: float64 scratch as long as
     ``out``), so values below about 3.3e-308 come out as 3.3e-308 (callers floor).
     """
-    state = _borrow(state)
+    state = borrow(state)
     a = table[_SCALARS, 0]
     log_a = math.log(a)
     for i in range(counts.shape[0]):
@@ -225,5 +225,5 @@ def gamma_counts_shared(state, counts, table, out, work):
         if n == 0:
             out[i] = log_a + _log_ratio(state, table)
         else:
-            out[i] = _log_gamma(state, n + a)
+            out[i] = log_gamma_inline(state, n + a)
     exp_in_place(out, work)

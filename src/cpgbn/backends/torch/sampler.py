@@ -16,7 +16,7 @@ for the reasons of the order):
 6. downward pass theta^(T), ..., theta^(2).
 
 Random numbers
-    One ``torch.Generator`` on the device (in :class:`cpgbn.samplers.torch_random.TorchRandom`,
+    One ``torch.Generator`` on the device (in :class:`cpgbn.backends.torch.random.TorchRandom`,
     with the exact variates built on it), re-seeded at every step of every sweep from
     ``(seed, sweep, step)`` (the stream codes of :mod:`cpgbn.inference.gibbs`).  A run is
     therefore reproducible for a given seed, device type, torch version and ``max_elements``
@@ -39,7 +39,7 @@ Dtypes
     Storage follows :class:`~cpgbn.inference.state.GibbsState`: w and D float32 with the float32
     floor FLOOR = 1e-30; theta, c, Phi, r float64 with the floors TINY = 1e-100 and PHI_FLOOR.
     Counts (m, A, n, tables) are int64 on the device (int32 in the returned GibbsState; the
-    state on the device and its conversions are in :mod:`cpgbn.inference.torch_state`).  All
+    state on the device and its conversions are in :mod:`cpgbn.backends.torch.state`).  All
     arithmetic of the conditionals (candidate weights w d, lambda, cumulative weights, gamma
     shapes, CRT probabilities) is float64, as in the numba kernels: a product of two floored
     float32 values (1e-60) underflows in float32, and TINY is not representable in float32.
@@ -64,15 +64,15 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without torch
     raise ImportError("the PyTorch backend needs torch: pip install 'cpgbn[torch]'") from exc
 
-from ..errors import CPGBNInputError
-from ..layers.cells import BERNOULLI_POISSON, FIXED_COUNT, OBSERVED_COUNT, ConvData
-from ..samplers.conv import FLOOR as _FLOOR32
-from ..samplers.gbn import PHI_FLOOR, TINY
-from ..samplers.torch_random import TorchRandom
-from .gibbs import (_CONV, _DOWNWARD, _INIT, _KERNELS, _PHI, _R, _REFRESH, _SCALES, _SPLIT,
+from ...errors import CPGBNInputError
+from ...layers.cells import BERNOULLI_POISSON, FIXED_COUNT, OBSERVED_COUNT, ConvData
+from ..numba.conv import FLOOR as _FLOOR32
+from ..numba.gbn import PHI_FLOOR, TINY
+from .random import TorchRandom
+from ...inference.gibbs import (_CONV, _DOWNWARD, _INIT, _KERNELS, _PHI, _R, _REFRESH, _SCALES, _SPLIT,
                     _UPWARD, Collector, RunResult, _stream)
-from .state import GibbsState, GlobalParameters, Hyperparameters
-from .torch_state import (F32, F64, I64, TorchState, resolve_device, tensor, to_device,
+from ...inference.state import GibbsState, GlobalParameters, Hyperparameters
+from .state import (F32, F64, I64, TorchState, resolve_device, tensor, to_device,
                           to_host)
 
 __all__ = ["TorchGibbsSampler", "TorchState", "resolve_device"]

@@ -1,7 +1,7 @@
 """The Gibbs state on a torch device, and its conversion to and from :class:`GibbsState`.
 
 :class:`TorchState` holds the fields of :class:`~cpgbn.inference.state.GibbsState` as tensors,
-in the dtypes of :mod:`cpgbn.inference.torch_sweep` (w and D float32; theta, c, Phi, r float64;
+in the dtypes of :mod:`cpgbn.backends.torch.sampler` (w and D float32; theta, c, Phi, r float64;
 counts int64 on the device, int32 on the host).  :func:`to_device` uploads a numpy state and
 :func:`to_host` writes one back, in place where it can, because the numba sampler mutates its
 state and callers may hold references to its arrays.
@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ..errors import CPGBNInputError
-from .state import GibbsState, GlobalParameters
+from ...errors import CPGBNInputError
+from ...inference.state import GibbsState, GlobalParameters
 
 __all__ = ["TorchState", "resolve_device", "to_device", "to_host"]
 

@@ -17,7 +17,7 @@ FLOOR * (sum of the cell's D entries minus the heavy ones), from per-row sums of
 candidates are only listed when the multinomial sends them a unit, which on real text almost
 never happens (they weigh about 1e-30 against the heavy candidates' 1e-3 to 1).
 Positions without counts are drawn by walking from one above-floor position to the next with
-geometric gaps, instead of one uniform per position (:mod:`cpgbn.samplers.weights`).  Both are
+geometric gaps, instead of one uniform per position (:mod:`cpgbn.backends.numba.weights`).  Both are
 decompositions of the same laws.
 
 Every parallel loop runs over fixed blocks of documents (or words); block b draws from its
@@ -36,7 +36,7 @@ from numba import njit, prange
 
 from .distributions import (binomial, categorical_cumulative, multinomial_cumulative,
                             zero_truncated_poisson)
-from .rng import _borrow, seed_state
+from .rng import borrow, seed_state
 from .gbn import listed_tables, longest_document
 from .shared_shape import gamma_counts_shared
 from .weights import FLOOR, draw_document_weights, list_heavy_kernels
@@ -79,10 +79,10 @@ def split_units(state, n_units, heavy, heavy_cum, n_heavy, light_total, scratch,
     caller spreads those with :func:`spread_light_units`.  ``scratch``, ``rest_cum`` and
     ``rest_pos`` are work arrays of at least ``n_heavy`` entries.
     """
-    # views without reference counting (see rng._borrow): no atomic operations per call
-    state, heavy, heavy_cum = _borrow(state), _borrow(heavy), _borrow(heavy_cum)
-    scratch, rest_cum, rest_pos = _borrow(scratch), _borrow(rest_cum), _borrow(rest_pos)
-    out_idx, out_cnt = _borrow(out_idx), _borrow(out_cnt)
+    # views without reference counting (see rng.borrow): no atomic operations per call
+    state, heavy, heavy_cum = borrow(state), borrow(heavy), borrow(heavy_cum)
+    scratch, rest_cum, rest_pos = borrow(scratch), borrow(rest_cum), borrow(rest_pos)
+    out_idx, out_cnt = borrow(out_idx), borrow(out_cnt)
     if n_units <= 0:
         return 0, 0
     if n_heavy == 0:
@@ -139,9 +139,9 @@ def split_units(state, n_units, heavy, heavy_cum, n_heavy, light_total, scratch,
 def spread_light_units(state, n_light, light_cum, light_idx, n_l, out_idx, out_cnt, n_out):
     """Multinomial(n_light) over the light candidates (cumulative weights ``light_cum``),
     appended to the pairs after ``n_out``; returns the new number of pairs.  Rare."""
-    # views without reference counting (see rng._borrow): no atomic operations per call
-    state, light_cum, light_idx = _borrow(state), _borrow(light_cum), _borrow(light_idx)
-    out_idx, out_cnt = _borrow(out_idx), _borrow(out_cnt)
+    # views without reference counting (see rng.borrow): no atomic operations per call
+    state, light_cum, light_idx = borrow(state), borrow(light_cum), borrow(light_idx)
+    out_idx, out_cnt = borrow(out_idx), borrow(out_cnt)
     counts = np.empty(n_l, dtype=np.int64)
     multinomial_cumulative(state, n_light, light_cum, n_l, counts)
     for i in range(n_l):
@@ -205,8 +205,8 @@ def kernel_row_sums(D, out):
 @njit(cache=True)
 def _light_candidates(w, D, p0, v, col, f_lo, f_hi, light_idx, light_cum):
     """The cell's candidates at the floor, with inclusive cumulative weights; returns (count, total)."""
-    # views without reference counting (see rng._borrow): no atomic operations per call
-    w, D, light_idx, light_cum = _borrow(w), _borrow(D), _borrow(light_idx), _borrow(light_cum)
+    # views without reference counting (see rng.borrow): no atomic operations per call
+    w, D, light_idx, light_cum = borrow(w), borrow(D), borrow(light_idx), borrow(light_cum)
     n_kernels = D.shape[2]
     n_l = 0
     running = 0.0
@@ -246,7 +246,7 @@ def sweep_positions(seed, stream, block_size, doc_cells, doc_positions, cell_wor
 
     4. if ``tables`` has a row per document: the pooling layer's tables
        tables_jk = sum_s CRT(m_jks, a_jk / S_j) of the new counts
-       (:func:`cpgbn.samplers.gbn.listed_tables` over the counts placed in step 2; the upward
+       (:func:`cpgbn.backends.numba.gbn.listed_tables` over the counts placed in step 2; the upward
        pass's first step), while the document's rows of m are in cache.
 
     ``counts`` of shape (0, 0, 0, 0) skips the kernel counts (inference with D fixed);
@@ -283,8 +283,8 @@ def sweep_positions(seed, stream, block_size, doc_cells, doc_positions, cell_wor
         # views without reference counts of the arrays that every document passes on: the
         # atomic increments on arrays shared by the threads cost a fifth of a sweep
         # (the arguments outlive the call; the per-block arrays are borrowed by the callees)
-        m_b, w_b, theta_b = _borrow(m), _borrow(w), _borrow(theta)
-        prior_b, tables_b, D_b = _borrow(prior_shape), _borrow(tables), _borrow(D)
+        m_b, w_b, theta_b = borrow(m), borrow(w), borrow(theta)
+        prior_b, tables_b, D_b = borrow(prior_shape), borrow(tables), borrow(D)
         for j in range(block * block_size, min(n_docs, (block + 1) * block_size)):
             p0 = doc_positions[j]
             n_pos = doc_positions[j + 1] - p0
@@ -376,7 +376,7 @@ def draw_kernels(seed, stream, counts, eta_table, D, block_words):
     """D_k ~ Dir(n_k + eta) over all V*F entries of each kernel (paper: D_k(:) ~ Dir(eta 1_{VF})).
 
     ``counts`` holds one (V, F, K) slab per thread; they are summed here and left at zero.
-    ``eta_table`` is :func:`cpgbn.samplers.shared_shape.shared_shape_table` (eta): the entries
+    ``eta_table`` is :func:`cpgbn.backends.numba.shared_shape.shared_shape_table` (eta): the entries
     without counts (almost all) share the shape eta and come from its ziggurat.  Gamma variates
     are drawn per block of words, normalised by per-kernel totals summed in block order.
     """

@@ -1,11 +1,11 @@
 """Exact random variates for numba kernels, driven by an explicit xoshiro256** state.
 
-Every function takes ``state`` (uint64[4], see :mod:`cpgbn.samplers.rng`) first, is a
+Every function takes ``state`` (uint64[4], see :mod:`cpgbn.backends.numba.rng`) first, is a
 plain ``@njit(cache=True)`` function usable from other njit code, and is exact in
 distribution (up to float64 rounding).  Degenerate parameters are handled without
 raising (njit code cannot raise cheaply in hot loops): they are documented per function.
 
-As in :mod:`cpgbn.samplers.rng`, public functions are cached wrappers over private
+As in :mod:`cpgbn.backends.numba.rng`, public functions are cached wrappers over private
 ``inline="always"`` helpers, and public functions only call private helpers, so each
 compiles to a leaf function with no array reference counting per draw.
 """
@@ -14,7 +14,7 @@ import math
 import numba
 import numpy as np
 
-from .rng import _borrow, _exponential, _normal, _uniform
+from .rng import borrow, exponential_inline, normal_inline, uniform_inline
 
 __all__ = [
     "gamma",
@@ -47,12 +47,12 @@ def _gamma_mt(state, shape):
 def _gamma_mt_constants(state, d, c):
     """Marsaglia & Tsang with d = shape - 1/3 and c = 1/sqrt(9 d) given (shape >= 1)."""
     while True:
-        x = _normal(state)
+        x = normal_inline(state)
         v = 1.0 + c * x
         if v <= 0.0:
             continue
         v = v * v * v
-        u = _uniform(state)
+        u = uniform_inline(state)
         x2 = x * x
         if u < 1.0 - 0.0331 * x2 * x2:
             return d * v
@@ -69,7 +69,7 @@ def _gamma(state, shape):
     g = _gamma_mt(state, shape + 1.0 if small else shape)
     if small:
         # boost: G(shape) = G(shape + 1) * U**(1/shape), U**(1/shape) = exp(-E/shape)
-        g *= math.exp(-_exponential(state) / shape)
+        g *= math.exp(-exponential_inline(state) / shape)
     return g
 
 
@@ -86,11 +86,11 @@ def gamma(state, shape):
     is what you need).
     shape <= 0 (or NaN) returns 0.0 (the shape -> 0 limit, a point mass at 0).
     """
-    return _gamma(_borrow(state), shape)
+    return _gamma(borrow(state), shape)
 
 
 @numba.njit(inline="always", fastmath=False, error_model="numpy")
-def _log_gamma(state, shape):
+def log_gamma_inline(state, shape):
     if not (shape > 0.0):
         return -np.inf
     small = shape < 1.0
@@ -98,7 +98,7 @@ def _log_gamma(state, shape):
     if small:
         # boost in log space: log G(shape) = log G(shape + 1) + log(U) / shape, with
         # -log(U) ~ Exp(1) drawn directly by the exponential ziggurat
-        lg -= _exponential(state) / shape
+        lg -= exponential_inline(state) / shape
     return lg
 
 
@@ -113,7 +113,7 @@ def log_gamma(state, shape):
     space); for shape >= 1 the log of a Marsaglia-Tsang draw.  shape <= 0 (or NaN)
     returns -inf.
     """
-    return _log_gamma(_borrow(state), shape)
+    return log_gamma_inline(borrow(state), shape)
 
 
 @numba.njit(cache=True, fastmath=False, error_model="numpy")
@@ -126,7 +126,7 @@ def beta(state, a, b):
     shapes give 0/1-saturated values instead of 0/0 = NaN.
     a <= 0 returns 0.0, b <= 0 returns 1.0 (a <= 0 takes precedence).
     """
-    state = _borrow(state)
+    state = borrow(state)
     if not (a > 0.0):
         return 0.0
     if not (b > 0.0):
@@ -134,7 +134,7 @@ def beta(state, a, b):
     la = 0.0
     lb = 0.0
     for j in range(2):  # a loop keeps a single inlined copy of the gamma sampler
-        v = _log_gamma(state, a if j == 0 else b)
+        v = log_gamma_inline(state, a if j == 0 else b)
         if j == 0:
             la = v
         else:
@@ -155,13 +155,13 @@ def dirichlet(state, alpha, out):
     Entries with alpha <= 0 get 0.0.  If no alpha is > 0 the result is undefined
     and ``out`` is filled with NaN.
     """
-    state = _borrow(state)
-    alpha = _borrow(alpha)
-    out = _borrow(out)
+    state = borrow(state)
+    alpha = borrow(alpha)
+    out = borrow(out)
     n = alpha.shape[0]
     m = -np.inf
     for i in range(n):
-        lg = _log_gamma(state, alpha[i])
+        lg = log_gamma_inline(state, alpha[i])
         out[i] = lg
         if lg > m:
             m = lg
@@ -191,7 +191,7 @@ def _search_from(state, lam, k_first, p_first):
     p_first (expected lam + 1 steps): the Poisson itself from k = 0, the zero-truncated one
     from k = 1."""
     while True:
-        u = _uniform(state)
+        u = uniform_inline(state)
         k = k_first
         p = p_first
         s = p_first
@@ -225,8 +225,8 @@ def _poisson_ptrs(state, lam):
     log_invalpha = math.log(1.1239 + 1.1328 / (b - 3.4))
     vr = 0.9277 - 3.6224 / (b - 2.0)
     while True:
-        u = _uniform(state) - 0.5
-        v = _uniform(state)
+        u = uniform_inline(state) - 0.5
+        v = uniform_inline(state)
         us = 0.5 - abs(u)
         kf = math.floor((2.0 * a / us + b) * u + lam + 0.43)
         if us >= 0.07 and v <= vr:
@@ -255,7 +255,7 @@ def poisson(state, lam):
     (Hormann 1993), exact transformed rejection, O(1) expected time.
     lam <= 0 (or NaN) returns 0.
     """
-    return _poisson(_borrow(state), lam)
+    return _poisson(borrow(state), lam)
 
 
 @numba.njit(cache=True, fastmath=False, error_model="numpy")
@@ -269,7 +269,7 @@ def zero_truncated_poisson(state, lam):
     lam >= 10: rejection, PTRS Poisson draws until > 0 (acceptance > 0.9999).
     lam <= 0 (or NaN) returns 1 (the lam -> 0 limit).
     """
-    state = _borrow(state)
+    state = borrow(state)
     if lam >= _POISSON_INV_MAX:
         while True:
             k = _poisson_ptrs(state, lam)
@@ -295,7 +295,7 @@ def _binomial_inversion(state, n, p):
     a = (n + 1) * s
     r0 = math.exp(n * math.log1p(-p))
     while True:
-        u = _uniform(state)
+        u = uniform_inline(state)
         r = r0
         x = 0
         ok = True
@@ -326,8 +326,8 @@ def _binomial_btrs(state, n, p):
     h = math.lgamma(m + 1.0) + math.lgamma(n - m + 1.0)
     nf = np.float64(n)
     while True:
-        u = _uniform(state) - 0.5
-        v = _uniform(state)
+        u = uniform_inline(state) - 0.5
+        v = uniform_inline(state)
         us = 0.5 - abs(u)
         kf = math.floor((2.0 * a / us + b) * u + c)
         if kf < 0.0 or kf > nf:
@@ -365,7 +365,7 @@ def binomial(state, n, p):
     Kachitvichyanukul & Schmeiser 1988), expected O(n*p + 1); otherwise BTRS
     (Hormann 1993), O(1) expected.  n <= 0 or p <= 0 returns 0; p >= 1 returns n.
     """
-    return _binomial(_borrow(state), n, p)
+    return _binomial(borrow(state), n, p)
 
 
 # ----------------------------------------------------------------------------
@@ -389,7 +389,7 @@ def _search_cumulative(cum, size, t):
 def _categorical(state, cum, size):
     total = cum[size - 1]
     while True:
-        t = _uniform(state) * total
+        t = uniform_inline(state) * total
         i = _search_cumulative(cum, size, t)
         if i < size:
             return np.int64(i)
@@ -406,11 +406,11 @@ def categorical_cumulative(state, cum, size):
     equals the previous one, or 0 for i = 0).  The rare rounding case U*total == total
     is redrawn.
     """
-    return _categorical(_borrow(state), _borrow(cum), size)
+    return _categorical(borrow(state), borrow(cum), size)
 
 
 @numba.njit(inline="always", fastmath=False, error_model="numpy")
-def _multinomial_categorical(state, n, cum, size, out):
+def multinomial_categorical(state, n, cum, size, out):
     """Multinomial by n independent categorical draws: O(size + n log size)."""
     for i in range(size):
         out[i] = 0
@@ -419,7 +419,7 @@ def _multinomial_categorical(state, n, cum, size, out):
 
 
 @numba.njit(inline="always", fastmath=False, error_model="numpy")
-def _multinomial_binomials(state, n, cum, size, out):
+def multinomial_binomials(state, n, cum, size, out):
     """Multinomial by conditional binomials: cell i gets Binomial(remaining n,
     w[i] / (remaining mass)); O(size) binomial draws, stops once n is used up."""
     total = cum[size - 1]
@@ -456,9 +456,9 @@ def multinomial_cumulative(state, n, cum, size, out):
     expected cost each).  Both exact; zero-weight cells always get 0.  n <= 0 gives
     all zeros.
     """
-    state = _borrow(state)
-    cum = _borrow(cum)
-    out = _borrow(out)
+    state = borrow(state)
+    cum = borrow(cum)
+    out = borrow(out)
     if n <= 0:
         for i in range(size):
             out[i] = 0
@@ -469,9 +469,9 @@ def multinomial_cumulative(state, n, cum, size, out):
         s >>= 1
         lg += 1.0
     if n * lg <= 8.0 * size:  # measured crossover of the two exact methods
-        _multinomial_categorical(state, n, cum, size, out)
+        multinomial_categorical(state, n, cum, size, out)
     else:
-        _multinomial_binomials(state, n, cum, size, out)
+        multinomial_binomials(state, n, cum, size, out)
 
 
 # ----------------------------------------------------------------------------
@@ -493,7 +493,7 @@ def crt(state, m, a):
     m <= 0 returns 0; m >= 1 always gives >= 1 (customer 1 opens a table); for
     m >= 1, a <= 0 (or NaN) returns 1 (the a -> 0 limit).
     """
-    state = _borrow(state)
+    state = borrow(state)
     if m <= 0:
         return np.int64(0)
     if not (a > 0.0):
@@ -504,17 +504,17 @@ def crt(state, m, a):
     if mf <= 4.0 * a * (math.log(mf + a) - math.log(a)) + 16.0:
         for i in range(1, m):
             # customer i+1: new table with probability a / (a + i)
-            if _uniform(state) * (a + i) < a:
+            if uniform_inline(state) * (a + i) < a:
                 count += 1
         return count
     i = 1.0  # indices 1..i examined
     while True:
         q = a / (a + i)  # p_{i+1}, dominates p_j for all j > i
-        g = math.floor(math.log(_uniform(state)) / math.log1p(-q))  # failures before success
+        g = math.floor(math.log(uniform_inline(state)) / math.log1p(-q))  # failures before success
         j = i + 1.0 + g
         if j > mf:
             return count
         # accept with p_j / q = (a + i) / (a + j - 1)
-        if _uniform(state) * (a + j - 1.0) < a + i:
+        if uniform_inline(state) * (a + j - 1.0) < a + i:
             count += 1
         i = j

@@ -1,7 +1,7 @@
 """numba kernels of the per-position weights w of the convolutional layer (paper eq. 3).
 
 w_jks ~ Gam(m_jks + a_jk / S_j, 1 / rate_j) for every position s and kernel k of document j,
-w float32 (P, K) and m int32 (P, K) in the layout of :mod:`cpgbn.samplers.conv`, floored at
+w float32 (P, K) and m int32 (P, K) in the layout of :mod:`cpgbn.backends.numba.conv`, floored at
 FLOOR.  Almost every w_jks of real text is at the floor (on MR about 6% of the position-kernel
 pairs are above it), so :func:`draw_document_weights` draws the positions with counts one by
 one and walks from one above-floor position to the next with geometric gaps, and lists the
@@ -16,7 +16,7 @@ import numpy as np
 from numba import njit
 
 from .distributions import gamma, log_gamma
-from .rng import _borrow, _exponential, _uniform, seed_state
+from .rng import borrow, exponential_inline, uniform_inline, seed_state
 from .vector_math import LGAMMA1P_MAX, expm1_in_place, lgamma1p_small_in_place
 
 #: Smallest value stored for w and D.  Gamma draws with shapes of 1e-4 underflow; a floor that
@@ -50,24 +50,24 @@ def _gamma_above(state, alpha, span, p_low):
     inv_span = 1.0 / span
     by_modulo = alpha >= _MODULO_MIN_SHAPE
     while True:
-        if _uniform(state) < p_low:
+        if uniform_inline(state) < p_low:
             if by_modulo:
-                q = _exponential(state) * inv_alpha
+                q = exponential_inline(state) * inv_alpha
                 t = q - span * np.floor(q * inv_span)
             else:
-                t = -np.log1p(_uniform(state) * np.expm1(-alpha * span)) * inv_alpha
+                t = -np.log1p(uniform_inline(state) * np.expm1(-alpha * span)) * inv_alpha
             x = np.exp(-min(max(t, 0.0), span))  # the clamp undoes rounding at the ends
-            t = _uniform(state)
+            t = uniform_inline(state)
             if t <= 1.0 - x or t < np.exp(-x):
                 return x
         else:
-            x = 1.0 + _exponential(state)
-            if np.log(_uniform(state)) < (alpha - 1.0) * np.log(x):
+            x = 1.0 + exponential_inline(state)
+            if np.log(uniform_inline(state)) < (alpha - 1.0) * np.log(x):
                 return x
 
 
 @njit(cache=True, inline="always")
-def _draw_scaled_gamma(state, shape, log_rate):
+def draw_scaled_gamma(state, shape, log_rate):
     """Gamma(shape, rate) as float32, floored: exact in log space for the tiny shapes of empty positions."""
     if shape >= 1.0:
         value = gamma(state, shape) * np.exp(-log_rate)
@@ -97,10 +97,10 @@ def draw_document_weights(state, m, w, p0, n_pos, prior_shape, log_rate, theta, 
     to ``nonzero`` (capacity S_j * K), so that the caller can reset them without a pass over
     all of m.
     """
-    # views without reference counting (see rng._borrow): no atomic operations per call
-    state, m, w, prior_shape = _borrow(state), _borrow(m), _borrow(w), _borrow(prior_shape)
-    theta, scratch, slow = _borrow(theta), _borrow(scratch), _borrow(slow)
-    heavy_k, n_heavy_at, nonzero = _borrow(heavy_k), _borrow(n_heavy_at), _borrow(nonzero)
+    # views without reference counting (see rng.borrow): no atomic operations per call
+    state, m, w, prior_shape = borrow(state), borrow(m), borrow(w), borrow(prior_shape)
+    theta, scratch, slow = borrow(theta), borrow(scratch), borrow(slow)
+    heavy_k, n_heavy_at, nonzero = borrow(heavy_k), borrow(n_heavy_at), borrow(nonzero)
     n_nonzero = 0
     alpha, log_p_floor, p_low, work = scratch[0], scratch[1], scratch[2], scratch[3]
     n_kernels = w.shape[1]
@@ -123,7 +123,7 @@ def draw_document_weights(state, m, w, p0, n_pos, prior_shape, log_rate, theta, 
                 if count != 0:
                     nonzero[n_nonzero] = s * n_kernels + k
                     n_nonzero += 1
-                value = _draw_scaled_gamma(state, count + alpha[k], log_rate)
+                value = draw_scaled_gamma(state, count + alpha[k], log_rate)
                 w[row, k] = value
                 theta[k] += value
                 if value > FLOOR:
@@ -152,7 +152,7 @@ def draw_document_weights(state, m, w, p0, n_pos, prior_shape, log_rate, theta, 
         # floor outcomes before the first position above it: Geometric(1 - p_floor), i.e.
         # floor(E / -ln p_floor) with E ~ Exp(1); none of the n_pos is above when
         # E >= -n_pos ln p_floor
-        e = _exponential(state)
+        e = exponential_inline(state)
         if e >= -n_pos * lpf:
             continue
         # np.floor keeps the float (math.floor's int64 overflows when p_floor is within 1e-19 of 1)
@@ -161,7 +161,7 @@ def draw_document_weights(state, m, w, p0, n_pos, prior_shape, log_rate, theta, 
         a = alpha[k]
         while s < n_pos:
             si = int(s)
-            s += 1.0 + np.floor(_exponential(state) * gap_scale)
+            s += 1.0 + np.floor(exponential_inline(state) * gap_scale)
             if m[p0 + si, k] != 0:
                 continue  # drawn above; this trial belongs to no empty position
             value = _gamma_above(state, a, -log_x0, p_low[k]) * scale
@@ -177,8 +177,8 @@ def draw_document_weights(state, m, w, p0, n_pos, prior_shape, log_rate, theta, 
 @njit(cache=True)
 def list_heavy_kernels(w, p0, n_pos, heavy_k, n_heavy_at):
     """The kernels above the floor at each position of one document (w given, not drawn)."""
-    # views without reference counting (see rng._borrow): no atomic operations per call
-    w, heavy_k, n_heavy_at = _borrow(w), _borrow(heavy_k), _borrow(n_heavy_at)
+    # views without reference counting (see rng.borrow): no atomic operations per call
+    w, heavy_k, n_heavy_at = borrow(w), borrow(heavy_k), borrow(n_heavy_at)
     n_kernels = w.shape[1]
     for s in range(n_pos):
         n_here = 0

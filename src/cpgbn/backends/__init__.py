@@ -1,0 +1,8 @@
+"""Backends: the same Gibbs conditionals written for two kinds of hardware.
+
+``numba``  -- pure kernels over arrays, parallel over documents on the CPU, per-block RNG
+              streams (bit-for-bit reproducible for a seed on any thread count);
+``torch``  -- the same conditionals vectorised in PyTorch for a GPU (or the CPU).
+
+:mod:`cpgbn.inference` owns the order of the steps and the run loop; a backend only draws.
+"""
