@@ -45,7 +45,7 @@ def time_configuration(corpus, layers, device, sweeps, warmup, token_count, prof
     import torch
 
     from cpgbn.inference.state import Hyperparameters
-    from cpgbn.backends.torch.sampler import TorchGibbsSampler
+    from cpgbn.inference.gibbs import TorchGibbsSampler
     from cpgbn.layers.cells import from_token_sequences
     data = from_token_sequences(corpus.tokens, corpus.offsets, 3, token_count)
     torch.cuda.reset_peak_memory_stats(device)

@@ -3,8 +3,8 @@
 The authors' GPU code does not draw the multinomial split of a token's pseudo-count over its
 candidates (f, k); it adds the expected counts, count * w_{j,k,s} d_{k,v,f} / lambda, as
 fractions (notes, section 3, step 1).  That is not a Gibbs step, and the CRT of the upward pass
-is not defined for a fractional count, so the library does not offer it.  This module patches
-the PyTorch sampler, for this process only, to test whether that approximation explains the
+is not defined for a fractional count, so the library does not offer it.  This module makes
+the samplers of this process use backends that do it, to test whether that approximation explains the
 paper's MR figure (``prior_study.py --expected-counts --device cuda``; the PyTorch sampler
 on 2 CPU cores takes about 8 s per sweep on 3000 MR documents once w has left its start, too
 slow for the study).
@@ -20,8 +20,9 @@ What the patch changes:
 With ``token_count="bernoulli-poisson"`` the number of units of a token is still drawn; the
 authors' code and this study use an integer pseudo-count.
 
-Two patches make the same changes: :func:`use_expected_counts` of the PyTorch sampler (fast on
-a GPU) and :func:`use_expected_counts_numba` of the numba sampler (on a CPU: measured on one
+Two backends make the same changes, subclasses of the library's: the PyTorch one (fast on a
+GPU; :func:`use_expected_counts` installs it) and :class:`ExpectedCountsNumbaBackend`
+(:func:`use_expected_counts_numba`) (on a CPU: measured on one
 core shared with other runs, about 2.2 s per sweep on 5,000 MR sentences where the library's
 sampler falls to 0.6, and 20-23 minutes per MR seed under the authors' protocol; its position
 step is written plainly, every w_jks drawn, instead of the library's sparse walk, which needs
@@ -34,6 +35,7 @@ from math import lgamma
 import numba
 import numpy as np
 
+from cpgbn.backends.numba.backend import DOC_BLOCK, NumbaBackend
 from cpgbn.backends.numba.conv import cell_units
 from cpgbn.backends.numba.distributions import crt, gamma
 from cpgbn.backends.numba.gbn import TINY
@@ -48,62 +50,86 @@ AUTHORS_EPS = 1e-4
 
 
 def use_expected_counts():
-    """Patch TorchGibbsSampler's token split and first-layer tables (see the module docstring)."""
+    """Make every PyTorch sampler of this process use :class:`ExpectedCountsTorchBackend`."""
+    from cpgbn.backends.torch import backend
+
+    backend.TorchBackend = expected_counts_torch_backend()
+
+
+def expected_counts_torch_backend():
+    """The PyTorch backend with the expected split and the rounded first-layer tables (a
+    subclass, built on demand so that this module imports without torch)."""
     import torch
 
-    from cpgbn.backends.torch import sampler as torch_sweep
+    from cpgbn.backends.torch.backend import TorchBackend
 
-    sampler = torch_sweep.TorchGibbsSampler
-    position_tables = sampler._position_tables
+    class ExpectedCountsTorchBackend(TorchBackend):
+        count_dtype = np.float64
 
-    def split_units(self, cum, units):
-        weights = torch.diff(cum, dim=1, prepend=torch.zeros_like(cum[:, :1]))
-        share = units.to(torch.float64)[:, None] * weights / cum[:, -1:]
-        rows, cols = (share > DROP).nonzero(as_tuple=True)
-        return rows, cols, share[rows, cols]
+        def split_units(self, cum, units):
+            weights = torch.diff(cum, dim=1, prepend=torch.zeros_like(cum[:, :1]))
+            share = units.to(torch.float64)[:, None] * weights / cum[:, -1:]
+            rows, cols = (share > DROP).nonzero(as_tuple=True)
+            return rows, cols, share[rows, cols]
 
-    def tables(self, m, shape):
-        return position_tables(self, torch.round(m).to(torch.int64), shape)
+        def position_tables(self, m, shape):
+            return super().position_tables(torch.round(m).to(torch.int64), shape)
 
-    sampler.count_dtype = torch.float64
-    sampler._split_units = split_units
-    sampler._position_tables = tables
+    return ExpectedCountsTorchBackend
+
+
+class ExpectedCountsNumbaBackend(NumbaBackend):
+    """The numba backend with float64 m, A and n, the expected split of every token's units and
+    the tables CRT(round m_jks, a_jk / S_j) (see the module docstring).
+
+    The library's position kernel and kernel draw take integer counts, so both are replaced by
+    the plain kernels below.  The gamma belief stack above the first layer's tables is the
+    library's.  ``redistribute = True`` (:class:`RedistributedNumbaBackend`) also replaces the
+    w step by the authors' (notes, section 3, step 6): theta^(1)_jk ~ Gam(A_jk + a_jk, 1/(1 + c_j))
+    and w_jks = theta^(1)_jk m_jks / (A_jk + 1e-4), with pooled tables CRT(round(A_jk), a_jk) to
+    match that prior, and shares down to ``REDISTRIBUTE_DROP`` kept (the authors' float32 sums
+    keep them).  A kernel whose expected count in a document falls far below 1e-4 is scaled
+    down by A / (A + 1e-4) at every sweep until it vanishes (zero is absorbing), so which
+    kernels survive in a document depends on the prior a_jk from the layers above.  Not a
+    sampler either.
+    """
+
+    count_dtype = np.float64
+    redistribute = False
+
+    def draw_first_layer(self, state, *, prior_shape, stream, table_stream, draw_w=True,
+                         augment=True, with_counts=False, with_tables=False):
+        data, g = self.data, state.globals
+        counts = (self.count_slabs(g.D.shape) if with_counts
+                  else np.zeros((0, 0, 0, 0), dtype=np.float64))
+        tables = (np.empty((data.n_docs, g.D.shape[2]), dtype=np.int64) if draw_w and augment
+                  else np.empty((0, g.D.shape[2]), dtype=np.int64))
+        expected_positions(self.seed, stream, DOC_BLOCK, data.doc_cells, data.doc_positions,
+                           data.cell_word, data.cell_col, data.cell_count, data.mode,
+                           data.fixed_count, g.D, prior_shape, 1.0 + state.c[0], draw_w, augment,
+                           state.w, state.m, state.theta[0], state.A, counts, state.loglik,
+                           tables, self.redistribute,
+                           REDISTRIBUTE_DROP if self.redistribute else DROP)
+        return (counts if with_counts else None), (tables if draw_w and augment else None)
+
+    def draw_kernels(self, D, counts, eta, stream):
+        expected_dirichlet(self.seed, stream, counts, float(eta), D)
+        return D
+
+
+class RedistributedNumbaBackend(ExpectedCountsNumbaBackend):
+    """:class:`ExpectedCountsNumbaBackend` with the authors' w step."""
+
+    redistribute = True
 
 
 def use_expected_counts_numba(redistribute=False):
-    """Patch the numba sampler (cpgbn.inference.gibbs) the same way, for this process only.
-
-    The library's position kernel and kernel draw take integer counts, so both are replaced by
-    plain kernels over float64 m, A and n below, and the sampler's ``count_dtype`` becomes
-    float64 (the count slabs and the state's m and A, from the initial augmentation on).  The
-    gamma belief stack above the first layer's tables is the library's.
-
-    ``redistribute=True`` also replaces the w step by the authors' (notes, section 3, step 6):
-    theta^(1)_jk ~ Gam(A_jk + a_jk, 1/(1 + c_j)) and w_jks = theta^(1)_jk m_jks / (A_jk + 1e-4),
-    with pooled tables CRT(round(A_jk), a_jk) to match that prior, and shares down to
-    ``REDISTRIBUTE_DROP`` kept (the authors' float32 sums keep them).  A kernel whose expected
-    count in a document falls far below 1e-4 is scaled down by A / (A + 1e-4) at every sweep
-    until it vanishes (zero is absorbing), so which kernels survive in a document depends on
-    the prior a_jk from the layers above.  Not a sampler either.
-    """
+    """Make every numba sampler of this process use the expected counts (the default backend
+    of :class:`cpgbn.inference.gibbs.GibbsSampler` becomes :class:`ExpectedCountsNumbaBackend`,
+    or :class:`RedistributedNumbaBackend` with ``redistribute``)."""
     from cpgbn.inference import gibbs
-    from cpgbn.backends.numba import conv
-    from cpgbn.backends.numba.shared_shape import table_shape
 
-    def sweep_positions(seed, stream, block_size, doc_cells, doc_positions, cell_word, cell_col,
-                        cell_count, mode, fixed_count, D, D_row_sums, prior_shape, rate, draw_w,
-                        augment, w, m, theta, A, counts, loglik, tables):
-        expected_positions(seed, stream, block_size, doc_cells, doc_positions, cell_word, cell_col,
-                           cell_count, mode, fixed_count, D, prior_shape, rate, draw_w, augment,
-                           w, m, theta, A, counts.astype(np.float64, copy=False), loglik, tables,
-                           redistribute, REDISTRIBUTE_DROP if redistribute else DROP)
-
-    def draw_kernels(seed, stream, counts, eta_table, D, block_words):
-        expected_dirichlet(seed, stream, counts, table_shape(eta_table), D)
-
-    gibbs.GibbsSampler.count_dtype = np.float64
-    conv.sweep_positions = sweep_positions
-    conv.draw_kernels = draw_kernels
+    gibbs.NumbaBackend = RedistributedNumbaBackend if redistribute else ExpectedCountsNumbaBackend
 
 
 @numba.njit(parallel=True, cache=True)

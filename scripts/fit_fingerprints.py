@@ -63,9 +63,10 @@ def main(argv=None) -> None:
     trec_test = read_tsv(args.data_dir / "TREC" / "test.tsv")
     mr = read_tsv(args.data_dir / "MR" / "all.tsv")
     record = {"sweeps": n_iter, "burn_in": burn_in}
-    try:
+    import cpgbn
+    try:  # the commit of the cpgbn that ran (which may be another checkout than this script's)
         record["commit"] = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True,
-                                          text=True, cwd=Path(__file__).parent).stdout.strip()
+                                          text=True, cwd=Path(cpgbn.__file__).parent).stdout.strip()
     except OSError:
         record["commit"] = None
     common = dict(n_iter=n_iter, burn_in=burn_in, random_state=0, n_threads=2)

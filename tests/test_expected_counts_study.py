@@ -1,9 +1,9 @@
 """The study patches experiments/expected_counts.py (the authors' fractional expected counts).
 
-The PyTorch patch overrides hooks of the PyTorch sweep (``count_dtype``, ``_split_units``,
-``_position_tables``); the numba patch replaces the position kernel and the kernel draw that
-the Gibbs driver calls.  These tests keep both working when the samplers change.  The patches
-change classes and modules for the whole process, so the tests put the originals back.
+The study's backends subclass the library's (the PyTorch one overrides the token split and the
+pooled tables, the numba one the position step and the kernel draw), and the study makes them
+the samplers' defaults for its process.  These tests keep both working when the samplers
+change, and put the library's defaults back.
 """
 
 import sys
@@ -14,10 +14,8 @@ import pytest
 
 from cpgbn import CPGBN
 from cpgbn.inference import gibbs
-from cpgbn.backends.numba import conv
 
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
-HOOKS = ("count_dtype", "_split_units", "_position_tables", "_sweep")
 
 
 def _texts():
@@ -28,9 +26,7 @@ def _texts():
 
 @pytest.fixture(params=[False], ids=["sampled-w"])
 def patched_numba(request):
-    saved = [(gibbs.GibbsSampler, "count_dtype"), (conv, "sweep_positions"),
-             (conv, "draw_kernels")]
-    saved = [(owner, name, owner.__dict__[name]) for owner, name in saved]
+    saved = gibbs.NumbaBackend
     sys.path.insert(0, str(EXPERIMENTS))
     try:
         from expected_counts import DROP, use_expected_counts_numba
@@ -38,14 +34,13 @@ def patched_numba(request):
         yield DROP
     finally:
         sys.path.remove(str(EXPERIMENTS))
-        for owner, name, value in saved:
-            setattr(owner, name, value)
+        gibbs.NumbaBackend = saved
 
 
 def test_numba_expected_counts_are_fractional_and_keep_every_unit(patched_numba):
     drop = patched_numba
     seen = []
-    sweep = gibbs.GibbsSampler._sweep
+    sweep = gibbs.GibbsSampler.sweep_on_backend
     initial = gibbs.GibbsSampler.initial_state
 
     def record(state):
@@ -54,19 +49,20 @@ def test_numba_expected_counts_are_fractional_and_keep_every_unit(patched_numba)
         return state
 
     def spy(self, state):
-        return record(sweep(self, state))
+        sweep(self, state)
+        record(state)
 
     def first(self, *args, **kwargs):  # the initial augmentation keeps its fractions too
         return record(initial(self, *args, **kwargs))
 
-    gibbs.GibbsSampler._sweep = spy
+    gibbs.GibbsSampler.sweep_on_backend = spy
     gibbs.GibbsSampler.initial_state = first
     try:
         count, K, F = 25, 4, 3
         model = CPGBN(layers=(K, 2), vocab_size=30, token_count=count, n_iter=4, burn_in=2,
                       random_state=0, n_threads=1).fit(_texts())
     finally:
-        gibbs.GibbsSampler._sweep = sweep
+        gibbs.GibbsSampler.sweep_on_backend = sweep
         gibbs.GibbsSampler.initial_state = initial
     units = count * model.n_train_tokens_
     assert len(seen) == 5
@@ -83,7 +79,7 @@ def test_redistributed_w_follows_the_expected_counts_and_zero_is_absorbing(patch
     """The authors' w step: w_jks / theta_jk = m_jks / A_jk of the previous augmentation, and a
     kernel that has vanished from a document never comes back."""
     checked = {"ratios": 0, "vanished": 0}
-    sweep = gibbs.GibbsSampler._sweep
+    sweep = gibbs.GibbsSampler.sweep_on_backend
 
     def spy(self, state):
         m_prev, A_prev = state.m.copy(), state.A.copy()
@@ -101,12 +97,12 @@ def test_redistributed_w_follows_the_expected_counts_and_zero_is_absorbing(patch
                                        rtol=1e-4, atol=1e-6)
             checked["ratios"] += int(live.sum())
 
-    gibbs.GibbsSampler._sweep = spy
+    gibbs.GibbsSampler.sweep_on_backend = spy
     try:
         model = CPGBN(layers=(6, 3), vocab_size=30, token_count=25, n_iter=25, burn_in=20,
                       random_state=0, n_threads=1, padding=1).fit(_texts())
     finally:
-        gibbs.GibbsSampler._sweep = sweep
+        gibbs.GibbsSampler.sweep_on_backend = sweep
     assert checked["ratios"] > 100 and checked["vanished"] > 0
     assert (model.train_features_ == 0).any() and np.isfinite(model.train_features_).all()
     assert np.isfinite(model.transform(_texts()[:5])).all()
@@ -115,34 +111,35 @@ def test_redistributed_w_follows_the_expected_counts_and_zero_is_absorbing(patch
 @pytest.fixture
 def patched_sampler():
     torch = pytest.importorskip("torch", reason="the study patches the PyTorch backend")
-    from cpgbn.backends.torch import sampler as torch_sweep
-    cls = torch_sweep.TorchGibbsSampler
-    saved = {name: cls.__dict__[name] for name in HOOKS}
+    from cpgbn.backends.torch import backend
+    saved = backend.TorchBackend
     sys.path.insert(0, str(EXPERIMENTS))
     try:
         from expected_counts import DROP, use_expected_counts
         use_expected_counts()
-        yield torch, cls, DROP
+        yield torch, gibbs.GibbsSampler, DROP
     finally:
         sys.path.remove(str(EXPERIMENTS))
-        for name, value in saved.items():
-            setattr(cls, name, value)
+        backend.TorchBackend = saved
 
 
 def test_expected_counts_are_fractional_and_keep_every_unit(patched_sampler):
     torch, cls, drop = patched_sampler
     texts = _texts()
     seen = []
-    sweep = cls._sweep
+    sweep = cls.sweep_on_backend
 
     def spy(self, ts):
         sweep(self, ts)
         seen.append((float(ts.A.sum()), bool((ts.m != torch.round(ts.m)).any()), ts.m.dtype))
 
-    cls._sweep = spy
-    count, K, F = 25, 4, 3
-    model = CPGBN(layers=(K, 2), vocab_size=30, token_count=count, n_iter=4, burn_in=2,
-                  device="cpu", random_state=0).fit(texts)
+    cls.sweep_on_backend = spy
+    try:
+        count, K, F = 25, 4, 3
+        model = CPGBN(layers=(K, 2), vocab_size=30, token_count=count, n_iter=4, burn_in=2,
+                      device="cpu", random_state=0).fit(texts)
+    finally:
+        cls.sweep_on_backend = sweep
     units = count * model.n_train_tokens_
     assert len(seen) == 4
     for total, fractional, dtype in seen:

@@ -22,7 +22,7 @@ def test_memory_estimate_covers_the_allocated_state():
     state = sampler.initial_state(layers, 30)
     sampler.sweep(state)
     allocated = (state.w.nbytes + state.m.nbytes + state.A.nbytes + state.globals.D.nbytes
-                 + sampler._count_slabs.nbytes + sum(t.nbytes for t in state.theta)
+                 + sampler.backend.count_slabs(state.globals.D.shape).nbytes + sum(t.nbytes for t in state.theta)
                  + sum(c.nbytes for c in state.c))
     estimate = estimate_bytes(data.n_docs, data.n_positions, data.n_cells, 30, 3, layers,
                               sampler._count_slabs.shape[0])

@@ -1,4 +1,4 @@
-"""The PyTorch backend of the Gibbs sweep (cpgbn.backends.torch.sampler).
+"""The PyTorch backend of the Gibbs sweep (cpgbn.backends.torch).
 
 1. Its random-variate building blocks against exact laws (zero-truncated Poisson, CRT, the
    floor-aware conditioned gamma, multinomial splits), and the pooling layer's tables against
@@ -28,7 +28,8 @@ from test_geweke import THRESHOLD, _run_geweke  # noqa: E402
 from cpgbn.errors import CPGBNInputError  # noqa: E402
 from cpgbn.inference.gibbs import GibbsSampler  # noqa: E402
 from cpgbn.inference.state import GibbsState, Hyperparameters  # noqa: E402
-from cpgbn.backends.torch.sampler import FLOOR, TorchGibbsSampler, TorchState  # noqa: E402
+from cpgbn.backends.torch.backend import FLOOR  # noqa: E402
+from cpgbn.inference.gibbs import TorchGibbsSampler  # noqa: E402
 from cpgbn.simulate import sample_corpus, sample_globals  # noqa: E402
 
 #: p-value below which a goodness-of-fit check of a building block fails.
@@ -57,7 +58,7 @@ def _small_corpus(binary=False, layers=(3, 2), seed=1, n_docs=12, length=8):
 def _sampler_for_draws(seed=0):
     hyper, _, data = _small_corpus()
     sampler = TorchGibbsSampler(data, hyper, seed)
-    sampler.random.reseed(12345)
+    sampler.backend.random.reseed(12345)
     return sampler
 
 
@@ -66,7 +67,7 @@ def _sampler_for_draws(seed=0):
 def test_zero_truncated_poisson_law(lam):
     sampler = _sampler_for_draws()
     n = 20000
-    draws = sampler.random.zero_truncated_poisson(torch.full((n,), lam, dtype=torch.float64)).numpy()
+    draws = sampler.backend.random.zero_truncated_poisson(torch.full((n,), lam, dtype=torch.float64)).numpy()
     assert draws.min() >= 1
     if lam < 1e-6:
         assert np.all(draws == 1)  # P(k >= 2) ~ lam / 2
@@ -87,7 +88,7 @@ def test_zero_truncated_poisson_law(lam):
 def test_crt_moments(m, a):
     sampler = _sampler_for_draws()
     n = 20000
-    draws = sampler.random.crt(torch.full((n,), m, dtype=torch.int64),
+    draws = sampler.backend.random.crt(torch.full((n,), m, dtype=torch.int64),
                          torch.full((n,), a, dtype=torch.float64)).numpy()
     p = a / (a + np.arange(m))  # customer i + 1 opens a table with probability a / (a + i)
     assert draws.min() >= 1 and draws.max() <= m
@@ -98,7 +99,7 @@ def test_crt_moments(m, a):
     z = (draws.mean() - mean) / np.sqrt(var / n)
     assert abs(z) < 4.5
     # zero counts give zero tables
-    assert sampler.random.crt(torch.zeros(3, dtype=torch.int64), torch.ones(3, dtype=torch.float64)).sum() == 0
+    assert sampler.backend.random.crt(torch.zeros(3, dtype=torch.int64), torch.ones(3, dtype=torch.float64)).sum() == 0
 
 
 @pytest.mark.parametrize("alpha,x0", [(0.05, 2e-30), (0.5, 1e-12), (0.001, 3e-30)])
@@ -107,7 +108,7 @@ def test_gamma_above_law(alpha, x0):
     conditional cdf."""
     sampler = _sampler_for_draws()
     n = 20000
-    x = sampler.random.gamma_above(torch.full((n,), alpha, dtype=torch.float64),
+    x = sampler.backend.random.gamma_above(torch.full((n,), alpha, dtype=torch.float64),
                              torch.full((n,), np.log(x0), dtype=torch.float64)).numpy()
     assert x.min() >= x0
     tail = special.gammaincc(alpha, x0)
@@ -122,7 +123,7 @@ def test_log_gamma_small_shapes():
     """Shapes far below 1 stay finite in log space (no underflow to -inf or NaN)."""
     sampler = _sampler_for_draws()
     shape = torch.tensor([1e-100, 1e-8, 0.3, 1.0, 250.0], dtype=torch.float64).repeat(4000)
-    lg = sampler.random.log_gamma(shape)
+    lg = sampler.backend.random.log_gamma(shape)
     assert torch.isfinite(lg).all()
     # E[log G] = digamma(shape)
     means = lg.reshape(4000, 5).mean(dim=0).numpy()
@@ -139,7 +140,7 @@ def test_multinomial_units_law():
     rows = 3000
     counts = rng.integers(0, 61, size=rows)
     cum = torch.tensor(np.tile(np.cumsum(weights), (rows, 1)))
-    r_u, c_u = sampler.random.units(cum, torch.tensor(counts))
+    r_u, c_u = sampler.backend.random.units(cum, torch.tensor(counts))
     per_row = np.bincount(r_u.numpy(), minlength=rows)
     np.testing.assert_array_equal(per_row, counts)
     totals = np.bincount(c_u.numpy(), minlength=len(weights))
@@ -205,8 +206,8 @@ def _agreement_chain(backend, seed, hyper, g, data, n_sweeps, burn):
     n_tokens = int(data.cell_count.sum())
     if backend == "torch":
         sampler = TorchGibbsSampler(data, hyper, seed)
-        ts = sampler.to_device(sampler.initial_state(_AGREE_LAYERS, _AGREE_V, init))
-        read = lambda: (ts.D.numpy(), ts.r.numpy(), ts.theta[0].numpy(), ts.c[0].numpy(),  # noqa: E731
+        ts = sampler.on_backend(sampler.initial_state(_AGREE_LAYERS, _AGREE_V, init))
+        read = lambda: (ts.globals.D.numpy(), ts.globals.r.numpy(), ts.theta[0].numpy(), ts.c[0].numpy(),  # noqa: E731
                         float(ts.loglik.sum()))
         step = lambda: sampler.sweep(ts)  # noqa: E731
     else:
@@ -293,7 +294,7 @@ def test_run_matches_sweeps_and_resumes_exactly():
     for a, b in zip(_arrays(whole), _arrays(by_hand)):
         np.testing.assert_array_equal(a, b)
 
-    from cpgbn.inference.gibbs import Collector
+    from cpgbn.inference.driver import Collector
     part = sampler.initial_state(layers, 10)
     collector = Collector.empty(part, True)
     seen = []
@@ -315,7 +316,7 @@ def test_count_invariants_with_small_chunks(binary):
     kernels stay on the simplex (up to the floor), and fixed globals stay fixed."""
     hyper, g, data = _small_corpus(binary=binary, seed=4)
     sampler = TorchGibbsSampler(data, hyper, 2, max_elements=7)
-    ts = sampler.to_device(sampler.initial_state((3, 2), 10))
+    ts = sampler.on_backend(sampler.initial_state((3, 2), 10))
     for _ in range(3):
         sampler.sweep(ts)
     m, A = ts.m.numpy(), ts.A.numpy()
@@ -326,11 +327,11 @@ def test_count_invariants_with_small_chunks(binary):
     else:
         assert m.sum() == data.cell_count.sum()
     assert ts.w.dtype == torch.float32 and float(ts.w.min()) >= FLOOR
-    np.testing.assert_allclose(ts.D.double().sum(dim=(0, 1)).numpy(), 1.0, rtol=1e-5)
-    np.testing.assert_allclose(ts.phi[0].sum(dim=0).numpy(), 1.0)
+    np.testing.assert_allclose(ts.globals.D.double().sum(dim=(0, 1)).numpy(), 1.0, rtol=1e-5)
+    np.testing.assert_allclose(ts.globals.phi[0].sum(dim=0).numpy(), 1.0)
     assert all(torch.isfinite(t).all() for t in ts.theta) and torch.isfinite(ts.loglik).all()
     # the augmentation counts are the kernel counts the D draw sees
-    counts = sampler._augment(ts, True)
+    counts = sampler.backend._augment(ts, True)
     assert int(counts.sum()) == int(ts.m.sum())
 
     fixed = TorchGibbsSampler(data, hyper, 2, learn_globals=False)
@@ -371,7 +372,7 @@ def test_cuda_sweep_keeps_invariants():
     state = sampler.initial_state((3, 2), 10)
     sampler.run(state, 5, 2)
     assert state.m.sum() == data.cell_count.sum()
-    assert isinstance(sampler.to_device(state), TorchState)
+    assert isinstance(sampler.on_backend(state).w, torch.Tensor)
 
 
 # ---------------------------------------------------------------------- pooling-layer tables
@@ -388,12 +389,12 @@ def _pooled_shape_draws(m, use_positions, n_chains=3000, n_steps=100):
     counts = torch.tensor(np.tile(m, n_chains).reshape(-1, 1), dtype=torch.int64)
     a = torch.ones((n_chains, 1), dtype=torch.float64)
     for step in range(n_steps):
-        sampler.random.reseed(step)
+        sampler.backend.random.reseed(step)
         if use_positions:
-            tables = sampler._position_tables(counts, a)
+            tables = sampler.backend.position_tables(counts, a)
         else:
-            tables = sampler.random.crt(counts.reshape(n_chains, S).sum(dim=1, keepdim=True), a)
-        a = sampler.random.gamma(ALPHA0 + tables.to(torch.float64)) / (1.0 + Q)
+            tables = sampler.backend.random.crt(counts.reshape(n_chains, S).sum(dim=1, keepdim=True), a)
+        a = sampler.backend.random.gamma(ALPHA0 + tables.to(torch.float64)) / (1.0 + Q)
     return a[:, 0].numpy()
 
 

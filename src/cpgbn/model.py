@@ -99,7 +99,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
         Show a progress bar.
     device : None or str, default None
         None: the numba sampler (CPU).  A torch device ("cpu", "cuda", "cuda:1") selects the
-        PyTorch sampler of :mod:`cpgbn.backends.torch.sampler` (same conditionals, same order;
+        PyTorch sampler of :mod:`cpgbn.backends.torch` (same conditionals, same order;
         reproducible for a seed and device, equal to the numba sampler in distribution, not bit
         for bit).  Needs ``pip install 'cpgbn[torch]'``.
 
@@ -178,7 +178,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
             _check_int("memory_limit", self.memory_limit, 1)
         if self.device is not None:
             try:
-                from .backends.torch.sampler import resolve_device
+                from .backends.torch.backend import resolve_device
             except ImportError:
                 raise CPGBNInputError("device=... needs PyTorch: pip install 'cpgbn[torch]'") from None
             resolve_device(self.device)
@@ -225,7 +225,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
         """The numba sampler, or the PyTorch one when ``device`` is set."""
         if self.device is None:
             return GibbsSampler(data, self.hyper_, seed, learn_globals=learn_globals)
-        from .backends.torch.sampler import TorchGibbsSampler
+        from .inference.gibbs import TorchGibbsSampler
         return TorchGibbsSampler(data, self.hyper_, seed, learn_globals=learn_globals,
                                  device=self.device)
 

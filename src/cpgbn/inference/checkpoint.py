@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import CPGBNInputError, ModelFormatError
 from ..io import write_directory_atomically
-from .gibbs import Collector
+from .driver import Collector
 from .state import GibbsState, GlobalParameters
 
 FORMAT = "cpgbn-checkpoint"

@@ -1,5 +1,9 @@
 """The state of the CPGBN Gibbs sampler: one documented record, no behaviour.
 
+The arrays of a state belong to one backend: numpy arrays for the numba backend, tensors on a
+device for the PyTorch one (``state_on`` and ``write_back`` convert).  The dtypes below are the
+host's; a backend may keep counts in a wider integer type.
+
 Layers are numbered as in the paper: layer 1 is the convolutional layer (K_1 kernels), layers
 2..T form the gamma belief stack.  Lists indexed by ``i`` hold layer ``t = i + 1`` for ``theta``
 and ``m``-like quantities, and layer ``t = i + 2`` for ``phi`` and ``c``.
@@ -7,7 +11,7 @@ and ``m``-like quantities, and layer ``t = i + 2`` for ``phi`` and ``c``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -72,14 +76,89 @@ class GibbsState:
     A: np.ndarray
     loglik: np.ndarray
     sweep: int = 0
-    extra: dict = field(default_factory=dict)
 
     @property
     def n_layers(self) -> int:
         return len(self.theta)
 
     def first_layer_shape(self) -> np.ndarray:
-        """a_{jk}: the gamma shape of theta^(1)_j, (Phi^(2) theta^(2)_j)_k, or r_k when T = 1."""
+        """a_{jk}: the gamma shape of theta^(1)_j, (Phi^(2) theta^(2)_j)_k, or r_k when T = 1
+        (of a numpy state)."""
         if self.n_layers == 1:
             return np.ascontiguousarray(np.broadcast_to(self.globals.r, self.theta[0].shape))
         return self.theta[1] @ self.globals.phi[0].T
+
+
+#: The host dtype of every array field of a GibbsState (globals: D, phi, r); counts are
+#: float64 instead for a backend whose ``count_dtype`` is a float type.
+FIELD_DTYPES = {"D": np.float32, "phi": np.float64, "r": np.float64, "w": np.float32,
+                "m": np.int32, "theta": np.float64, "c": np.float64, "A": np.int32,
+                "loglik": np.float64}
+
+
+def state_on(backend, state: GibbsState) -> GibbsState:
+    """``state`` with its arrays on ``backend`` (the same object when the backend works on
+    numpy arrays in place, as the numba backend does)."""
+    if backend.works_on_host or backend.holds(state.w):
+        return state
+    put = backend.to_backend
+    g = state.globals
+    return GibbsState(
+        globals=GlobalParameters(put(g.D, np.float32), [put(p, np.float64) for p in g.phi],
+                                 put(g.r, np.float64)),
+        w=put(state.w, np.float32), m=put(state.m, backend.count_dtype),
+        theta=[put(t, np.float64) for t in state.theta], c=[put(c, np.float64) for c in state.c],
+        A=put(state.A, backend.count_dtype), loglik=put(state.loglik, np.float64), sweep=int(state.sweep))
+
+
+def _put(holder, name: str, value: np.ndarray) -> None:
+    old = getattr(holder, name)
+    if (isinstance(old, np.ndarray) and old.shape == value.shape and old.dtype == value.dtype
+            and old.flags.writeable):
+        np.copyto(old, value)
+    else:
+        setattr(holder, name, value.copy())
+
+
+def _put_list(items: list, values) -> None:
+    for i, value in enumerate(values):
+        old = items[i]
+        if (isinstance(old, np.ndarray) and old.shape == value.shape
+                and old.dtype == value.dtype and old.flags.writeable):
+            np.copyto(old, value)
+        else:
+            items[i] = value.copy()
+
+
+def write_back(backend, source: GibbsState, out: GibbsState | None = None, *,
+               with_globals: bool = True) -> GibbsState:
+    """The numpy state of ``source`` (a state on ``backend``): a new GibbsState, or written into
+    ``out`` (in place where shapes and dtypes allow, since callers may hold references to its
+    arrays; the globals only if ``with_globals``, i.e. when they are learned)."""
+    if out is source or (backend.works_on_host and out is None):
+        return source
+    get = backend.to_numpy
+    counts = np.float64 if np.dtype(backend.count_dtype).kind == "f" else np.int32
+    g = source.globals
+    if out is None:
+        host = GlobalParameters(get(g.D, np.float32).copy(),
+                                [get(p, np.float64).copy() for p in g.phi],
+                                get(g.r, np.float64).copy())
+        return GibbsState(globals=host, w=get(source.w, np.float32).copy(),
+                          m=get(source.m, counts).copy(),
+                          theta=[get(t, np.float64).copy() for t in source.theta],
+                          c=[get(c, np.float64).copy() for c in source.c],
+                          A=get(source.A, counts).copy(),
+                          loglik=get(source.loglik, np.float64).copy(), sweep=source.sweep)
+    if with_globals:
+        _put(out.globals, "D", get(g.D, np.float32))
+        _put(out.globals, "r", get(g.r, np.float64))
+        _put_list(out.globals.phi, [get(p, np.float64) for p in g.phi])
+    for name in ("w", "loglik"):
+        _put(out, name, get(getattr(source, name), FIELD_DTYPES[name]))
+    for name in ("m", "A"):
+        _put(out, name, get(getattr(source, name), counts))
+    _put_list(out.theta, [get(t, np.float64) for t in source.theta])
+    _put_list(out.c, [get(c, np.float64) for c in source.c])
+    out.sweep = source.sweep
+    return out

@@ -1,9 +1,7 @@
-"""PyTorch backend of the Gibbs sweep: the same conditionals, in the same order, as
-:class:`cpgbn.inference.gibbs.GibbsSampler`, vectorised over cells, positions and documents so
-that it runs on a GPU (``device="cuda"``) or, for CI and small problems, on the CPU.
-
-The sweep is step for step the one of :mod:`cpgbn.inference.gibbs` (read its module docstring
-for the reasons of the order):
+"""PyTorch backend of the Gibbs sweep: the conditionals of the numba backend, vectorised over
+cells, positions and documents so that they run on a GPU (``device="cuda"``) or, for CI and
+small problems, on the CPU.  :class:`cpgbn.inference.gibbs.GibbsSampler` drives it (the order of
+the steps lives there):
 
 1. w | m, a, c^(2) (pooling prior; the floor-aware exact draw for empty positions), then every
    cell is re-augmented, m | w, D (zero-truncated Poisson / pseudo-count / observed count, split
@@ -18,7 +16,7 @@ for the reasons of the order):
 Random numbers
     One ``torch.Generator`` on the device (in :class:`cpgbn.backends.torch.random.TorchRandom`,
     with the exact variates built on it), re-seeded at every step of every sweep from
-    ``(seed, sweep, step)`` (the stream codes of :mod:`cpgbn.inference.gibbs`).  A run is
+    ``(seed, sweep, step)`` (the stream codes of :mod:`cpgbn.inference.streams`).  A run is
     therefore reproducible for a given seed, device type, torch version and ``max_elements``
     (the chunking changes the order in which variates are consumed), and a run resumed from a
     checkpoint continues exactly as an uninterrupted one.  It is NOT bit-identical to the numba
@@ -54,8 +52,8 @@ Memory
 
 from __future__ import annotations
 
+import contextlib
 import math
-import time
 
 import numpy as np
 
@@ -65,57 +63,74 @@ except ImportError as exc:  # pragma: no cover - exercised only without torch
     raise ImportError("the PyTorch backend needs torch: pip install 'cpgbn[torch]'") from exc
 
 from ...errors import CPGBNInputError
-from ...layers.cells import BERNOULLI_POISSON, FIXED_COUNT, OBSERVED_COUNT, ConvData
-from ..numba.conv import FLOOR as _FLOOR32
+from ...layers.cells import BERNOULLI_POISSON, FIXED_COUNT, OBSERVED_COUNT
+from ..numba.conv import FLOOR as FLOOR32
 from ..numba.gbn import PHI_FLOOR, TINY
 from .random import TorchRandom
-from ...inference.gibbs import (_CONV, _DOWNWARD, _INIT, _KERNELS, _PHI, _R, _REFRESH, _SCALES, _SPLIT,
-                    _UPWARD, Collector, RunResult, _stream)
-from ...inference.state import GibbsState, GlobalParameters, Hyperparameters
-from .state import (F32, F64, I64, TorchState, resolve_device, tensor, to_device,
-                          to_host)
 
-__all__ = ["TorchGibbsSampler", "TorchState", "resolve_device"]
+__all__ = ["TorchBackend", "resolve_device", "FLOOR"]
+
+F64 = torch.float64
+F32 = torch.float32
+I64 = torch.int64
+#: torch dtype of each host dtype of a GibbsState field (counts widen to int64 on the device).
+_DTYPES = {np.dtype(np.float32): F32, np.dtype(np.float64): F64, np.dtype(np.int32): I64,
+           np.dtype(np.int64): I64}
+
+
+def resolve_device(device) -> torch.device:
+    """``"cpu"``, ``"cuda"``, ``"cuda:N"`` or a ``torch.device``; CPGBNInputError if CUDA is
+    requested but absent."""
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise CPGBNInputError(f"device must be 'cpu', 'cuda', 'cuda:N' or a torch.device, "
+                              f"got {device!r}") from exc
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise CPGBNInputError(
+                f"device={device!r} was requested but CUDA is not available to torch "
+                f"{torch.__version__} (no GPU visible, or a CPU-only build); use device='cpu'")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise CPGBNInputError(f"device={device!r}: only {torch.cuda.device_count()} CUDA "
+                                  "device(s) are visible")
+    elif dev.type != "cpu":
+        raise CPGBNInputError(f"device must be 'cpu' or 'cuda', got {device!r}")
+    return dev
 
 #: The float32 floor of w and D, as the float64 number it compares equal to (numba compares
 #: float64 values with the float32 constant promoted to float64).
-FLOOR = float(_FLOOR32)
+FLOOR = float(FLOOR32)
 _LOG_FLOOR = math.log(FLOOR)
 #: Shapes below this use the floor-aware draw for positions without counts (as conv.py).
 _FAST_SHAPE = 0.1
 
 
-class TorchGibbsSampler:
-    """Gibbs sweeps of a T-layer CPGBN with PyTorch tensors on ``device``.
-
-    Same interface and the same conditionals as :class:`~cpgbn.inference.gibbs.GibbsSampler`;
-    see the module docstring for random numbers, dtypes and memory.
+class TorchBackend:
+    """Gibbs draws of a CPGBN with PyTorch tensors on ``device`` (the backend interface of
+    :mod:`cpgbn.inference.gibbs`); see the module docstring for random numbers, dtypes and
+    memory.
 
     Parameters
     ----------
     data : ConvData
-        The cells of the documents (re-assignable: ``sampler.data = other`` uploads new cells,
-        as the Geweke test does between sweeps).
-    hyper : Hyperparameters
+        The cells of the documents (re-assignable: ``backend.data = other`` uploads new cells).
     seed : int
-    learn_globals : bool
-        Draw D, Phi and r (training) or keep them fixed (inference for new documents).
     device : "cpu", "cuda", "cuda:N" or torch.device
         Where the tensors live.  ``"cuda"`` without a usable GPU raises CPGBNInputError.
     max_elements : int or None
         Largest float64 temporary built at once (default 2**22 on the CPU, 2**26 on a GPU).
-
-    ``sweep``, ``draw_weights`` accept a numpy :class:`GibbsState` (uploaded, updated in place
-    and written back) or a :class:`TorchState` (kept on the device: ``to_device`` /
-    ``to_numpy_state`` convert); ``run`` uploads once and writes back at the end.
     """
 
-    def __init__(self, data: ConvData, hyper: Hyperparameters, seed: int, *,
-                 learn_globals: bool = True, device="cpu", max_elements: int | None = None):
+    name = "torch"
+    #: States live on the device: GibbsState fields are tensors there.
+    works_on_host = False
+    #: dtype of the latent counts m, A and n (int64 on the device, int32 on the host).
+    count_dtype = np.int64
+
+    def __init__(self, data, seed: int, *, device="cpu", max_elements: int | None = None):
         self.device = resolve_device(device)
-        self.hyper = hyper
         self.seed = int(seed)
-        self.learn_globals = learn_globals
         if max_elements is None:
             max_elements = 1 << (26 if self.device.type == "cuda" else 22)
         if int(max_elements) < 1:
@@ -126,11 +141,11 @@ class TorchGibbsSampler:
 
     # ------------------------------------------------------------------ data
     @property
-    def data(self) -> ConvData:
+    def data(self):
         return self._data
 
     @data.setter
-    def data(self, data: ConvData) -> None:
+    def data(self, data) -> None:
         dev = self.device
         self._data = data
         n_docs = data.n_docs
@@ -152,201 +167,116 @@ class TorchGibbsSampler:
         else:
             raise CPGBNInputError(f"unknown ConvData mode {data.mode!r}")
 
-    # ------------------------------------------------------------------ conversions
-    def _tensor(self, array, dtype) -> torch.Tensor:
-        return tensor(array, dtype, self.device)
+    # ------------------------------------------------------------------ arrays
+    @staticmethod
+    def sweep_context():
+        return contextlib.nullcontext()
 
-    def to_device(self, state: GibbsState) -> TorchState:
-        """A device copy of a numpy GibbsState."""
-        return to_device(state, self.device)
+    @staticmethod
+    def holds(array) -> bool:
+        """Whether ``array`` is already a tensor of this backend's kind."""
+        return isinstance(array, torch.Tensor)
 
-    def to_numpy_state(self, ts: TorchState, out: GibbsState | None = None) -> GibbsState:
-        """The state as numpy arrays: written into ``out`` (in place where shapes and dtypes
-        allow, as the numba sampler mutates its state; the globals only when they are learned)
-        or into a new GibbsState."""
-        return to_host(ts, out, with_globals=self.learn_globals)
+    def to_backend(self, array, dtype) -> torch.Tensor:
+        """A device copy of a numpy array in the device dtype of host ``dtype``."""
+        return torch.tensor(np.asarray(array), dtype=_DTYPES[np.dtype(dtype)], device=self.device)
+
+    @staticmethod
+    def to_numpy(tensor: torch.Tensor, dtype) -> np.ndarray:
+        return tensor.detach().to("cpu").numpy().astype(dtype, copy=False)
+
+    def ones(self, n: int) -> torch.Tensor:
+        return torch.ones(n, dtype=F64, device=self.device)
+
+    def full(self, shape, value, dtype) -> torch.Tensor:
+        return torch.full(shape if isinstance(shape, tuple) else (shape,), value,
+                          dtype=_DTYPES[np.dtype(dtype)], device=self.device)
+
+    @staticmethod
+    def log1p(x: torch.Tensor) -> torch.Tensor:
+        return torch.log1p(x)
+
+    @staticmethod
+    def row_sums(x: torch.Tensor) -> torch.Tensor:
+        return x.sum(dim=1)
+
+    @staticmethod
+    def column_sums(x: torch.Tensor) -> torch.Tensor:
+        return x.sum(dim=0).to(F64)
+
+    @staticmethod
+    def rows_of(vector: torch.Tensor, n_rows: int) -> torch.Tensor:
+        return vector.unsqueeze(0).expand(n_rows, vector.shape[0])
+
+    @staticmethod
+    def total_of(vector: torch.Tensor, n: int) -> torch.Tensor:
+        return vector.sum().expand(n)
+
+    @staticmethod
+    def stack_shape(theta_above: torch.Tensor, phi: torch.Tensor) -> torch.Tensor:
+        return theta_above @ phi.T
 
     # ------------------------------------------------------------------ initialisation
-    def initial_state(self, layers: tuple[int, ...], vocab_size: int,
-                      globals_: GlobalParameters | None = None) -> GibbsState:
-        """A starting state: Dir(1) kernels and Phi unless given, w = 1, one augmentation."""
-        data = self.data
-        n_docs, F = data.n_docs, data.filter_width
-        K1 = layers[0]
-        dev = self.device
-        if globals_ is None:
-            self.random.reseed(_stream(-1, _INIT))
-            D = self._dirichlet_kernels(torch.zeros((vocab_size, F, K1), dtype=I64, device=dev),
-                                        1.0)
-            phi = []
-            for t in range(1, len(layers)):
-                self.random.reseed(_stream(-1, _INIT + t))
-                phi.append(self._dirichlet_columns(
-                    torch.zeros((layers[t - 1], layers[t]), dtype=I64, device=dev), 1.0))
-            r = torch.full((layers[-1],), self.hyper.gamma0 / layers[-1], dtype=F64, device=dev)
-            ts_globals = (D, phi, r)
-        else:
-            ts_globals = (self._tensor(globals_.D, F32),
-                          [self._tensor(p, F64) for p in globals_.phi],
-                          self._tensor(globals_.r, F64))
+    def initial_kernels(self, vocab_size: int, filter_width: int, n_kernels: int,
+                        stream: int) -> torch.Tensor:
+        self.random.reseed(stream)
+        return self._dirichlet_kernels(
+            torch.zeros((vocab_size, filter_width, n_kernels), dtype=I64, device=self.device), 1.0)
+
+    def initial_phi(self, rows: int, cols: int, stream: int) -> torch.Tensor:
+        self.random.reseed(stream)
+        return self._dirichlet_columns(torch.zeros((rows, cols), dtype=I64, device=self.device),
+                                       1.0)
+
+    def initial_theta1(self, n_kernels: int) -> torch.Tensor:
         S = self._S.to(F64)
-        ts = TorchState(
-            D=ts_globals[0], phi=ts_globals[1], r=ts_globals[2],
-            w=torch.ones((data.n_positions, K1), dtype=F32, device=dev),
-            m=torch.zeros((data.n_positions, K1), dtype=I64, device=dev),
-            theta=[S[:, None].expand(n_docs, K1).clone()]
-            + [torch.ones((n_docs, k), dtype=F64, device=dev) for k in layers[1:]],
-            c=[torch.ones(n_docs, dtype=F64, device=dev) for _ in layers],
-            A=torch.zeros((n_docs, K1), dtype=I64, device=dev),
-            loglik=torch.zeros(n_docs, dtype=F64, device=dev),
-            sweep=0)
-        self.random.reseed(_stream(-1, _CONV))
-        self._augment(ts, None)
-        state = self.to_numpy_state(ts)
-        if globals_ is not None:
-            state.globals = globals_  # like GibbsSampler: the state holds the caller's object
-        return state
+        return S[:, None].expand(self.data.n_docs, n_kernels).clone()
 
-    # ------------------------------------------------------------------ one sweep
-    def sweep(self, state):
-        """Advance ``state`` (GibbsState or TorchState) by one full Gibbs sweep, in place."""
-        if isinstance(state, TorchState):
-            self._sweep(state)
-            return state
-        ts = self.to_device(state)
-        self._sweep(ts)
-        return self.to_numpy_state(ts, state)
-
-    def draw_weights(self, state):
-        """Redraw w | m, a, c^(2) alone (no augmentation); see GibbsSampler.draw_weights."""
-        if isinstance(state, TorchState):
-            self.random.reseed(_stream(state.sweep, _REFRESH))
-            self._draw_w(state)
-            return state
-        ts = self.to_device(state)
-        self.draw_weights(ts)
-        return self.to_numpy_state(ts, state)
-
-    def _sweep(self, ts: TorchState) -> None:
-        hyper = self.hyper
-        T = ts.n_layers
-        s = ts.sweep
-        n_docs = self.data.n_docs
-        learn = self.learn_globals
-
-        # 1. w | m, then m | w, D (with the kernel counts n when learning)
-        self.random.reseed(_stream(s, _CONV))
-        self._draw_w(ts)
-        counts = self._augment(ts, learn)
-        # 2. D | n
-        if learn:
-            self.random.reseed(_stream(s, _KERNELS))
-            ts.D = self._dirichlet_kernels(counts, hyper.eta[0])
-        del counts
-
-        # 3. c^(t+1) | theta^(t), theta^(t+1), all current
-        for t in range(1, T + 1):
-            self.random.reseed(_stream(s, _SCALES + t))
-            above = (ts.r.sum().expand(n_docs) if t == T else ts.theta[t].sum(dim=1))
-            ts.c[t - 1] = (self.random.gamma(hyper.e0 + above).clamp_min(TINY)
-                           / (hyper.f0 + ts.theta[t - 1].sum(dim=1)))
-        q = [torch.ones(n_docs, dtype=F64, device=self.device)]
-        for t in range(1, T + 1):
-            q.append(torch.log1p(q[t - 1] / ts.c[t - 1]))
-
-        # 4-5. upward pass with theta marginalised, then the globals of the stack
-        need_first = T > 1 or (learn and hyper.sample_r)
+    # ------------------------------------------------------------------ the draws
+    def draw_first_layer(self, state, *, prior_shape, stream: int, table_stream: int,
+                         draw_w: bool = True, augment: bool = True, with_counts: bool = False,
+                         with_tables: bool = False):
+        """w | m, a, c^(2) (``stream``), then m | w, D; the pooling tables
+        sum_s CRT(m_jks, a_jk / S_j) from ``table_stream`` when ``with_tables``.  Returns
+        (kernel counts n or None, tables or None)."""
+        self.random.reseed(stream)
+        if draw_w:
+            self._draw_w(state, prior_shape)
+        counts = self._augment(state, with_counts) if augment else None
         tables = None
-        if need_first:
-            self.random.reseed(_stream(s, _UPWARD))
-            tables = self._position_tables(ts.m, ts.first_layer_shape())
-        counts_up = [ts.A]
-        for t in range(1, T):
-            phi = ts.phi[t - 1]
-            if t > 1:
-                self.random.reseed(_stream(s, _UPWARD + t))
-                tables = self.random.crt(counts_up[-1], (ts.theta[t] @ phi.T).clamp_min(TINY))
-            self.random.reseed(_stream(s, _SPLIT + t))
-            m_next, phi_counts = self._split_tables(tables, phi, ts.theta[t])
-            if learn:
-                self.random.reseed(_stream(s, _PHI + t))
-                ts.phi[t - 1] = self._dirichlet_columns(
-                    phi_counts, hyper.eta[min(t, len(hyper.eta) - 1)])
-            counts_up.append(m_next)
-        if learn and hyper.sample_r:
-            if T > 1:
-                self.random.reseed(_stream(s, _UPWARD + T))
-                tables = self.random.crt(counts_up[-1],
-                                   ts.r.clamp_min(TINY).unsqueeze(0).expand(counts_up[-1].shape))
-            self.random.reseed(_stream(s, _R))
-            shape = hyper.gamma0 / ts.r.numel() + tables.sum(dim=0).to(F64)
-            ts.r = self.random.gamma(shape).clamp_min(TINY) / (hyper.c0 + q[T].sum())
+        if augment and with_tables:
+            self.random.reseed(table_stream)
+            tables = self.position_tables(state.m, prior_shape)
+        return counts, tables
 
-        # 6. downward pass theta^(T), ..., theta^(2)
-        for t in range(T, 1, -1):
-            self.random.reseed(_stream(s, _DOWNWARD + t))
-            shape = (ts.r.unsqueeze(0).expand(ts.theta[t - 1].shape) if t == T
-                     else ts.theta[t] @ ts.phi[t - 1].T)
-            rate = ts.c[t - 1] + q[t - 1]
-            ts.theta[t - 1] = (self.random.gamma(shape + counts_up[t - 1].to(F64)).clamp_min(TINY)
-                               / rate[:, None])
-        ts.sweep += 1
+    def draw_kernels(self, D, counts, eta: float, stream: int) -> torch.Tensor:
+        self.random.reseed(stream)
+        return self._dirichlet_kernels(counts, eta)
 
-    # ------------------------------------------------------------------ runs
-    def run(self, state: GibbsState, n_iter: int, burn_in: int, *, progress=None,
-            collect_globals: bool | None = None, collector: Collector | None = None,
-            on_sweep=None) -> RunResult:
-        """Run sweeps until ``state.sweep == n_iter`` (as GibbsSampler.run).
+    def draw_doc_scales(self, shape_sum, theta_sum, e0: float, f0: float, stream: int, out=None):
+        self.random.reseed(stream)
+        return self.random.gamma(e0 + shape_sum).clamp_min(TINY) / (f0 + theta_sum)
 
-        The state is uploaded once, the sums over collected sweeps are kept on the device, and
-        ``state`` (and ``collector``, if given) are written back at the end.  ``on_sweep(state,
-        collector)`` sees current numpy copies: with it, the state and the sums are copied to
-        the host after every sweep (use it sparingly on a GPU).
-        """
-        if collect_globals is None:
-            collect_globals = self.learn_globals
-        if collector is None:
-            collector = Collector.empty(state, collect_globals)
-        ts = self.to_device(state)
-        theta_sum = [self._tensor(a, F64) for a in collector.theta_sum]
-        gsum = collector.globals_sum
-        g_sum = None
-        if gsum is not None:
-            g_sum = [self._tensor(gsum.D, F64), [self._tensor(p, F64) for p in gsum.phi],
-                     self._tensor(gsum.r, F64)]
+    def layer_tables(self, counts, shape, stream: int) -> torch.Tensor:
+        self.random.reseed(stream)
+        return self.random.crt(counts, shape.clamp_min(TINY))
 
-        def flush() -> None:
-            for acc, t in zip(collector.theta_sum, theta_sum):
-                np.copyto(acc, t.cpu().numpy())
-            if g_sum is not None:
-                np.copyto(gsum.D, g_sum[0].cpu().numpy())
-                for acc, p in zip(gsum.phi, g_sum[1]):
-                    np.copyto(acc, p.cpu().numpy())
-                np.copyto(gsum.r, g_sum[2].cpu().numpy())
-            self.to_numpy_state(ts, state)
+    def split_tables(self, tables, phi, theta_above, stream: int, with_counts: bool):
+        self.random.reseed(stream)
+        m_next, phi_counts = self._split_tables(tables, phi, theta_above)
+        return m_next, (phi_counts if with_counts else None)
 
-        while ts.sweep < n_iter:
-            start = time.perf_counter()
-            self._sweep(ts)
-            loglik = float(ts.loglik.sum())  # also waits for the device
-            collector.seconds.append(time.perf_counter() - start)
-            collector.loglik.append(loglik)
-            if ts.sweep > burn_in:
-                collector.n_collected += 1
-                for acc, t in zip(theta_sum, ts.theta):
-                    acc += t
-                if g_sum is not None:
-                    g_sum[0] += ts.D.to(F64)
-                    for acc, p in zip(g_sum[1], ts.phi):
-                        acc += p
-                    g_sum[2] += ts.r
-            if progress is not None:
-                progress.update(1)
-            if on_sweep is not None:
-                flush()
-                on_sweep(state, collector)
-        flush()
-        return collector.result(state)
+    def draw_phi(self, phi, counts, eta: float, stream: int) -> torch.Tensor:
+        self.random.reseed(stream)
+        return self._dirichlet_columns(counts, eta)
+
+    def draw_gamma_vector(self, shape, rate, stream: int, out=None) -> torch.Tensor:
+        self.random.reseed(stream)
+        return self.random.gamma(shape).clamp_min(TINY) / rate
+
+    def draw_doc_gammas(self, shape, counts, rate, stream: int, out=None) -> torch.Tensor:
+        self.random.reseed(stream)
+        return self.random.gamma(shape + counts.to(F64)).clamp_min(TINY) / rate[:, None]
 
     # ------------------------------------------------------------------ random variates
     def _position_chunks(self, K: int):
@@ -355,10 +285,10 @@ class TorchGibbsSampler:
         for start in range(0, P, step):
             yield start, min(P, start + step)
 
-    def _draw_w(self, ts: TorchState) -> None:
+    def _draw_w(self, ts, prior_shape: torch.Tensor) -> None:
         """w_jks ~ Gam(m_jks + a_jk / S_j, 1 / (1 + c_j)), floored; theta^(1) = sum_s w."""
         n_docs, K = ts.theta[0].shape
-        alpha_doc = ts.first_layer_shape() / self._S.to(F64)[:, None]
+        alpha_doc = prior_shape / self._S.to(F64)[:, None]
         log_rate_doc = torch.log(1.0 + ts.c[0])
         w = torch.empty_like(ts.w)
         theta = torch.zeros((n_docs, K), dtype=F64, device=self.device)
@@ -390,25 +320,23 @@ class TorchGibbsSampler:
         ts.w = w
         ts.theta[0] = theta
 
-    #: dtype of the latent counts m, A and n on the device (a study may change it with
-    #: :meth:`_split_units`: ``experiments/expected_counts.py``)
-    count_dtype = I64
-
-    def _split_units(self, cum: torch.Tensor, units: torch.Tensor):
+    def split_units(self, cum: torch.Tensor, units: torch.Tensor):
         """Multinomial(units[i]) over the candidates of every cell i (inclusive cumulative
         weights ``cum``): (cell rows, candidate columns, amounts), one unit per entry."""
         r_u, c_u = self.random.units(cum, units)
         return r_u, c_u, torch.ones(r_u.shape, dtype=I64, device=self.device)
 
-    def _augment(self, ts: TorchState, with_counts):
+    def _augment(self, ts, with_counts):
         """m | w, D for every cell; returns the kernel counts n (V, F, K) if ``with_counts``."""
         data = self.data
-        V, F, K = ts.D.shape
+        D = ts.globals.D
+        V, F, K = D.shape
         dev = self.device
         P, N = data.n_positions, data.n_docs
-        m = torch.zeros(P * K, dtype=self.count_dtype, device=dev)
-        A = torch.zeros(N * K, dtype=self.count_dtype, device=dev)
-        n = torch.zeros(V * F * K, dtype=self.count_dtype, device=dev) if with_counts else None
+        counts_dtype = _DTYPES[np.dtype(self.count_dtype)]
+        m = torch.zeros(P * K, dtype=counts_dtype, device=dev)
+        A = torch.zeros(N * K, dtype=counts_dtype, device=dev)
+        n = torch.zeros(V * F * K, dtype=counts_dtype, device=dev) if with_counts else None
         loglik = -ts.theta[0].sum(dim=1)
         f_range = torch.arange(F, device=dev)
         step = max(1, self.max_elements // (F * K))
@@ -420,7 +348,7 @@ class TorchGibbsSampler:
             s = col[:, None] - f_range[None, :]                          # (C, F)
             valid = (s >= 0) & (s < self._S[doc][:, None])
             rows = torch.where(valid, self._p0[doc][:, None] + s, 0)
-            weights = ts.w[rows].to(F64) * ts.D[word].to(F64)        # (C, F, K)
+            weights = ts.w[rows].to(F64) * D[word].to(F64)        # (C, F, K)
             weights = torch.where(valid[:, :, None], weights, 0.0).reshape(hi - lo, F * K)
             cum = torch.cumsum(weights, dim=1)
             del weights
@@ -436,7 +364,7 @@ class TorchGibbsSampler:
                 uf = units.to(F64)
                 cell_ll = uf * torch.log(lam) - torch.lgamma(uf + 1.0)
             loglik.index_add_(0, doc, cell_ll)
-            r_u, c_u, amount = self._split_units(cum, units)
+            r_u, c_u, amount = self.split_units(cum, units)
             del cum
             f_u = torch.div(c_u, K, rounding_mode="floor")
             k_u = c_u - f_u * K
@@ -467,7 +395,7 @@ class TorchGibbsSampler:
         col = col.clamp_min(PHI_FLOOR)
         return col / col.sum(dim=0, keepdim=True)
 
-    def _position_tables(self, m: torch.Tensor, shape: torch.Tensor) -> torch.Tensor:
+    def position_tables(self, m: torch.Tensor, shape: torch.Tensor) -> torch.Tensor:
         """tables[j, k] = sum_s CRT(m_jks, max(a_jk / S_j, TINY)) (gbn.position_tables)."""
         n_docs, K = shape.shape
         a_doc = shape / self._S.to(F64)[:, None]

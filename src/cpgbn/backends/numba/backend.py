@@ -1,0 +1,226 @@
+"""The numba backend: the draws of one Gibbs sweep as calls of the kernels in this package.
+
+:class:`NumbaBackend` implements the backend interface that :mod:`cpgbn.inference.gibbs` drives
+(the order of the steps lives there, once, for every backend).  Arrays are numpy arrays in the
+dtypes of :class:`cpgbn.inference.state.GibbsState`; every draw writes into the array it is
+given (``out``) and returns it, so callers that hold a reference see the new value.
+
+Random numbers: every kernel derives its streams from ``(seed, stream, block)``, blocks of
+:data:`DOC_BLOCK` documents or :data:`WORD_BLOCK` vocabulary rows, so a seed gives the same
+draws for any number of threads.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from threadpoolctl import ThreadpoolController
+
+from . import conv, gbn
+from .shared_shape import shared_shape_table
+
+#: Documents per RNG block.  Part of what a seed means: changing it changes the draws.
+DOC_BLOCK = 32
+#: Vocabulary rows per RNG block of the kernel draw.
+WORD_BLOCK = 256
+
+_blas_controller: ThreadpoolController | None = None
+
+
+def one_blas_thread():
+    """A context in which numpy's BLAS runs on one thread.
+
+    The stack's matrix products (Phi theta, 10^8 flops at most) are cheap on one core, but
+    OpenBLAS's worker threads keep spinning for a while after each product and take the cores
+    from the numba kernels that follow: on 2 cores the w draw of a three-layer MR model ran at
+    0.09 s instead of 0.05.
+    """
+    global _blas_controller
+    if _blas_controller is None:
+        _blas_controller = ThreadpoolController()
+    return _blas_controller.limit(limits=1, user_api="blas")
+
+
+class NumbaBackend:
+    """Gibbs draws of a CPGBN on the CPU with numba kernels, parallel over documents.
+
+    Parameters
+    ----------
+    data : ConvData
+        The cells of the documents (re-assignable, as the Geweke test does between sweeps).
+    seed : int
+        Every draw is a function of (seed, stream, block).
+    """
+
+    name = "numba"
+    #: Works on the numpy arrays of a GibbsState in place (no device copies).
+    works_on_host = True
+    #: dtype of the kernel counts n_kvf and the latent counts m and A (whole numbers).
+    count_dtype = np.int32
+
+    def __init__(self, data, seed: int):
+        self.data = data
+        self.seed = int(seed)
+        self._count_slabs = None
+        self._slabs_zero = False  # True once draw_kernels has summed and zeroed the slabs
+
+    # ------------------------------------------------------------------ arrays
+    def sweep_context(self):
+        """Held around every sweep: BLAS on one thread (see :func:`one_blas_thread`)."""
+        return one_blas_thread()
+
+    @staticmethod
+    def holds(array) -> bool:
+        return isinstance(array, np.ndarray)
+
+    def to_backend(self, array: np.ndarray, dtype) -> np.ndarray:
+        """Arrays are numpy arrays already: no copy."""
+        return array
+
+    def to_numpy(self, array: np.ndarray, dtype) -> np.ndarray:
+        return array
+
+    def ones(self, n: int) -> np.ndarray:
+        return np.ones(n)
+
+    @staticmethod
+    def full(shape, value, dtype) -> np.ndarray:
+        return np.full(shape, value, dtype=dtype)
+
+    @staticmethod
+    def log1p(x: np.ndarray) -> np.ndarray:
+        return np.log1p(x)
+
+    @staticmethod
+    def row_sums(x: np.ndarray) -> np.ndarray:
+        return x.sum(axis=1)
+
+    @staticmethod
+    def column_sums(x: np.ndarray) -> np.ndarray:
+        return x.sum(axis=0)
+
+    @staticmethod
+    def rows_of(vector: np.ndarray, n_rows: int) -> np.ndarray:
+        """``vector`` repeated as ``n_rows`` rows, contiguous (the kernels read it by row)."""
+        return np.ascontiguousarray(np.broadcast_to(vector, (n_rows, len(vector))))
+
+    @staticmethod
+    def total_of(vector: np.ndarray, n: int) -> np.ndarray:
+        """sum(vector) for each of n documents (the top layer's sum_k r_k)."""
+        return vector.sum() * np.ones(n)
+
+    @staticmethod
+    def stack_shape(theta_above: np.ndarray, phi: np.ndarray) -> np.ndarray:
+        """Phi^(t+1) theta^(t+1)_j for every document: (N, K_t)."""
+        return theta_above @ phi.T
+
+    # ------------------------------------------------------------------ initialisation
+    def initial_kernels(self, vocab_size: int, filter_width: int, n_kernels: int,
+                        stream: int) -> np.ndarray:
+        """D_k ~ Dir(1) over the V F entries of each kernel."""
+        D = np.empty((vocab_size, filter_width, n_kernels), dtype=np.float32)
+        conv.draw_kernels(self.seed, stream,
+                          np.zeros((1, vocab_size, filter_width, n_kernels), dtype=np.int32),
+                          shared_shape_table(1.0), D, WORD_BLOCK)
+        return D
+
+    def initial_phi(self, rows: int, cols: int, stream: int) -> np.ndarray:
+        """Phi columns ~ Dir(1)."""
+        phi = np.empty((rows, cols), dtype=np.float64)
+        gbn.draw_phi(self.seed, stream, np.zeros(phi.shape, dtype=np.int64), 1.0, phi)
+        return phi
+
+    def initial_theta1(self, n_kernels: int) -> np.ndarray:
+        """theta^(1)_jk = S_j, the sum of w = 1 over the document's positions."""
+        data = self.data
+        return np.repeat((data.doc_length - data.filter_width + 1).astype(np.float64)[:, None],
+                         n_kernels, axis=1)
+
+    # ------------------------------------------------------------------ step 1
+    def draw_first_layer(self, state, *, prior_shape, stream: int, table_stream: int,
+                         draw_w: bool = True, augment: bool = True, with_counts: bool = False,
+                         with_tables: bool = False):
+        """w | m, a, c^(2), then m | w, D for every cell (see :func:`conv.sweep_positions`).
+
+        Writes w, theta^(1), m, A and loglik of ``state``.  Returns ``(counts, tables)``: the
+        kernel counts n (per-thread slabs, for :meth:`draw_kernels`) or None, and the pooling
+        layer's tables sum_s CRT(m_jks, a_jk / S_j) or None.  The tables are drawn in the same
+        pass (``stream``; ``table_stream`` is unused here), and always when w is drawn after
+        an augmentation: they share the documents' random streams, so leaving them out would
+        change the other draws of a seed.
+        """
+        data, g = self.data, state.globals
+        counts = self.count_slabs(g.D.shape) if with_counts else self._no_counts()
+        # the tables share the documents' random streams with w and m, so a full sweep always
+        # draws them (whatever ``with_tables`` says): a seed then means one chain at any depth
+        tables = np.empty((data.n_docs, g.D.shape[2]), dtype=np.int64) if draw_w and augment else None
+        row_sums = np.empty(g.D.shape[:2], dtype=np.float64)
+        if augment:
+            conv.kernel_row_sums(g.D, row_sums)
+        conv.sweep_positions(
+            self.seed, stream, DOC_BLOCK, data.doc_cells, data.doc_positions, data.cell_word,
+            data.cell_col, data.cell_count, data.mode, data.fixed_count, g.D, row_sums,
+            prior_shape, 1.0 + state.c[0], draw_w, augment, state.w, state.m, state.theta[0],
+            state.A, counts, state.loglik,
+            tables if tables is not None else np.empty((0, g.D.shape[2]), dtype=np.int64))
+        return (counts if with_counts else None), tables
+
+    def count_slabs(self, shape) -> np.ndarray:
+        """Zeroed per-thread slabs (n_threads, V, F, K) for the kernel counts n of one sweep
+        (each thread adds into its own slab; :meth:`draw_kernels` sums and re-zeroes them)."""
+        n_threads = numba.get_num_threads()
+        slabs = self._count_slabs
+        if slabs is None or slabs.shape[0] != n_threads or slabs.shape[1:] != shape:
+            slabs = np.zeros((n_threads,) + tuple(shape), dtype=self.count_dtype)
+            self._count_slabs = slabs
+        elif not self._slabs_zero:  # a sweep stopped between the augmentation and the D draw
+            conv.reset_counts(slabs)
+        self._slabs_zero = False
+        return slabs
+
+    @staticmethod
+    def _no_counts() -> np.ndarray:
+        return np.zeros((0, 0, 0, 0), dtype=np.int32)
+
+    # ------------------------------------------------------------------ step 2
+    def draw_kernels(self, D: np.ndarray, counts: np.ndarray, eta: float, stream: int):
+        """D_k ~ Dir(n_k + eta^(1)) from the per-thread count slabs (summed, then zeroed)."""
+        conv.draw_kernels(self.seed, stream, counts, shared_shape_table(eta), D, WORD_BLOCK)
+        self._slabs_zero = True
+        return D
+
+    # ------------------------------------------------------------------ steps 3-6
+    def draw_doc_scales(self, shape_sum, theta_sum, e0: float, f0: float, stream: int, out):
+        """c_j ~ Gam(e0 + shape_sum_j, 1 / (f0 + theta_sum_j))."""
+        gbn.draw_doc_scales(self.seed, stream, DOC_BLOCK, shape_sum, theta_sum, e0, f0, out)
+        return out
+
+    def layer_tables(self, counts, shape, stream: int):
+        """l_jk ~ CRT(counts_jk, shape_jk)."""
+        tables = np.empty(counts.shape, dtype=np.int64)
+        gbn.layer_tables(self.seed, stream, DOC_BLOCK, counts, shape, tables)
+        return tables
+
+    def split_tables(self, tables, phi, theta_above, stream: int, with_counts: bool):
+        """Split l_jk over k' in proportion to Phi[k, k'] theta_above[j, k']: returns the counts
+        of the layer above (N, K_{t+1}) and, with ``with_counts``, the counts of Phi."""
+        m_next = np.empty((tables.shape[0], phi.shape[1]), dtype=np.int64)
+        slabs = (np.zeros((numba.get_num_threads(),) + phi.shape, dtype=np.int64)
+                 if with_counts else np.zeros((0, 0, 0), dtype=np.int64))
+        gbn.split_tables(self.seed, stream, DOC_BLOCK, tables, phi, theta_above, m_next, slabs)
+        return m_next, (slabs.sum(axis=0) if with_counts else None)
+
+    def draw_phi(self, phi, counts, eta: float, stream: int):
+        """Phi[:, k'] ~ Dir(counts[:, k'] + eta^(t))."""
+        gbn.draw_phi(self.seed, stream, counts, eta, phi)
+        return phi
+
+    def draw_gamma_vector(self, shape, rate: float, stream: int, out):
+        """out_k ~ Gam(shape_k, 1 / rate) (the top layer's r)."""
+        gbn.draw_gamma_vector(self.seed, stream, shape, rate, out)
+        return out
+
+    def draw_doc_gammas(self, shape, counts, rate, stream: int, out):
+        """theta_jk ~ Gam(shape_jk + counts_jk, 1 / rate_j)."""
+        gbn.draw_doc_gammas(self.seed, stream, DOC_BLOCK, shape, counts, rate, out)
+        return out

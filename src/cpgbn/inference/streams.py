@@ -1,0 +1,39 @@
+"""Random-stream codes: every (sweep, step) of a chain draws from streams of its own.
+
+``stream(sweep, code)`` is the integer a backend seeds its generator(s) with, together with the
+run's seed (and, for the numba backend, a block of documents).  A draw is thus a function of
+(seed, sweep, step, block) only, which makes a resumed run identical to an uninterrupted one
+and lets every backend consume randomness step by step in any order.  The codes are part of
+what a seed means: changing one changes the chains.
+"""
+
+from __future__ import annotations
+
+#: Codes per sweep; a step with one stream per layer t adds t to its code.
+STEPS_PER_SWEEP = 256
+
+#: Step 1: w | m, then m | w, D (and the numba backend's fused pooling tables).
+CONV = 0
+#: Step 2: D | n.
+KERNELS = 1
+#: Initial draws of D (INIT) and Phi^(t) (INIT + t), at sweep -1.
+INIT = 2
+#: Step 3: c^(t+1) (SCALES + t).
+SCALES = 16
+#: Step 4: tables of layer t (UPWARD + t; the PyTorch backend's pooling tables at UPWARD).
+UPWARD = 48
+#: Step 4: split of the tables over layer t + 1 (SPLIT + t).
+SPLIT = 80
+#: Step 5: Phi^(t+1) (PHI + t).
+PHI = 112
+#: Step 6: theta^(t) (DOWNWARD + t).
+DOWNWARD = 144
+#: Step 5: r.
+R = 176
+#: w redrawn alone at the end of a sweep (GibbsSampler.draw_weights).
+REFRESH = 177
+
+
+def stream(sweep: int, code: int) -> int:
+    """The stream of step ``code`` in sweep ``sweep`` (sweep -1: the initial state)."""
+    return (sweep + 1) * STEPS_PER_SWEEP + code
