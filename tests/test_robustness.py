@@ -25,7 +25,7 @@ def test_memory_estimate_covers_the_allocated_state():
                  + sampler.backend.count_slabs(state.globals.D.shape).nbytes + sum(t.nbytes for t in state.theta)
                  + sum(c.nbytes for c in state.c))
     estimate = estimate_bytes(data.n_docs, data.n_positions, data.n_cells, 30, 3, layers,
-                              sampler._count_slabs.shape[0])
+                              slabs.shape[0])
     assert allocated <= estimate <= 3 * allocated
 
 
