@@ -21,8 +21,9 @@ def test_memory_estimate_covers_the_allocated_state():
     sampler = GibbsSampler(data, Hyperparameters(eta=(0.05, 0.05)), seed=0)
     state = sampler.initial_state(layers, 30)
     sampler.sweep(state)
+    slabs = sampler.backend.count_slabs(state.globals.D.shape)  # the sweep's own slabs
     allocated = (state.w.nbytes + state.m.nbytes + state.A.nbytes + state.globals.D.nbytes
-                 + sampler.backend.count_slabs(state.globals.D.shape).nbytes + sum(t.nbytes for t in state.theta)
+                 + slabs.nbytes + sum(t.nbytes for t in state.theta)
                  + sum(c.nbytes for c in state.c))
     estimate = estimate_bytes(data.n_docs, data.n_positions, data.n_cells, 30, 3, layers,
                               slabs.shape[0])
