@@ -6,8 +6,10 @@
 2. The KL terms equal a direct evaluation of the closed form (scipy) with the prior shapes
    written out (a_jk / S_j for the weights, Phi theta of the layer above, r at the top) and
    per-document rates.
-3. The minibatch loss scales the batch's sum by N / |batch|.
-4. The pieces train: a few Adam steps of the encoder on a fixed model lower the loss.
+3. The expected kernel counts are D times the gradient of the cells' terms, and add up to the
+   expected number of units of the batch.
+4. The minibatch loss scales the batch's sum by N / |batch|.
+5. The pieces train: a few Adam steps of the encoder on a fixed model lower the loss.
 """
 
 import numpy as np
@@ -15,8 +17,8 @@ import pytest
 import torch
 from scipy import special, stats
 
-from cpgbn.backends.torch.elbo import RATE_FLOOR, cell_rates, elbo_terms, kl_divergences, \
-    log_likelihood
+from cpgbn.backends.torch.elbo import RATE_FLOOR, cell_rates, elbo_terms, \
+    expected_kernel_counts, kl_divergences, log_likelihood
 from cpgbn.backends.torch.encoder import WeibullConvEncoder
 from cpgbn.backends.torch.packed import pack
 from cpgbn.errors import CPGBNInputError
@@ -89,6 +91,24 @@ def test_sparse_likelihood_equals_dense_likelihood(model):
             X = _dense_counts(data, j, data.cell_count)
             dense = stats.poisson.logpmf(X, R).sum()
         assert ll[j] == pytest.approx(dense, rel=1e-10, abs=1e-10)
+
+
+@pytest.mark.parametrize("token_count", ["bernoulli-poisson", 6])
+def test_expected_kernel_counts_are_the_gradient_in_d(token_count):
+    rng = np.random.default_rng(9)
+    tokens, offsets = _documents([5, 1, 8], seed=10)
+    data = from_token_sequences(tokens, offsets, 3, token_count=token_count, padding=1)
+    batch = pack(data)
+    D = torch.tensor(_kernels(rng, 3, 4), requires_grad=True)
+    w = torch.tensor(rng.gamma(0.5, 1.0, (data.n_positions, 4)))
+    log_likelihood(batch, w, D).sum().backward()
+    counts = expected_kernel_counts(batch, w, D)
+    assert counts.shape == D.shape and (counts >= 0).all()
+    torch.testing.assert_close(counts, (D * D.grad).detach(), rtol=1e-10, atol=1e-12)
+    lam = cell_rates(batch, w, D).detach()
+    units = lam / -torch.expm1(-lam) if token_count == "bernoulli-poisson" \
+        else torch.full_like(lam, 6.0)
+    assert counts.sum().item() == pytest.approx(units.sum().item(), rel=1e-12)
 
 
 def test_cell_rates_are_floored_and_checked():

@@ -47,7 +47,7 @@ from .packed import PackedDocuments, segment_sum
 from .weibull import weibull_gamma_kl
 
 __all__ = ["RATE_FLOOR", "ElboTerms", "cell_rates", "log_likelihood", "kl_divergences",
-           "elbo_terms"]
+           "elbo_terms", "expected_kernel_counts"]
 
 #: Floor of a cell's rate lambda.  A cell whose candidates all sit at tiny w and d (w can be as
 #: small as the float's tiny, d a floored kernel entry) would underflow to lambda = 0 and
@@ -156,3 +156,32 @@ def elbo_terms(batch: PackedDocuments, sample: WeibullSample, D, phi, r,
     """Likelihood and KL terms of one batch for one draw of the encoder."""
     return ElboTerms(log_likelihood(batch, sample.w, D),
                      kl_divergences(batch, sample, phi, r, rates))
+
+
+def expected_kernel_counts(batch: PackedDocuments, w: torch.Tensor, D) -> torch.Tensor:
+    """E[n_{k,v,f} | w, D] over the batch, float64 (V, F, K_1): the counts TLASGR needs for D.
+
+    The latent count m of a cell (zero-truncated Poisson(lambda) under the Bernoulli-Poisson
+    link, with mean lambda / (1 - e^-lambda); the pseudo-count or observed count n otherwise)
+    is split over the candidates (f, k) in proportion to w_{s,k} d_{k,v,f} (paper eq. for the
+    augmentation), so the expected count of a candidate is weight / (1 - e^-lambda), or
+    n * weight / lambda.  This is the Rao-Blackwellised form of Algorithm 1's sampled counts,
+    and equals D times the gradient of the cells' log-likelihood terms with respect to D (the
+    -sum w term does not depend on D while each kernel sums to 1), which a test checks.
+    No gradient flows through it.
+    """
+    with torch.no_grad():
+        D = torch.as_tensor(D, device=w.device).to(torch.float64)
+        w = w.detach().to(torch.float64)
+        V, F, K = D.shape
+        padded = torch.cat([w, w.new_zeros((1, K))])
+        weights = padded[batch.cell_positions] * D[batch.cell_word]          # (C, F, K)
+        lam = weights.sum(dim=(1, 2)).clamp_min(RATE_FLOOR)
+        if batch.mode == BERNOULLI_POISSON:
+            per_weight = 1.0 / -torch.expm1(-lam)
+        else:
+            per_weight = batch.cell_units.to(torch.float64) / lam
+        counts = torch.zeros((V, F * K), dtype=torch.float64, device=w.device)
+        expected = weights * per_weight[:, None, None]
+        counts.index_add_(0, batch.cell_word, expected.reshape(-1, F * K))
+        return counts.reshape(V, F, K)

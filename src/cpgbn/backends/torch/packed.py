@@ -19,10 +19,11 @@ import numpy as np
 import torch
 
 from ...errors import CPGBNInputError
+from ...layers.batches import subset_cells
 from ...layers.cells import (BERNOULLI_POISSON, FIXED_COUNT, OBSERVED_COUNT, ConvData,
                              from_token_sequences)
 
-__all__ = ["PackedDocuments", "pack", "pack_tokens", "segment_sum", "subset_cells"]
+__all__ = ["PackedDocuments", "pack", "pack_tokens", "segment_sum"]
 
 
 @dataclass(frozen=True)
@@ -99,31 +100,6 @@ def segment_sum(values: torch.Tensor, segment: torch.Tensor, n_segments: int) ->
     (e.g. positions -> documents with ``position_doc``), shape (n_segments, ...)."""
     out = values.new_zeros((n_segments,) + tuple(values.shape[1:]))
     return out.index_add_(0, segment, values)
-
-
-def subset_cells(data: ConvData, docs) -> ConvData:
-    """The documents ``docs`` of ``data`` (in that order, repeats allowed), as a ConvData."""
-    docs = np.asarray(docs)
-    if docs.ndim != 1 or (docs.size and not np.issubdtype(docs.dtype, np.integer)):
-        raise CPGBNInputError("docs must be a 1-D array of document indices")
-    docs = docs.astype(np.int64)
-    if docs.size and (docs.min() < 0 or docs.max() >= data.n_docs):
-        raise CPGBNInputError(f"document index out of range for {data.n_docs} documents")
-    cells = np.asarray(data.doc_cells, dtype=np.int64)
-    n_cells = cells[docs + 1] - cells[docs]
-    doc_cells = np.zeros(len(docs) + 1, dtype=np.int64)
-    np.cumsum(n_cells, out=doc_cells[1:])
-    take = np.arange(doc_cells[-1], dtype=np.int64) + np.repeat(cells[docs] - doc_cells[:-1],
-                                                                n_cells)
-    lengths = np.asarray(data.doc_length, dtype=np.int64)[docs]
-    positions = np.zeros(len(docs) + 1, dtype=np.int64)
-    np.cumsum(lengths - data.filter_width + 1, out=positions[1:])
-    counts = data.cell_count[take] if data.mode == OBSERVED_COUNT else data.cell_count
-    return ConvData(
-        cell_word=data.cell_word[take], cell_col=data.cell_col[take], cell_count=counts,
-        doc_cells=doc_cells, doc_length=lengths, doc_positions=positions,
-        filter_width=data.filter_width, mode=data.mode, fixed_count=data.fixed_count,
-        true_length=np.asarray(data.true_length, dtype=np.int64)[docs], padding=data.padding)
 
 
 def pack(data: ConvData, docs=None, device="cpu") -> PackedDocuments:
