@@ -41,9 +41,9 @@ def _documents(lengths, seed=0):
     return rng.integers(0, V, offsets[-1]).astype(np.int32), offsets
 
 
-def _encoder(layers=LAYERS, seed=0, pooling="mean", vocab=V, width=F):
+def _encoder(layers=LAYERS, seed=0, pooling="mean", vocab=V, width=F, **options):
     torch.manual_seed(seed)
-    return WeibullConvEncoder(vocab, layers, width, pooling=pooling).double()
+    return WeibullConvEncoder(vocab, layers, width, pooling=pooling, **options).double()
 
 
 def _globals(layers=LAYERS, seed=0, vocab=V, width=F):
@@ -73,7 +73,7 @@ def _dense_forward(enc, data, j):
     padded = nnf.pad(H, (left, enc.filter_width - 1 - left))                     # (K1, L_j)
     weight = enc.position_head.weight.view(2 * K1, enc.filter_width, K1).permute(0, 2, 1)
     out = nnf.conv1d(padded[None], weight, enc.position_head.bias)[0]           # (2 K1, S_j)
-    log_shape_bounds = (np.log(SHAPE_RANGE[0]), np.log(SHAPE_RANGE[1]))
+    log_shape_bounds = (np.log(enc.shape_range[0]), np.log(enc.shape_range[1]))
     shape = torch.exp(out[:K1].clamp(*log_shape_bounds)).T
     scale = torch.exp(out[K1:].clamp(*LOG_SCALE_RANGE)).T
     h = H.mean(dim=1) if enc.pooling == "mean" else H.max(dim=1).values
@@ -86,11 +86,14 @@ def _dense_forward(enc, data, j):
     return H.T, shape, scale, upper
 
 
-@pytest.mark.parametrize("padding, pooling", [(0, "mean"), (2, "mean"), (0, "max")])
-def test_lookup_equals_dense_convolution(padding, pooling):
+@pytest.mark.parametrize("padding, pooling, shape_range", [
+    (0, "mean", SHAPE_RANGE), (2, "mean", SHAPE_RANGE), (0, "max", SHAPE_RANGE),
+    (0, "mean", (1.5, 2.0)),                 # a narrow range, so that the clip is exercised
+])
+def test_lookup_equals_dense_convolution(padding, pooling, shape_range):
     tokens, offsets = _documents([6, 1, 0, 9, 3])
     data = from_token_sequences(tokens, offsets, F, padding=padding)
-    enc = _encoder(pooling=pooling)
+    enc = _encoder(pooling=pooling, shape_range=shape_range)
     batch = pack(data)
     with torch.no_grad():
         H = enc.first_hidden(batch)
@@ -172,10 +175,11 @@ def test_shapes_and_finite_values_for_empty_short_and_long_documents(dtype):
         assert parameter.grad is not None and torch.isfinite(parameter.grad).all(), name
 
 
-def test_draws_are_upward_downward():
+@pytest.mark.parametrize("w_shape_above", ["paper", "pooled"])
+def test_draws_are_upward_downward(w_shape_above):
     tokens, offsets = _documents([4, 8, 2], seed=9)
     batch = pack_tokens(tokens, offsets, F)
-    enc = _encoder()
+    enc = _encoder(w_shape_above=w_shape_above)
     _, phi, _ = _globals()
     with torch.no_grad():
         out = enc(batch)
@@ -184,8 +188,10 @@ def test_draws_are_upward_downward():
     theta = sample.theta
     torch.testing.assert_close(sample.theta_shape[-1], out.layer_shape[-1])   # top: sigma^(T)
     torch.testing.assert_close(sample.theta_shape[0], out.layer_shape[0] + theta[2] @ phi_t[1].T)
-    torch.testing.assert_close(sample.w_shape, out.position_shape
-                               + (theta[1] @ phi_t[0].T)[batch.position_doc])
+    from_above = (theta[1] @ phi_t[0].T)[batch.position_doc]
+    if w_shape_above == "pooled":
+        from_above = from_above / batch.n_positions[batch.position_doc, None]
+    torch.testing.assert_close(sample.w_shape, out.position_shape + from_above)
     torch.testing.assert_close(sample.w_scale, out.position_scale)
     pooled = torch.zeros_like(theta[0]).index_add_(0, batch.position_doc, sample.w)
     torch.testing.assert_close(theta[0], pooled)
@@ -227,5 +233,9 @@ def test_bad_input_raises():
         _encoder(vocab=5)(batch)
     with pytest.raises(CPGBNInputError, match="pooling"):
         WeibullConvEncoder(V, LAYERS, F, pooling="sum")
+    with pytest.raises(CPGBNInputError, match="shape_range"):
+        WeibullConvEncoder(V, LAYERS, F, shape_range=(0.0, 1.0))
+    with pytest.raises(CPGBNInputError, match="w_shape_above"):
+        WeibullConvEncoder(V, LAYERS, F, w_shape_above="half")
     with pytest.raises(CPGBNInputError, match="out of range"):
         pack(from_token_sequences(tokens, offsets, F), docs=[2])

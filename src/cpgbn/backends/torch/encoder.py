@@ -30,12 +30,23 @@ the top layer down,
     q(theta^(t)_j)  = Weibull(sigma^(t)_j + Phi^(t+1) theta^(t+1)_j, lambda^(t)_j),  t = T-1..2,
     q(w_jks)        = Weibull(Sigma_jks + (Phi^(2) theta^(2)_j)_k, Lambda_jks),
 
-and theta^(1)_jk = sum_s w_jks (the pooling layer).  As in the paper the shape of w adds the
-whole (Phi^(2) theta^(2)_j)_k, not its per-position share / S_j of the prior.  With T = 1 (CPFA)
-there is no layer above w and its shape is Sigma alone.
+and theta^(1)_jk = sum_s w_jks (the pooling layer).  By default (``w_shape_above="paper"``) the
+shape of w adds the whole (Phi^(2) theta^(2)_j)_k as the paper writes it; ``"pooled"`` adds its
+per-position share (Phi^(2) theta^(2)_j)_k / S_j instead, which is w's own prior shape (paper
+eq. 3), the analogue of what every upper layer adds (its prior shape, as in WHAI).  The choice
+matters: with "paper" every position's shape is at least a_jk (typically >> 1), so q(w) cannot
+put its mass near 0 where the prior Gam(a_jk / S_j, .) of an empty position has it.  With
+T = 1 (CPFA) there is no layer above w and its shape is Sigma alone.
+
+The Weibull family has a floor on its KL to a gamma of small shape alpha, whatever k and
+lambda: min over (k, lambda) of KL(Weibull || Gam(alpha, 1)) is 1.34, 1.01, 0.58, 0.16 nats at
+alpha = 1e-4, 1e-3, 1e-2, 0.1 (optimal k 0.0008, 0.006, 0.04, 0.22), and 5.3, 3.1, 0.98, 0.79
+nats with k held at 0.1.  Every (position, kernel) pair of a document pays it, so on text
+(a_jk / S_j of 1e-3 to 1e-2) the KL of the weights is of the order of S_j * K_1 nats per
+document; ``shape_range`` sets the clip on the encoder's shapes (see :data:`SHAPE_RANGE`).
 
 Safe ranges: the logarithms of every shape (Sigma, sigma) are clipped to [ln 0.1, ln 1000]
-and of every scale (Lambda, lambda) to [-40, 20] before the exp (:data:`SHAPE_RANGE`,
+by default and of every scale (Lambda, lambda) to [-40, 20] before the exp (:data:`SHAPE_RANGE`,
 :data:`LOG_SCALE_RANGE`); see their comments for why.  The draws themselves are clipped by
 :func:`~cpgbn.backends.torch.weibull.weibull_rsample`.
 """
@@ -53,23 +64,26 @@ from .packed import PackedDocuments, segment_sum
 from .weibull import weibull_mean, weibull_rsample
 
 __all__ = ["WeibullConvEncoder", "EncoderOutput", "WeibullSample", "SHAPE_RANGE",
-           "LOG_SCALE_RANGE"]
+           "LOG_SCALE_RANGE", "W_SHAPE_ABOVE"]
 
 #: Bounds of the encoder's Weibull shapes (Sigma, sigma^(t)).  Below: a draw is
 #: lambda E^(1/k), so k >= 0.1 keeps the exponent <= 10 (the draw spans at most
 #: eps^10 .. 16^10 times lambda, and the reparameterisation gradient -x ln(E) / k^2 stays
-#: moderate); a gamma posterior of shape 1e-4 (an empty position) is already matched in
-#: coefficient of variation by k of about 0.12.  Above: exp of an unbounded linear output
+#: moderate).  The price: the KL to a gamma prior of tiny shape is smallest at a smaller k
+#: (0.006 for shape 1e-3; module docstring), so an empty position pays about 2 nats more than
+#: the Weibull family's floor; ``shape_range`` lowers the bound for a study.  Above: exp of an
+#: unbounded linear output
 #: overflows float32 past e^88; k = 1000 (a coefficient of variation of 0.1%) is sharper than
 #: any gamma posterior of the model needs (shape 1e6).
 SHAPE_RANGE = (0.1, 1000.0)
+#: The choices of ``w_shape_above`` (module docstring).
+W_SHAPE_ABOVE = ("paper", "pooled")
 #: Bounds of ln Lambda and ln lambda^(t).  e^-40 (4e-18) is still a normal float32 whose
 #: logarithm and products with kernel entries stay finite, and small enough for the mean of an
 #: empty position, lambda Gamma(1 + 1/k) ~ 1e-5 at k = 0.1 (lambda ~ 3e-12); e^20 (5e8) is far
 #: above any count a document carries, and times Gamma(1 + 1/k) <= 3.6e6 stays below
 #: sqrt(float32 max).
 LOG_SCALE_RANGE = (-40.0, 20.0)
-_LOG_SHAPE_RANGE = (math.log(SHAPE_RANGE[0]), math.log(SHAPE_RANGE[1]))
 _POOLINGS = ("mean", "max")
 
 
@@ -128,6 +142,11 @@ class WeibullConvEncoder(nn.Module):
         F, the model's filter width.
     pooling : "mean" or "max"
         pool(H) over the positions of a document (see the module docstring for the choice).
+    shape_range : (low, high)
+        Clip of the encoder's Weibull shapes Sigma and sigma^(t) (default :data:`SHAPE_RANGE`).
+    w_shape_above : "paper" or "pooled"
+        What the layer above adds to the shape of q(w): (Phi^(2) theta^(2)_j)_k, or that divided
+        by S_j (module docstring).
 
     Parameters of the network (paper names):
 
@@ -139,7 +158,8 @@ class WeibullConvEncoder(nn.Module):
       nn.Linear(K_t, 2 K_t) = (U_2^(t); U_3^(t)), (b_2^(t); b_3^(t)), for t = 2..T.
     """
 
-    def __init__(self, vocab_size: int, layers, filter_width: int, *, pooling: str = "mean"):
+    def __init__(self, vocab_size: int, layers, filter_width: int, *, pooling: str = "mean",
+                 shape_range=SHAPE_RANGE, w_shape_above: str = "paper"):
         super().__init__()
         layers = tuple(int(k) for k in layers)
         if int(vocab_size) < 1:
@@ -153,7 +173,17 @@ class WeibullConvEncoder(nn.Module):
         self.vocab_size = int(vocab_size)
         self.layers = layers
         self.filter_width = int(filter_width)
+        low, high = (float(x) for x in shape_range)
+        if not 0 < low < high < math.inf:
+            raise CPGBNInputError(f"shape_range must be (low, high) with 0 < low < high, got "
+                                  f"{tuple(shape_range)}")
+        if w_shape_above not in W_SHAPE_ABOVE:
+            raise CPGBNInputError(f"w_shape_above must be one of {W_SHAPE_ABOVE}, got "
+                                  f"{w_shape_above!r}")
         self.pooling = pooling
+        self.shape_range = (low, high)
+        self.w_shape_above = w_shape_above
+        self._log_shape_range = (math.log(low), math.log(high))
         K1, F = layers[0], self.filter_width
         self.conv1 = nn.Embedding(self.vocab_size, F * K1)
         # a text column holds one word, so a position sums F rows: unit variance before relu
@@ -202,9 +232,8 @@ class WeibullConvEncoder(nn.Module):
         return H.new_zeros((B, H.shape[1])).scatter_reduce(0, index, H, "amax",
                                                            include_self=False)
 
-    @staticmethod
-    def _shape_and_scale(pre: torch.Tensor, K: int) -> tuple[torch.Tensor, torch.Tensor]:
-        shape = torch.exp(pre[..., :K].clamp(*_LOG_SHAPE_RANGE))
+    def _shape_and_scale(self, pre: torch.Tensor, K: int) -> tuple[torch.Tensor, torch.Tensor]:
+        shape = torch.exp(pre[..., :K].clamp(*self._log_shape_range))
         scale = torch.exp(pre[..., K:].clamp(*LOG_SCALE_RANGE))
         return shape, scale
 
@@ -269,7 +298,10 @@ class WeibullConvEncoder(nn.Module):
             upper[t - 2], shapes[t - 2], scales[t - 2] = above, shape, scale
         w_shape = out.position_shape
         if T > 1:
-            w_shape = w_shape + (above @ phi[0].T)[batch.position_doc]
+            from_above = (above @ phi[0].T)[batch.position_doc]     # a_jk at every position
+            if self.w_shape_above == "pooled":
+                from_above = from_above / batch.n_positions.to(dtype)[batch.position_doc, None]
+            w_shape = w_shape + from_above
         w = draw(w_shape, out.position_scale)
         theta1 = segment_sum(w, batch.position_doc, batch.n_docs)
         return WeibullSample(w, w_shape, out.position_scale, [theta1] + upper, shapes, scales)
