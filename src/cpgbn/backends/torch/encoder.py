@@ -1,0 +1,307 @@
+"""The Weibull convolutional inference network of CPGBN (paper section 2.3, Fig. 1 lower part).
+
+Symbols and shapes (B documents in a batch, P = sum_j S_j positions, C cells, V vocabulary,
+F filter width, K_t units of layer t, T layers; the batch layout is
+:class:`~cpgbn.backends.torch.packed.PackedDocuments`):
+
+* H^(1)_j = relu(C_1 * X_j + b_1)                  H: (P, K_1), one row per position s of
+  document j.  C_1 is (K_1, V, F); since X_j is one-hot, (C_1 * X_j)[:, s] =
+  sum_f C_1[:, v_{s+f}, f], so H is an embedding lookup of each cell's word (a table of V rows
+  of F * K_1 numbers) summed over the F-window: no dense one-hot tensor is ever built.  Cells
+  carry a value x (1 for text, the count for bag-of-words) that multiplies the looked-up row.
+* Sigma_j = exp(C_2 * pad(H_j) + b_2), Lambda_j = exp(C_3 * pad(H_j) + b_3)   both (P, K_1):
+  the shape and scale of q(w_jks) before the top-down term.  C_2, C_3 are (K_1, K_1, F); pad
+  adds F - 1 zero columns ((F - 1) // 2 left, the rest right; the paper does not say how they
+  are split) so that the output has S_j columns again.
+* h^(1)_j = pool(H_j)                              (B, K_1), the mean over the S_j positions
+  (``pooling="mean"``, the default) or the maximum (``pooling="max"``).  The mean is the
+  default because the generative pooling layer is linear too (theta^(1)_jk = sum_s w_jks, so
+  the mean of H is the same summary up to the factor 1/S_j), every position receives gradient
+  (the max passes it to one position per unit), and its activations stay on one scale for a
+  5-token question and a 1000-token review.  Neither keeps the document's length; the scales
+  lambda^(t) below have to be learned from the content alone (the paper's architecture).
+* h^(t)_j = relu(U_1^(t) h^(t-1)_j + b_1^(t)), sigma^(t)_j = exp(U_2^(t) h^(t)_j + b_2^(t)),
+  lambda^(t)_j = exp(U_3^(t) h^(t)_j + b_3^(t))    all (B, K_t), t = 2..T.
+
+The variational distribution is upward-downward (paper eq. for Q, as in WHAI): drawn from
+the top layer down,
+
+    q(theta^(T)_j)  = Weibull(sigma^(T)_j, lambda^(T)_j),
+    q(theta^(t)_j)  = Weibull(sigma^(t)_j + Phi^(t+1) theta^(t+1)_j, lambda^(t)_j),  t = T-1..2,
+    q(w_jks)        = Weibull(Sigma_jks + (Phi^(2) theta^(2)_j)_k, Lambda_jks),
+
+and theta^(1)_jk = sum_s w_jks (the pooling layer).  By default (``w_shape_above="paper"``) the
+shape of w adds the whole (Phi^(2) theta^(2)_j)_k as the paper writes it; ``"pooled"`` adds its
+per-position share (Phi^(2) theta^(2)_j)_k / S_j instead, which is w's own prior shape (paper
+eq. 3), the analogue of what every upper layer adds (its prior shape, as in WHAI).  The choice
+matters: with "paper" every position's shape is at least a_jk (typically >> 1), so q(w) cannot
+put its mass near 0 where the prior Gam(a_jk / S_j, .) of an empty position has it.  With
+T = 1 (CPFA) there is no layer above w and its shape is Sigma alone.
+
+The Weibull family has a floor on its KL to a gamma of small shape alpha, whatever k and
+lambda: min over (k, lambda) of KL(Weibull || Gam(alpha, 1)) is 1.34, 1.01, 0.58, 0.16 nats at
+alpha = 1e-4, 1e-3, 1e-2, 0.1 (optimal k 0.0008, 0.006, 0.04, 0.22), and 5.3, 3.1, 0.98, 0.79
+nats with k held at 0.1.  Every (position, kernel) pair of a document pays it, so on text
+(a_jk / S_j of 1e-3 to 1e-2) the KL of the weights is of the order of S_j * K_1 nats per
+document; ``shape_range`` sets the clip on the encoder's shapes (see :data:`SHAPE_RANGE`).
+
+Safe ranges: the logarithms of every shape (Sigma, sigma) are clipped to [ln 0.1, ln 1000]
+by default and of every scale (Lambda, lambda) to [-40, 20] before the exp (:data:`SHAPE_RANGE`,
+:data:`LOG_SCALE_RANGE`); see their comments for why.  The draws themselves are clipped by
+:func:`~cpgbn.backends.torch.weibull.weibull_rsample`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from ...errors import CPGBNInputError
+from .packed import PackedDocuments, segment_sum
+from .weibull import weibull_mean, weibull_rsample
+
+__all__ = ["WeibullConvEncoder", "EncoderOutput", "WeibullSample", "SHAPE_RANGE",
+           "LOG_SCALE_RANGE", "W_SHAPE_ABOVE"]
+
+#: Bounds of the encoder's Weibull shapes (Sigma, sigma^(t)).  Below: a draw is
+#: lambda E^(1/k), so k >= 0.1 keeps the exponent <= 10 (the draw spans at most
+#: eps^10 .. 16^10 times lambda, and the reparameterisation gradient -x ln(E) / k^2 stays
+#: moderate).  The price: the KL to a gamma prior of tiny shape is smallest at a smaller k
+#: (0.006 for shape 1e-3; module docstring), so an empty position pays about 2 nats more than
+#: the Weibull family's floor; ``shape_range`` lowers the bound for a study.  Above: exp of an
+#: unbounded linear output
+#: overflows float32 past e^88; k = 1000 (a coefficient of variation of 0.1%) is sharper than
+#: any gamma posterior of the model needs (shape 1e6).
+SHAPE_RANGE = (0.1, 1000.0)
+#: The choices of ``w_shape_above`` (module docstring).
+W_SHAPE_ABOVE = ("paper", "pooled")
+#: Bounds of ln Lambda and ln lambda^(t).  e^-40 (4e-18) is still a normal float32 whose
+#: logarithm and products with kernel entries stay finite, and small enough for the mean of an
+#: empty position, lambda Gamma(1 + 1/k) ~ 1e-5 at k = 0.1 (lambda ~ 3e-12); e^20 (5e8) is far
+#: above any count a document carries, and times Gamma(1 + 1/k) <= 3.6e6 stays below
+#: sqrt(float32 max).
+LOG_SCALE_RANGE = (-40.0, 20.0)
+_POOLINGS = ("mean", "max")
+
+
+@dataclass
+class EncoderOutput:
+    """The deterministic part of the encoder for one batch (no globals involved).
+
+    position_shape, position_scale : (P, K_1) -- Sigma and Lambda of q(w), per position row.
+    layer_shape, layer_scale : lists of (B, K_t) for t = 2..T (index t - 2) -- sigma^(t),
+        lambda^(t).
+    """
+
+    position_shape: torch.Tensor
+    position_scale: torch.Tensor
+    layer_shape: list
+    layer_scale: list
+
+
+@dataclass
+class WeibullSample:
+    """A top-down draw (or the top-down means) of the local variables of one batch.
+
+    w : (P, K_1) -- w_jks, one row per position.
+    w_shape, w_scale : (P, K_1) -- the Weibull parameters of q(w): Sigma + (Phi^(2) theta^(2))_k
+        broadcast to the document's positions, and Lambda.
+    theta : list of (B, K_t) for t = 1..T (index t - 1) -- theta^(1)_j = sum_s w_js (pooling),
+        then the drawn theta^(2..T).
+    theta_shape, theta_scale : lists of (B, K_t) for t = 2..T (index t - 2) -- the parameters
+        of q(theta^(t)): sigma^(t) + Phi^(t+1) theta^(t+1) (sigma^(T) at the top), lambda^(t).
+
+    Every tensor is differentiable in the encoder's parameters (the globals are constants).
+    """
+
+    w: torch.Tensor
+    w_shape: torch.Tensor
+    w_scale: torch.Tensor
+    theta: list
+    theta_shape: list
+    theta_scale: list
+
+    @property
+    def n_layers(self) -> int:
+        return len(self.theta)
+
+
+class WeibullConvEncoder(nn.Module):
+    """The convolutional inference network: documents -> parameters of the Weibull q.
+
+    Parameters
+    ----------
+    vocab_size : int
+        V.
+    layers : sequence of int
+        (K_1, ..., K_T), as the model's ``layers``.
+    filter_width : int
+        F, the model's filter width.
+    pooling : "mean" or "max"
+        pool(H) over the positions of a document (see the module docstring for the choice).
+    shape_range : (low, high)
+        Clip of the encoder's Weibull shapes Sigma and sigma^(t) (default :data:`SHAPE_RANGE`).
+    w_shape_above : "paper" or "pooled"
+        What the layer above adds to the shape of q(w): (Phi^(2) theta^(2)_j)_k, or that divided
+        by S_j (module docstring).
+
+    Parameters of the network (paper names):
+
+    * ``conv1``: nn.Embedding(V, F * K_1), row v = C_1[:, v, :] laid out (f, k); ``bias1``: b_1.
+    * ``position_head``: nn.Linear(F * K_1, 2 * K_1) on the F-window of pad(H) laid out (o, k);
+      its first K_1 outputs are C_2 * pad(H) + b_2 (ln Sigma), the last K_1 C_3 * pad(H) + b_3
+      (ln Lambda).
+    * ``hidden[t - 2]``: nn.Linear(K_{t-1}, K_t) = U_1^(t), b_1^(t); ``heads[t - 2]``:
+      nn.Linear(K_t, 2 K_t) = (U_2^(t); U_3^(t)), (b_2^(t); b_3^(t)), for t = 2..T.
+    """
+
+    def __init__(self, vocab_size: int, layers, filter_width: int, *, pooling: str = "mean",
+                 shape_range=SHAPE_RANGE, w_shape_above: str = "paper"):
+        super().__init__()
+        layers = tuple(int(k) for k in layers)
+        if int(vocab_size) < 1:
+            raise CPGBNInputError(f"vocab_size must be >= 1, got {vocab_size}")
+        if not layers or min(layers) < 1:
+            raise CPGBNInputError(f"layers must be positive integers, got {layers}")
+        if int(filter_width) < 1:
+            raise CPGBNInputError(f"filter_width must be >= 1, got {filter_width}")
+        if pooling not in _POOLINGS:
+            raise CPGBNInputError(f"pooling must be one of {_POOLINGS}, got {pooling!r}")
+        self.vocab_size = int(vocab_size)
+        self.layers = layers
+        self.filter_width = int(filter_width)
+        low, high = (float(x) for x in shape_range)
+        if not 0 < low < high < math.inf:
+            raise CPGBNInputError(f"shape_range must be (low, high) with 0 < low < high, got "
+                                  f"{tuple(shape_range)}")
+        if w_shape_above not in W_SHAPE_ABOVE:
+            raise CPGBNInputError(f"w_shape_above must be one of {W_SHAPE_ABOVE}, got "
+                                  f"{w_shape_above!r}")
+        self.pooling = pooling
+        self.shape_range = (low, high)
+        self.w_shape_above = w_shape_above
+        self._log_shape_range = (math.log(low), math.log(high))
+        K1, F = layers[0], self.filter_width
+        self.conv1 = nn.Embedding(self.vocab_size, F * K1)
+        # a text column holds one word, so a position sums F rows: unit variance before relu
+        nn.init.normal_(self.conv1.weight, std=1.0 / math.sqrt(F))
+        self.bias1 = nn.Parameter(torch.zeros(K1))
+        self.position_head = nn.Linear(F * K1, 2 * K1)
+        self.hidden = nn.ModuleList(nn.Linear(layers[t - 1], layers[t])
+                                    for t in range(1, len(layers)))
+        self.heads = nn.ModuleList(nn.Linear(k, 2 * k) for k in layers[1:])
+
+    # ------------------------------------------------------------------ deterministic part
+    @property
+    def conv1_weight(self) -> torch.Tensor:
+        """C_1 as the paper's (K_1, V, F) tensor (a view of ``conv1.weight``)."""
+        K1, F = self.layers[0], self.filter_width
+        return self.conv1.weight.view(self.vocab_size, F, K1).permute(2, 0, 1)
+
+    def _check_batch(self, batch: PackedDocuments) -> None:
+        if batch.filter_width != self.filter_width:
+            raise CPGBNInputError(f"the batch was packed for filter width {batch.filter_width}, "
+                                  f"the encoder has {self.filter_width}")
+        if batch.n_cells and int(batch.cell_word.max()) >= self.vocab_size:
+            raise CPGBNInputError(f"word id {int(batch.cell_word.max())} out of range for the "
+                                  f"encoder's vocabulary of {self.vocab_size}")
+
+    def first_hidden(self, batch: PackedDocuments) -> torch.Tensor:
+        """H = relu(C_1 * X + b_1), (P, K_1): the embedding rows of every cell's word, each
+        filter row f added to the position s = l - f it covers (index_add over the flat
+        positions; rows that fall outside the document go to the dropped sentinel row)."""
+        self._check_batch(batch)
+        K1, F = self.layers[0], self.filter_width
+        P = batch.n_total_positions
+        rows = self.conv1(batch.cell_word).view(-1, F, K1)
+        rows = rows * batch.cell_input.to(rows.dtype)[:, None, None]
+        pre = rows.new_zeros((P + 1, K1))
+        pre.index_add_(0, batch.cell_positions.reshape(-1), rows.reshape(-1, K1))
+        return torch.relu(pre[:P] + self.bias1)
+
+    def pool(self, H: torch.Tensor, batch: PackedDocuments) -> torch.Tensor:
+        """h^(1)_j = pool(H_j), (B, K_1): mean or max over the document's S_j >= 1 positions."""
+        B = batch.n_docs
+        if self.pooling == "mean":
+            total = segment_sum(H, batch.position_doc, B)
+            return total / batch.n_positions.to(H.dtype)[:, None]
+        index = batch.position_doc[:, None].expand_as(H)
+        return H.new_zeros((B, H.shape[1])).scatter_reduce(0, index, H, "amax",
+                                                           include_self=False)
+
+    def _shape_and_scale(self, pre: torch.Tensor, K: int) -> tuple[torch.Tensor, torch.Tensor]:
+        shape = torch.exp(pre[..., :K].clamp(*self._log_shape_range))
+        scale = torch.exp(pre[..., K:].clamp(*LOG_SCALE_RANGE))
+        return shape, scale
+
+    def forward(self, batch: PackedDocuments) -> EncoderOutput:
+        """Sigma, Lambda (per position) and sigma^(t), lambda^(t) (per document)."""
+        K1, F = self.layers[0], self.filter_width
+        H = self.first_hidden(batch)
+        padded = torch.cat([H, H.new_zeros((1, K1))])      # the sentinel row: zero padding
+        window = padded[batch.position_window].reshape(-1, F * K1)
+        position_shape, position_scale = self._shape_and_scale(self.position_head(window), K1)
+        h = self.pool(H, batch)
+        layer_shape, layer_scale = [], []
+        for hidden, head, K in zip(self.hidden, self.heads, self.layers[1:]):
+            h = torch.relu(hidden(h))
+            shape, scale = self._shape_and_scale(head(h), K)
+            layer_shape.append(shape)
+            layer_scale.append(scale)
+        return EncoderOutput(position_shape, position_scale, layer_shape, layer_scale)
+
+    # ------------------------------------------------------------------ top-down draws
+    def _check_phi(self, phi) -> list:
+        phi = list(phi)
+        if len(phi) != len(self.layers) - 1:
+            raise CPGBNInputError(f"expected {len(self.layers) - 1} matrices Phi^(2..T), "
+                                  f"got {len(phi)}")
+        for t, p in enumerate(phi, start=2):
+            want = (self.layers[t - 2], self.layers[t - 1])
+            if tuple(p.shape) != want:
+                raise CPGBNInputError(f"Phi^({t}) must have shape {want}, got {tuple(p.shape)}")
+        return phi
+
+    def sample(self, batch: PackedDocuments, phi=(), *, mean: bool = False,
+               generator: torch.Generator | None = None,
+               output: EncoderOutput | None = None) -> WeibullSample:
+        """Draw theta^(T), ..., theta^(2), then w, from the upward-downward q (module docstring).
+
+        ``phi`` is the list Phi^(2), ..., Phi^(T) of (K_{t-1}, K_t) tensors or arrays (constants:
+        no gradient flows into them).  With ``mean=True`` every layer takes the Weibull mean
+        lambda Gamma(1 + 1/k) instead of a draw, the layer below using that mean in its shape:
+        a deterministic feature path for new documents.  ``output`` reuses a forward pass.
+        Draws are reparameterised (differentiable in the encoder's parameters).
+        """
+        phi = self._check_phi(phi)
+        out = self.forward(batch) if output is None else output
+        dtype, device = out.position_shape.dtype, out.position_shape.device
+        phi = [torch.as_tensor(p, dtype=dtype, device=device) for p in phi]
+
+        def draw(shape, scale):
+            if mean:
+                return weibull_mean(shape, scale)
+            return weibull_rsample(shape, scale, generator=generator)
+
+        T = len(self.layers)
+        upper, shapes, scales = [None] * (T - 1), [None] * (T - 1), [None] * (T - 1)
+        above = None                                   # theta^(t+1) of the layer drawn last
+        for t in range(T, 1, -1):
+            shape = out.layer_shape[t - 2]
+            if above is not None:
+                shape = shape + above @ phi[t - 1].T   # Phi^(t+1) theta^(t+1)_j
+            scale = out.layer_scale[t - 2]
+            above = draw(shape, scale)
+            upper[t - 2], shapes[t - 2], scales[t - 2] = above, shape, scale
+        w_shape = out.position_shape
+        if T > 1:
+            from_above = (above @ phi[0].T)[batch.position_doc]     # a_jk at every position
+            if self.w_shape_above == "pooled":
+                from_above = from_above / batch.n_positions.to(dtype)[batch.position_doc, None]
+            w_shape = w_shape + from_above
+        w = draw(w_shape, out.position_scale)
+        theta1 = segment_sum(w, batch.position_doc, batch.n_docs)
+        return WeibullSample(w, w_shape, out.position_scale, [theta1] + upper, shapes, scales)
