@@ -41,6 +41,7 @@ from cpgbn.backends.numba.distributions import crt, gamma
 from cpgbn.backends.numba.gbn import TINY
 from cpgbn.backends.numba.rng import seed_state
 from cpgbn.backends.numba.weights import FLOOR, draw_scaled_gamma
+from cpgbn.layers.cells import OBSERVED_COUNT
 
 DROP = 1e-6
 #: Smallest share kept with the authors' w step (their float32 sums keep shares this small).
@@ -199,7 +200,7 @@ def expected_positions(seed, stream, block_size, doc_cells, doc_positions, cell_
                         weights[c2] = 1.0
                     lam = float(i)
                 n_units, cell_ll = cell_units(state, mode, lam, fixed_count, log_fixed_factorial,
-                                              cell_count[c] if mode == 2 else 0)
+                                              cell_count[c] if mode == OBSERVED_COUNT else 0)
                 ll += cell_ll
                 scale = n_units / lam
                 i = 0

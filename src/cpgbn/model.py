@@ -9,6 +9,7 @@ held fixed (burn-in, then the mean of theta^(1) over collected sweeps, paper sec
 from __future__ import annotations
 
 import contextlib
+from dataclasses import dataclass
 import shutil
 import warnings
 from collections.abc import Sequence
@@ -23,7 +24,7 @@ from ._version import __version__
 from .errors import CPGBNInputError
 from .inference.gibbs import GibbsSampler, RunResult
 from .inference.state import GlobalParameters, Hyperparameters
-from .layers.cells import ConvData, from_bag_of_words, from_token_sequences, token_mode
+from .layers.cells import ConvData, ObservationModel, from_bag_of_words, from_token_sequences
 from .text.corpus import Corpus
 from .text.vocabulary import Vocabulary
 
@@ -34,6 +35,18 @@ from .text.vocabulary import Vocabulary
 DEFAULT_TOKEN_COUNT = 800
 
 _MAX_SEED = 2**63 - 1
+
+
+@dataclass
+class Inference:
+    """What :meth:`CPGBN.infer` returns: the documents as the sampler saw them, and the run."""
+
+    corpus: Corpus
+    """The documents, encoded with the model's vocabulary."""
+    data: ConvData
+    """Their cells and positions (``data.doc_positions`` indexes the rows of w and m)."""
+    result: RunResult | None
+    """Posterior means of theta^(1..T) over the collected sweeps, and the trace."""
 
 
 def _check_int(name, value, low):
@@ -182,7 +195,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
             except ImportError:
                 raise CPGBNInputError("device=... needs PyTorch: pip install 'cpgbn[torch]'") from None
             resolve_device(self.device)
-        token_mode(self.token_count)
+        observation = self._observation()
         filter_width = _check_int("filter_width", self.filter_width, 1)
         padding = _check_int("padding", self.padding, 0)
         if padding > filter_width - 1:
@@ -193,6 +206,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
             filter_width=filter_width,
             vocab_size=_check_int("vocab_size", self.vocab_size, 2),
             n_iter=n_iter, burn_in=burn_in, transform_iter=t_iter, transform_burn_in=t_burn,
+            observation=observation,
             hyper=Hyperparameters(eta=etas, e0=_check_positive("e0", self.e0),
                                   f0=_check_positive("f0", self.f0), sample_r=bool(self.sample_r)),
         )
@@ -213,9 +227,18 @@ class CPGBN(TransformerMixin, BaseEstimator):
             return Corpus.from_texts(texts, vocab_size=vocab_size)
         return Corpus.from_texts(texts, vocabulary=vocabulary)
 
+    def _observation(self) -> ObservationModel:
+        """``token_count`` resolved (and validated): the observation model of every token."""
+        return ObservationModel.of(self.token_count)
+
+    @property
+    def observation_model(self) -> ObservationModel:
+        """How the tokens are observed (``token_count`` resolved)."""
+        return self._observation()
+
     def _data(self, corpus: Corpus, filter_width: int) -> ConvData:
-        data = from_token_sequences(corpus.tokens, corpus.offsets, filter_width, self.token_count,
-                                    self.padding)
+        data = from_token_sequences(corpus.tokens, corpus.offsets, filter_width,
+                                    self._observation(), self.padding)
         if data.n_padded():
             warnings.warn(f"{data.n_padded()} document(s) shorter than filter_width={filter_width} "
                           "are padded with empty columns", stacklevel=3)
@@ -333,19 +356,39 @@ class CPGBN(TransformerMixin, BaseEstimator):
         """
         return self.fit(X, **fit_params).train_features_
 
-    def _infer(self, X) -> tuple[RunResult, ConvData]:
+    def infer(self, X, *, n_iter: int | None = None, burn_in: int | None = None,
+              seed: int | None = None, on_sweep=None) -> Inference:
+        """Run the sampler on the documents ``X`` with the fitted globals held fixed (paper
+        section 4), as :meth:`transform` does, and return everything the run produced.
+
+        ``n_iter`` and ``burn_in`` default to ``transform_iter`` and ``transform_burn_in``,
+        ``seed`` to the seed ``transform`` uses.  ``on_sweep(state, inference)``, if given, is
+        called after every sweep with the sampler's :class:`~cpgbn.inference.state.GibbsState`
+        as numpy arrays (``state.sweep`` sweeps done) and the :class:`Inference` being built
+        (its ``corpus`` and ``data`` are set; ``result`` is None until the run ends), to collect
+        per-sweep quantities such as the latent counts m of every position; it runs on any
+        ``device`` (the state is copied to the host for it).  ``n_threads``, ``memory_limit`` and ``progress`` apply.
+        """
         self._check_fitted()
         params = self._validated()
+        n_iter = params["transform_iter"] if n_iter is None else _check_int("n_iter", n_iter, 1)
+        burn_in = (params["transform_burn_in"] if burn_in is None
+                   else _check_int("burn_in", burn_in, 0))
+        if burn_in >= n_iter:
+            raise CPGBNInputError(f"burn_in must be < n_iter, got burn_in={burn_in}, n_iter={n_iter}")
+        seed = self._transform_seed() if seed is None else _check_int("seed", seed, 0)
         corpus = self._corpus(X, self.vocabulary_, None)
         data = self._data(corpus, self.globals_.D.shape[1])
         self._check_memory(data, self.layers_, len(self.vocabulary_), training=False)
+        inferred = Inference(corpus, data, None)
+        hook = None if on_sweep is None else (lambda state, collector: on_sweep(state, inferred))
         with self._threads():
-            sampler = self._sampler(data, self._transform_seed(), learn_globals=False)
+            sampler = self._sampler(data, seed, learn_globals=False)
             state = sampler.initial_state(self.layers_, len(self.vocabulary_), self.globals_)
-            with self._progress(params["transform_iter"], "transform") as bar:
-                result = sampler.run(state, params["transform_iter"], params["transform_burn_in"],
-                                     progress=bar)
-        return result, data
+            with self._progress(n_iter, "transform") as bar:
+                inferred.result = sampler.run(state, n_iter, burn_in, progress=bar,
+                                              on_sweep=hook)
+        return inferred
 
     def transform(self, X, *, all_layers: bool = False) -> np.ndarray:
         """Features of the documents ``X``: mean theta^(1) over collected sweeps (globals fixed).
@@ -353,8 +396,8 @@ class CPGBN(TransformerMixin, BaseEstimator):
         Empty documents keep their row (features drawn from the prior).  With ``all_layers``
         the features of every layer are concatenated [theta^(1), ..., theta^(T)].
         """
-        result, data = self._infer(X)
-        return self._features(result, data, all_layers=all_layers)
+        inferred = self.infer(X)
+        return self._features(inferred.result, inferred.data, all_layers=all_layers)
 
     def log_likelihood(self, X=None) -> float:
         """Log-likelihood per token: of the training data at the last sweep (X=None), or of
@@ -362,9 +405,10 @@ class CPGBN(TransformerMixin, BaseEstimator):
         self._check_fitted()
         if X is None:
             return float(self.loglik_trace_[-1] / max(self.n_train_tokens_, 1))
-        result, data = self._infer(X)
+        inferred = self.infer(X)
+        result = inferred.result
         collected = result.loglik[-max(result.n_collected, 1):]
-        return float(np.mean(collected) / max(int(data.true_length.sum()), 1))
+        return float(np.mean(collected) / max(int(inferred.data.true_length.sum()), 1))
 
     def _features(self, result: RunResult, data: ConvData, all_layers: bool = False) -> np.ndarray:
         thetas = result.theta_mean if all_layers else result.theta_mean[:1]
@@ -377,10 +421,20 @@ class CPGBN(TransformerMixin, BaseEstimator):
         return int(np.random.SeedSequence([self.seed_, 0x7472616E]).generate_state(1, np.uint64)[0]
                    % _MAX_SEED)
 
+    def __sklearn_is_fitted__(self) -> bool:
+        """The scikit-learn protocol behind ``sklearn.utils.validation.check_is_fitted``."""
+        return hasattr(self, "globals_")
+
     def _check_fitted(self):
         if not hasattr(self, "globals_"):
             from sklearn.exceptions import NotFittedError
             raise NotFittedError("this CPGBN is not fitted yet: call fit first")
+
+    def encode(self, X) -> Corpus:
+        """The documents ``X`` (strings, or a :class:`~cpgbn.text.Corpus` over this model's
+        vocabulary) encoded with the fitted vocabulary; unknown words become id 0."""
+        self._check_fitted()
+        return self._corpus(X, self.vocabulary_, None)
 
     # ------------------------------------------------------------------ inspection
     @property
@@ -484,12 +538,14 @@ class PGBN(CPGBN):
                          n_threads=n_threads, memory_limit=memory_limit, progress=progress,
                          device=device)
 
+    def _observation(self) -> ObservationModel:
+        """Word counts, multiplied by ``token_count`` (an integer; the link is not offered)."""
+        if self.token_count == "bernoulli-poisson":
+            return ObservationModel.counts(1)
+        return ObservationModel.counts(self.token_count)
+
     def _data(self, corpus: Corpus, filter_width: int) -> ConvData:
-        data = from_bag_of_words(corpus.tokens, corpus.offsets)
-        mode, scale = token_mode(self.token_count)
-        if mode != 0 and scale != 1:
-            object.__setattr__(data, "cell_count", data.cell_count * np.int32(scale))
-        return data
+        return from_bag_of_words(corpus.tokens, corpus.offsets, self._observation().scale)
 
     def _validated(self) -> dict:
         params = super()._validated()
@@ -497,4 +553,4 @@ class PGBN(CPGBN):
         return params
 
 
-__all__ = ["CPGBN", "PGBN", "DEFAULT_TOKEN_COUNT", "GlobalParameters", "__version__"]
+__all__ = ["CPGBN", "PGBN", "Inference", "DEFAULT_TOKEN_COUNT", "GlobalParameters", "__version__"]

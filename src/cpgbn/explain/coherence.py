@@ -31,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from sklearn.utils.validation import check_is_fitted
 
 from ..errors import CPGBNInputError
 from ..text.corpus import Corpus
@@ -229,8 +230,8 @@ def model_coherence(model, X, *, window: int | None = DEFAULT_WINDOW, top_n: int
     many topics as kernels fitted on the same documents.  With ``assignments`` (from
     :func:`~cpgbn.explain.phrases.assign_kernels` on the same documents) also the NPMI of the
     words each kernel explains there."""
-    model._check_fitted()
-    corpus = model._corpus(X, model.vocabulary_, None)
+    check_is_fitted(model)
+    corpus = model.encode(X)
     kernel_topics = kernel_topic_words(model, top_n)
     lda_topics = (lda_topic_words(corpus, len(kernel_topics), top_n, n_iter=lda_iter, seed=seed)
                   if lda else [])

@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from sklearn.utils.validation import check_is_fitted
 
 from ..errors import CPGBNInputError
 from ..text.corpus import Corpus
@@ -233,46 +234,39 @@ def _position_grams(corpus: Corpus, doc_positions: np.ndarray, F: int, padding: 
 
 def assign_kernels(model, X, *, n_iter: int = 10, burn_in: int = 5, seed: int | None = None
                    ) -> KernelAssignments:
-    """Run the sampler on documents ``X`` with the model's globals fixed and record, for every
-    position, the mean latent count of each kernel over the sweeps after ``burn_in``.
+    """Run the sampler on documents ``X`` with the model's globals fixed (:meth:`CPGBN.infer`)
+    and record, for every position, the mean latent count of each kernel over the sweeps after
+    ``burn_in``.
 
     ``X``: strings or a :class:`~cpgbn.text.Corpus` over ``model.vocabulary_``.  ``seed``
-    defaults to the seed ``transform`` uses; ``model.n_threads`` and ``model.memory_limit``
-    apply as in ``transform``.  Cost: ``n_iter`` sweeps of ``transform``.
+    defaults to the seed ``transform`` uses; the model's ``device``, ``n_threads`` and
+    ``memory_limit`` apply as in ``transform``.  Cost: ``n_iter`` sweeps of ``transform``.
     """
-    from ..inference.gibbs import GibbsSampler
-    from ..layers.cells import from_token_sequences
-
-    model._check_fitted()
     if n_iter < 1 or not 0 <= burn_in < n_iter:
         raise CPGBNInputError(f"need n_iter >= 1 and 0 <= burn_in < n_iter, got n_iter={n_iter}, "
                               f"burn_in={burn_in}")
-    corpus = model._corpus(X, model.vocabulary_, None)
-    if len(corpus) == 0:
+    if len(X) == 0:
         raise CPGBNInputError("no documents to assign")
-    F = model.globals_.D.shape[1]
-    data = from_token_sequences(corpus.tokens, corpus.offsets, F, model.token_count, model.padding)
-    V, K = len(model.vocabulary_), model.globals_.D.shape[2]
-    model._check_memory(data, model.layers_, V, training=False)
-    sampler = GibbsSampler(data, model.hyper_, model._transform_seed() if seed is None else int(seed),
-                           learn_globals=False)
-    counts = np.zeros((data.n_positions, K), dtype=np.float64)
-    theta = np.zeros((data.n_docs, K), dtype=np.float64)
-    column_tokens = np.zeros((K, F))
-    word_tokens = np.zeros((V, K))
-    with model._threads():
-        state = sampler.initial_state(model.layers_, V, model.globals_)
-        for sweep in range(n_iter):
-            sampler.sweep(state)
-            if sweep >= burn_in:
-                counts += state.m
-                theta += state.theta[0]
-                _add_responsibilities(corpus, data.doc_positions, data.padding, state.w,
-                                      model.globals_.D, column_tokens, word_tokens)
-    n = n_iter - burn_in
+    D = model.globals_.D
+    V, F, K = D.shape
+    sums: dict = {}
+
+    def collect(state, inferred) -> None:
+        if state.sweep <= burn_in:
+            return
+        if not sums:
+            sums.update(counts=np.zeros(state.m.shape), theta=np.zeros(state.theta[0].shape),
+                        columns=np.zeros((K, F)), words=np.zeros((V, K)))
+        sums["counts"] += state.m
+        sums["theta"] += state.theta[0]
+        _add_responsibilities(inferred.corpus, inferred.data.doc_positions, inferred.data.padding,
+                              state.w, D, sums["columns"], sums["words"])
+
+    inferred = model.infer(X, n_iter=n_iter, burn_in=burn_in, seed=seed, on_sweep=collect)
+    corpus, data, n = inferred.corpus, inferred.data, n_iter - burn_in
     return KernelAssignments(corpus, _position_grams(corpus, data.doc_positions, F, data.padding),
-                             (counts / n).astype(np.float32), data.doc_positions, theta / n,
-                             column_tokens / n, word_tokens / n, n_iter, n)
+                             (sums["counts"] / n).astype(np.float32), data.doc_positions,
+                             sums["theta"] / n, sums["columns"] / n, sums["words"] / n, n_iter, n)
 
 
 def _add_responsibilities(corpus: Corpus, doc_positions: np.ndarray, padding: int, w: np.ndarray,
@@ -383,7 +377,7 @@ def kernel_table(model, *, top_words: int = 4, top_phrases: int = 3, beam: int =
     :func:`assign_kernels`) adds the corpus phrases; ``npmi`` (one value per kernel) the
     coherence.  Columns with less than ``min_column_share`` of a kernel's mass are hidden from
     its words, phrases and sharpness (0 shows every column)."""
-    model._check_fitted()
+    check_is_fitted(model)
     min_column_share = check_min_column_share(min_column_share)
     D = model.globals_.D
     vocabulary = model.vocabulary_

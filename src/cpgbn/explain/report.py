@@ -23,6 +23,7 @@ from html import escape
 from pathlib import Path
 
 import numpy as np
+from sklearn.utils.validation import check_is_fitted
 
 from .._version import __version__
 from .coherence import DEFAULT_TOP_N, DEFAULT_WINDOW, CoherenceResult, model_coherence
@@ -269,8 +270,8 @@ def build_report(model, texts=None, labels=None, *, title: str | None = None, so
     hidden (see :mod:`cpgbn.explain.hierarchy`).
     """
     from . import plots
-    model._check_fitted()
-    corpus = model._corpus(texts, model.vocabulary_, None) if texts is not None else None
+    check_is_fitted(model)
+    corpus = model.encode(texts) if texts is not None else None
     if corpus is not None and assignments is None:
         assignments = assign_kernels(model, corpus, n_iter=sweeps, burn_in=burn_in)
     if corpus is not None and npmi and coherence is None:

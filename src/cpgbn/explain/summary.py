@@ -8,7 +8,9 @@ most used kernels and their best phrases.  The HTML report shows the same facts.
 from __future__ import annotations
 
 import numpy as np
+from sklearn.utils.validation import check_is_fitted
 
+from ..layers.cells import ObservationModel
 from .coherence import DEFAULT_TOP_N, DEFAULT_WINDOW, CoherenceResult, model_coherence
 from .hierarchy import HIDDEN, MIN_COLUMN_SHARE, shown_columns
 from .phrases import KernelSummary, assign_kernels, kernel_table, sort_kernels
@@ -25,11 +27,8 @@ def _padding_note(padding: int) -> str:
 
 
 def observation_model(token_count) -> str:
-    """How the tokens are observed, in words: the link, or the pseudo-count that scales the
-    log-likelihood (with c pseudo-counts a token contributes c ln lambda - ln c!)."""
-    if token_count == "bernoulli-poisson":
-        return "Bernoulli-Poisson link, the paper's"
-    return f"{token_count} pseudo-counts per token"
+    """How the tokens are observed, in words (:meth:`ObservationModel.describe`)."""
+    return ObservationModel.of(token_count).describe()
 
 
 def usage_concentration(usage) -> tuple[float, float]:
@@ -49,7 +48,7 @@ def summary_facts(model, *, corpus=None, labels=None, coherence: CoherenceResult
     kernels' near-empty columns (below ``min_column_share`` of their mass), and with ``corpus``
     (an encoded :class:`~cpgbn.text.Corpus`) the data, with ``assignments`` the phrase widths,
     with ``coherence`` NPMI."""
-    model._check_fitted()
+    check_is_fitted(model)
     g = model.globals_
     layers = tuple(model.layers_)
     V, F, K = g.D.shape
@@ -57,8 +56,7 @@ def summary_facts(model, *, corpus=None, labels=None, coherence: CoherenceResult
                        f"{'s' if len(layers) > 1 else ''}), filter width F = {F}"
                        + _padding_note(model.padding))]
     facts.append(("vocabulary", f"{_thousands(V)} rows, including the out-of-vocabulary <unk>"))
-    tc = model.token_count
-    facts.append(("observation", observation_model(tc)))
+    facts.append(("observation", model.observation_model.describe()))
     hyper = model.hyper_
     eta = ", ".join(f"{e:g}" for e in hyper.eta)
     facts.append(("priors", f"eta = {eta}; e0 = {hyper.e0:g}, f0 = {hyper.f0:g}; "
@@ -145,7 +143,7 @@ def summary_text(model, texts=None, *, top: int = 5, npmi: bool = True, lda: boo
     Precomputed ``assignments`` or ``coherence`` are used as they are.  Phrase columns with
     less than ``min_column_share`` of their kernel's mass are shown as ``_``.
     """
-    corpus = model._corpus(texts, model.vocabulary_, None) if texts is not None else None
+    corpus = model.encode(texts) if texts is not None else None
     if corpus is not None and assignments is None and sweeps:
         assignments = assign_kernels(model, corpus, n_iter=sweeps, burn_in=sweeps // 2)
     if coherence is None and corpus is not None and npmi:

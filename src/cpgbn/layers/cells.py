@@ -23,10 +23,57 @@ import numpy as np
 
 from ..errors import CPGBNInputError
 
-#: Observation models for a cell (see :class:`ConvData`).
+#: Observation models for a cell (see :class:`ConvData`); the numba kernels compare with these.
 BERNOULLI_POISSON = 0
 FIXED_COUNT = 1
 OBSERVED_COUNT = 2
+
+
+@dataclass(frozen=True)
+class ObservationModel:
+    """How a cell of the data is observed: the one resolved form of ``token_count``.
+
+    mode : ``BERNOULLI_POISSON`` (x = 1(m > 0), the paper's link), ``FIXED_COUNT`` (every token
+        carries ``scale`` pseudo-counts: the authors' tempered likelihood) or ``OBSERVED_COUNT``
+        (cells carry observed Poisson counts, multiplied by ``scale``: bag-of-words data).
+    scale : the pseudo-count, or the multiplier of observed counts (1: the plain model).
+    """
+
+    mode: int
+    scale: int = 1
+
+    @classmethod
+    def of(cls, token_count) -> "ObservationModel":
+        """The observation model of text for a ``token_count`` parameter
+        ("bernoulli-poisson" or a positive integer); CPGBNInputError otherwise."""
+        if isinstance(token_count, ObservationModel):
+            return token_count
+        if isinstance(token_count, str):
+            if token_count == "bernoulli-poisson":
+                return cls(BERNOULLI_POISSON, 1)
+            raise CPGBNInputError(
+                f"token_count must be 'bernoulli-poisson' or a positive integer, got {token_count!r}")
+        if isinstance(token_count, (bool, np.bool_)) or not isinstance(token_count,
+                                                                        (int, np.integer)):
+            raise CPGBNInputError(
+                f"token_count must be 'bernoulli-poisson' or a positive integer, got {token_count!r}")
+        if token_count < 1:
+            raise CPGBNInputError(f"token_count must be >= 1, got {token_count}")
+        return cls(FIXED_COUNT, int(token_count))
+
+    @classmethod
+    def counts(cls, scale=1) -> "ObservationModel":
+        """Observed counts multiplied by ``scale`` (bag-of-words data, ``PGBN(token_count=...)``)."""
+        return cls(OBSERVED_COUNT, cls.of(scale).scale)
+
+    def describe(self) -> str:
+        """The observation model in words (with c pseudo-counts a token adds c ln lambda - ln c!
+        to the log-likelihood)."""
+        if self.mode == BERNOULLI_POISSON:
+            return "Bernoulli-Poisson link, the paper's"
+        if self.mode == FIXED_COUNT:
+            return f"{self.scale} pseudo-counts per token"
+        return "word counts" + (f" times {self.scale}" if self.scale != 1 else "")
 
 
 @dataclass(frozen=True)
@@ -74,6 +121,10 @@ class ConvData:
     padding: int = 0
 
     @property
+    def observation(self) -> ObservationModel:
+        return ObservationModel(self.mode, self.fixed_count)
+
+    @property
     def n_docs(self) -> int:
         return len(self.doc_length)
 
@@ -96,26 +147,11 @@ def _positions(doc_length: np.ndarray, filter_width: int) -> np.ndarray:
     return positions
 
 
-def token_mode(token_count) -> tuple[int, int]:
-    """Resolve the ``token_count`` parameter into (mode, fixed_count)."""
-    if isinstance(token_count, str):
-        if token_count == "bernoulli-poisson":
-            return BERNOULLI_POISSON, 1
-        raise CPGBNInputError(
-            f"token_count must be 'bernoulli-poisson' or a positive integer, got {token_count!r}"
-        )
-    if isinstance(token_count, (bool, np.bool_)) or not isinstance(token_count, (int, np.integer)):
-        raise CPGBNInputError(
-            f"token_count must be 'bernoulli-poisson' or a positive integer, got {token_count!r}"
-        )
-    if token_count < 1:
-        raise CPGBNInputError(f"token_count must be >= 1, got {token_count}")
-    return FIXED_COUNT, int(token_count)
-
-
 def from_token_sequences(tokens: np.ndarray, offsets: np.ndarray, filter_width: int,
                          token_count="bernoulli-poisson", padding: int = 0) -> ConvData:
     """Cells of text documents: one cell per token, column = position in the document.
+
+    ``token_count``: an :class:`ObservationModel` or a value for :meth:`ObservationModel.of`.
 
     ``padding`` empty columns are added before and after every document, so a kernel may
     overhang either edge by up to ``padding`` columns (0: the paper's S_j = L_j - F + 1
@@ -125,7 +161,8 @@ def from_token_sequences(tokens: np.ndarray, offsets: np.ndarray, filter_width: 
     tokens = np.ascontiguousarray(tokens, dtype=np.int32)
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
     lengths = np.diff(offsets)
-    mode, fixed = token_mode(token_count)
+    observation = ObservationModel.of(token_count)
+    mode, fixed = observation.mode, observation.scale
     doc_of_token = np.repeat(np.arange(len(lengths)), lengths)
     cols = (np.arange(len(tokens), dtype=np.int64) - offsets[doc_of_token] + padding).astype(np.int32)
     padded = np.maximum(lengths + 2 * padding, filter_width)
@@ -145,10 +182,11 @@ def from_token_sequences(tokens: np.ndarray, offsets: np.ndarray, filter_width: 
 
 
 def from_cells(doc_cells, cell_word, cell_col, doc_length, filter_width,
-               cell_count=None) -> ConvData:
+               cell_count=None, true_length=None) -> ConvData:
     """Cells of arbitrary matrices: observed counts if ``cell_count`` is given, else binary cells.
 
     Used for bag-of-words data (``doc_length`` = 1, F = 1) and for data simulated from the model.
+    ``true_length`` (default ``doc_length``) is what features are normalised by.
     """
     doc_length = np.ascontiguousarray(doc_length, dtype=np.int64)
     padded = np.maximum(doc_length, filter_width)
@@ -166,13 +204,14 @@ def from_cells(doc_cells, cell_word, cell_col, doc_length, filter_width,
         filter_width=int(filter_width),
         mode=mode,
         fixed_count=1,
-        true_length=doc_length,
+        true_length=(doc_length if true_length is None
+                     else np.ascontiguousarray(true_length, dtype=np.int64)),
     )
 
 
-def from_bag_of_words(tokens: np.ndarray, offsets: np.ndarray) -> ConvData:
+def from_bag_of_words(tokens: np.ndarray, offsets: np.ndarray, scale: int = 1) -> ConvData:
     """Cells of bag-of-words documents: one column per document, one cell per distinct word
-    with its count (observed Poisson counts).  With F = 1 the convolutional layer is then
+    with its count times ``scale`` (observed Poisson counts).  With F = 1 the convolutional layer is then
     exactly PFA, and the whole stack the PGBN of Zhou, Cong & Chen (2016)."""
     tokens = np.asarray(tokens, dtype=np.int64)
     offsets = np.asarray(offsets, dtype=np.int64)
@@ -183,8 +222,8 @@ def from_bag_of_words(tokens: np.ndarray, offsets: np.ndarray) -> ConvData:
     docs, words = np.divmod(keys, n_words)
     doc_cells = np.zeros(n_docs + 1, dtype=np.int64)
     np.cumsum(np.bincount(docs, minlength=n_docs), out=doc_cells[1:])
-    data = from_cells(doc_cells, words.astype(np.int32), np.zeros(len(words), dtype=np.int32),
-                      np.ones(n_docs, dtype=np.int64), 1, cell_count=counts.astype(np.int32))
     # features are normalised by the number of tokens, not by the single column
-    object.__setattr__(data, "true_length", np.diff(offsets).astype(np.int64))
-    return data
+    return from_cells(doc_cells, words.astype(np.int32), np.zeros(len(words), dtype=np.int32),
+                      np.ones(n_docs, dtype=np.int64), 1,
+                      cell_count=(counts * int(scale)).astype(np.int32),
+                      true_length=np.diff(offsets))

@@ -34,6 +34,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
+from ...layers.cells import BERNOULLI_POISSON, FIXED_COUNT, OBSERVED_COUNT
 from .distributions import (binomial, categorical_cumulative, multinomial_cumulative,
                             zero_truncated_poisson)
 from .rng import borrow, seed_state
@@ -53,14 +54,14 @@ _SMALL_SPLIT = 24
 def cell_units(state, mode, lam, fixed_count, log_fixed_factorial, observed):
     """(units, log-likelihood term) of one cell with total rate lambda = ``lam``.
 
-    mode 0, the Bernoulli-Poisson link: units ~ zero-truncated Poisson(lambda), term
-    ln(1 - e^-lambda) + lambda (the cell's -lambda is in the document's -sum w); mode 1, a
+    BERNOULLI_POISSON, the paper's link: units ~ zero-truncated Poisson(lambda), term
+    ln(1 - e^-lambda) + lambda (the cell's -lambda is in the document's -sum w); FIXED_COUNT, a
     pseudo-count: ``fixed_count`` units, term n ln lambda - ln n! (``log_fixed_factorial``);
-    mode 2, observed counts: ``observed`` units, the same term.
+    OBSERVED_COUNT: ``observed`` units, the same term.
     """
-    if mode == 0:
+    if mode == BERNOULLI_POISSON:
         return zero_truncated_poisson(state, lam), np.log(-np.expm1(-lam)) + lam
-    if mode == 1:
+    if mode == FIXED_COUNT:
         return np.int64(fixed_count), fixed_count * np.log(lam) - log_fixed_factorial
     return np.int64(observed), observed * np.log(lam) - lgamma(observed + 1.0)
 
@@ -340,7 +341,7 @@ def sweep_positions(seed, stream, block_size, doc_cells, doc_positions, cell_wor
                                                          light_idx, light_cum)
                 lam = heavy_total + light_total
                 n_units, cell_ll = cell_units(state, mode, lam, fixed_count, log_fixed_factorial,
-                                              cell_count[c] if mode == 2 else 0)
+                                              cell_count[c] if mode == OBSERVED_COUNT else 0)
                 ll += cell_ll
                 if n_units + n_candidates > len(out_idx):
                     out_idx = np.empty(2 * (n_units + n_candidates), dtype=np.int64)
