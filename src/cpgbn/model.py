@@ -28,10 +28,10 @@ from .layers.cells import ConvData, ObservationModel, from_bag_of_words, from_to
 from .text.corpus import Corpus
 from .text.vocabulary import Vocabulary
 
-#: Default pseudo-count per token, chosen by measured accuracy (results/token_count.md for TREC,
-#: results/prior_study.md for SUBJ and MR, one to three layers): 800 and 1600 are level within
-#: the seeds' spread and above 200 at every dataset and depth measured, and 800 is the smaller (the milder
-#: tempering).  It was 200, chosen on TREC alone before the vocabulary fix (4dafaef).
+#: Default pseudo-count per token, chosen by measured accuracy on TREC, SUBJ and MR at one to
+#: three layers: 800 and 1600 are level within the seeds' spread and above 200 at every dataset
+#: and depth measured, and 800 is the smaller (the milder tempering).  The measurements are in
+#: the documentation (docs/results.md).
 DEFAULT_TOKEN_COUNT = 800
 
 _MAX_SEED = 2**63 - 1
@@ -82,13 +82,11 @@ class CPGBN(TransformerMixin, BaseEstimator):
         The observation model of a token.  ``"bernoulli-poisson"`` is the paper's link
         x = 1(m > 0) with a zero-truncated Poisson latent count; an integer c gives every token
         c pseudo-counts (the authors' code, a tempered likelihood).  The default was chosen by
-        measured accuracy on TREC, SUBJ and MR (results/token_count.md,
-        results/prior_study.md); see the README section "token_count".
+        measured accuracy on TREC, SUBJ and MR (see the documentation's results).
     padding : int, default 0
         Empty columns added before and after every document, so a kernel may overhang an edge
         by up to ``padding`` words (0 <= padding <= F - 1).  0 is the paper's model, with
-        S_j = L_j - F + 1 positions (eq. 1); the authors' code pads (measured in
-        results/prior_study.md).
+        S_j = L_j - F + 1 positions (eq. 1); the authors' code pads.
     eta : float or sequence of float, default 0.05
         Dirichlet concentration of the kernels (eta^(1)) and of each Phi^(t).
     e0, f0 : float, default 0.1
