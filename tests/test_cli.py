@@ -344,12 +344,12 @@ def test_output_targets_are_checked_before_the_work(tmp_path, capsys, model_dir,
 
 def test_failed_write_names_the_requested_file(tmp_path, monkeypatch):
     # the temporary sibling is an implementation detail: an error names the file asked for
-    from cpgbn.io import write_file_atomically
+    from cpgbn.files import write_file_atomically
 
     def refuse(src, dst):
         raise PermissionError(13, "Permission denied", src)
 
-    monkeypatch.setattr("cpgbn.io.os.replace", refuse)
+    monkeypatch.setattr("cpgbn.files.os.replace", refuse)
     target = tmp_path / "f.txt"
     with pytest.raises(PermissionError) as info:
         write_file_atomically(target, lambda fh: fh.write("x"))

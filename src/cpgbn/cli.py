@@ -79,7 +79,7 @@ def _read_documents(data: str, split: str, data_dir, fmt: str):
 # ---------------------------------------------------------------------- commands
 def cmd_fit(args) -> int:
     from .explain.summary import observation_model
-    from .io import check_replaceable
+    from .files import check_replaceable
     from .model import CPGBN
     check_replaceable(args.out)
     texts, _ = _read_documents(args.data, args.split, args.data_dir, args.format)
@@ -105,7 +105,7 @@ def cmd_fit(args) -> int:
 
 
 def cmd_transform(args) -> int:
-    from .io import check_file_target, write_file_atomically
+    from .files import check_file_target, write_file_atomically
     from .model import CPGBN
     check_file_target(args.out)
     model = CPGBN.load(args.model_dir)
@@ -168,7 +168,7 @@ def cmd_tree(args) -> int:
 
 def cmd_evaluate(args) -> int:
     from .evaluate import evaluate
-    from .io import check_file_target, write_file_atomically
+    from .files import check_file_target, write_file_atomically
     if args.json:
         check_file_target(args.json, "--json")
     if args.padding and args.model != "cpgbn":

@@ -67,7 +67,7 @@ def _load(args):
 
 def cmd_report(args) -> int:
     from .explain.report import build_report, write_report
-    from .io import check_file_target
+    from .files import check_file_target
     out = Path(args.out)
     check_file_target(out)
     model, texts, labels = _load(args)

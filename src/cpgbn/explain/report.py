@@ -369,5 +369,5 @@ def build_report(model, texts=None, labels=None, *, title: str | None = None, so
 
 def write_report(html: str, path) -> Path:
     """Write the report atomically (a temporary sibling renamed into place)."""
-    from ..io import write_file_atomically
+    from ..files import write_file_atomically
     return write_file_atomically(path, lambda fh: fh.write(html))

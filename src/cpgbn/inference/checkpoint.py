@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import CPGBNInputError, ModelFormatError
-from ..io import write_directory_atomically
+from ..files import write_directory_atomically
 from .driver import Collector
 from .state import GibbsState, GlobalParameters
 
