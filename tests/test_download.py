@@ -1,4 +1,4 @@
-"""Dataset downloads (``cpgbn.text.download``, ``cpgbn download``) against a local HTTP server.
+"""Dataset downloads (``cpgbn.datasets.download``, ``cpgbn download``) against a local HTTP server.
 
 A threaded HTTP server on 127.0.0.1 serves small archives laid out exactly like the originals
 (built here), with Range support and injectable faults: 404, a hang, a stall in the middle of a
@@ -28,9 +28,9 @@ import pytest
 
 import cpgbn.datasets
 from cpgbn.cli_download import add_parser
+from cpgbn.datasets import dataset_info, has_dataset, load_dataset, resolve_data_dir
+from cpgbn.datasets import download as dl
 from cpgbn.errors import CPGBNInputError, DataFileError
-from cpgbn.text import download as dl
-from cpgbn.text.datasets import dataset_info, has_dataset, load_dataset, resolve_data_dir
 
 # ----------------------------------------------------------------------------- fixtures
 

@@ -61,7 +61,8 @@ def _token_count(text: str):
 
 def _read_documents(data: str, split: str, data_dir, fmt: str):
     """(texts, labels or None) from a file path or a dataset name."""
-    from .text import DATASETS, load_dataset, read_labeled, read_lines
+    from .datasets import DATASETS, load_dataset
+    from .text import read_labeled, read_lines
     path = Path(data)
     if path.exists() or fmt != "auto" or os.sep in data or data.endswith((".tsv", ".txt", ".gz")):
         if fmt == "auto":

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from .text.datasets import DATASETS
+from .datasets.registry import DATASETS
 
 __all__ = ["add_parser", "cmd_download"]
 
@@ -25,7 +25,7 @@ def _seconds(text: str) -> float:
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Add ``download`` to ``subparsers`` (from ``parser.add_subparsers``); return its parser."""
-    from .text.download import DEFAULT_TIMEOUT, MIRROR_ENV
+    from .datasets.download import DEFAULT_TIMEOUT, MIRROR_ENV
 
     p = subparsers.add_parser(
         "download", help="download a dataset from its public source",
@@ -49,8 +49,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def cmd_download(args) -> int:
-    from .text.datasets import dataset_info, has_dataset
-    from .text.download import SOURCES, target_dir, fetch
+    from .datasets import dataset_info, fetch, has_dataset
+    from .datasets.download import SOURCES, target_dir
 
     name = args.dataset
     target = target_dir(args.data_dir)

@@ -31,10 +31,10 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC, LinearSVC
 
+from ..datasets import dataset_info, fold_indices, load_dataset
 from ..errors import CPGBNInputError
 from ..model import CPGBN, DEFAULT_TOKEN_COUNT, PGBN
 from ..text.corpus import Corpus
-from ..text.datasets import dataset_info, fold_indices, load_dataset
 from .provenance import provenance
 
 
