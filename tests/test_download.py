@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 import cpgbn.datasets
-from cpgbn.cli_download import add_parser
+from cpgbn.cli.download import add_download_parser
 from cpgbn.datasets import dataset_info, has_dataset, load_dataset, resolve_data_dir
 from cpgbn.datasets import download as dl
 from cpgbn.errors import CPGBNInputError, DataFileError
@@ -618,7 +618,7 @@ def test_nothing_is_downloaded_when_cpgbn_data_has_the_dataset(fake, tmp_path, m
 # ----------------------------------------------------------------------------- command line
 def _run(argv, capsys):
     parser = argparse.ArgumentParser(prog="cpgbn")
-    add_parser(parser.add_subparsers(dest="command", required=True))
+    add_download_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
     try:
         code = args.func(args)
