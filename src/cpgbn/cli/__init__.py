@@ -7,8 +7,7 @@ atomically, so a failed command leaves nothing half-written.
 One module per command group, each adding its subcommands to the parser built here:
 :mod:`~cpgbn.cli.fit` (fit, transform), :mod:`~cpgbn.cli.explain` (topics, tree, report,
 summary), :mod:`~cpgbn.cli.evaluate` and :mod:`~cpgbn.cli.download`; the argument types and
-document reading they share are in :mod:`~cpgbn.cli.common`.  The library is imported inside
-the commands, so ``cpgbn --help`` and argument errors stay fast.
+document reading they share are in :mod:`~cpgbn.cli.common`.
 """
 
 from __future__ import annotations

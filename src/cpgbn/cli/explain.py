@@ -49,6 +49,7 @@ def column_share(text: str) -> float:
 
 
 def add_column_share_arg(p) -> None:
+    """``--min-column-share`` of the commands that print phrase columns."""
     from ..explain.hierarchy import HIDDEN, MIN_COLUMN_SHARE
     p.add_argument("--min-column-share", type=column_share, default=MIN_COLUMN_SHARE, metavar="S",
                    help="hide a phrase column holding less than this share of its kernel's or "
