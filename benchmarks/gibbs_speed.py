@@ -32,7 +32,8 @@ STRUCTURES = ((200,), (200, 100), (200, 100, 50))
 
 
 def corpus_of(dataset: str, data_dir=None):
-    from cpgbn.text import Corpus, dataset_info, load_dataset
+    from cpgbn.datasets import dataset_info, load_dataset
+    from cpgbn.text import Corpus
     texts, _ = load_dataset(dataset, "train", data_dir=data_dir)
     return Corpus.from_texts(texts, vocab_size=dataset_info(dataset)["vocab_size"] + 1)
 

@@ -33,7 +33,8 @@ def main():
     args = ap.parse_args()
     from cpgbn.evaluate.provenance import provenance
     from cpgbn.model import DEFAULT_TOKEN_COUNT
-    from cpgbn.text import Corpus, load_dataset
+    from cpgbn.datasets import load_dataset
+    from cpgbn.text import Corpus
 
     texts, _ = load_dataset("imdb", "train", data_dir=args.data_dir)
     order = np.random.default_rng(0).permutation(len(texts))

@@ -25,7 +25,7 @@ from sklearn.svm import SVC, LinearSVC
 from cpgbn import CPGBN
 from cpgbn.model import DEFAULT_TOKEN_COUNT
 from cpgbn.evaluate.provenance import provenance
-from cpgbn.text import dataset_info, load_dataset
+from cpgbn.datasets import dataset_info, load_dataset
 from reports import load_cells, save_record
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -25,7 +25,7 @@ import numpy as np
 from cpgbn.evaluate.protocols import PROTOCOLS, make_classifier
 from cpgbn.evaluate.provenance import provenance
 from cpgbn.model import CPGBN, DEFAULT_TOKEN_COUNT
-from cpgbn.text.datasets import load_dataset
+from cpgbn.datasets import load_dataset
 from reports import load_cells, mean_std, save_record
 from vocab_fix import MARK, add_note, stale_record
 

@@ -27,7 +27,7 @@ from cpgbn import CPGBN
 from cpgbn.evaluate import evaluate
 from cpgbn.evaluate.provenance import provenance
 from cpgbn.io import write_file_atomically
-from cpgbn.text import load_dataset
+from cpgbn.datasets import load_dataset
 from vocab_fix import stale_record
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -20,7 +20,7 @@ import numpy as np
 
 from cpgbn import CPGBN
 from cpgbn.evaluate.provenance import provenance
-from cpgbn.text.datasets import load_dataset
+from cpgbn.datasets import load_dataset
 from reports import load_cells, save_record
 
 ROOT = Path(__file__).resolve().parents[1]

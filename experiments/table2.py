@@ -65,7 +65,7 @@ def key_of(protocol, dataset, model, layers, seed, token_count, vocab=None, feat
 
 def vocab_label(cell):
     """"paper" for the paper's V_pre (TREC 8000, MR and SUBJ 20000), else the number of words."""
-    from cpgbn.text import dataset_info
+    from cpgbn.datasets import dataset_info
     words = cell["vocab_size"] - 1
     return "paper" if words == dataset_info(cell["dataset"])["vocab_size"] else str(words)
 

@@ -23,9 +23,10 @@ from pathlib import Path
 
 import numpy as np
 
+from cpgbn.datasets import dataset_info, load_dataset
 from cpgbn.evaluate.provenance import provenance
 from cpgbn.io import write_file_atomically
-from cpgbn.text import Vocabulary, dataset_info, load_dataset, tokenize
+from cpgbn.text import Vocabulary, tokenize
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "results" / "vocab_ties.json"

@@ -64,13 +64,13 @@ def main(argv=None) -> int:
         if args.html:
             html_path = Path(args.html).resolve()
         else:
-            from cpgbn.cli import _read_documents
+            from cpgbn.cli.common import read_documents
             from cpgbn.explain.report import build_report, write_report
             from cpgbn.model import CPGBN
             model = CPGBN.load(args.model_dir)
             texts = labels = None
             if args.data:
-                texts, labels = _read_documents(args.data, args.split, args.data_dir, "auto")
+                texts, labels = read_documents(args.data, args.split, args.data_dir, "auto")
             html = build_report(model, texts, labels, source=str(args.model_dir))
             html_path = write_report(html, Path(args.keep_html or Path(tmp) / "report.html")).resolve()
         out = Path(args.out).resolve()

@@ -5,8 +5,9 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from cpgbn.datasets import DATASETS, dataset_info, load_dataset, resolve_data_dir
 from cpgbn.errors import CPGBNInputError, DataFileError
-from cpgbn.text import DATASETS, dataset_info, load_dataset, resolve_data_dir, tokenize
+from cpgbn.text import tokenize
 from cpgbn.text.readers import read_labeled
 
 # ----------------------------------------------------------------------------- no real data
@@ -182,7 +183,7 @@ def test_real_mr_tokenizes_close_to_its_whitespace_split(data_dir):
 
 
 def test_fold_indices_are_the_cv_rows(tmp_path):
-    from cpgbn.text.datasets import fold_indices
+    from cpgbn.datasets import fold_indices
     root = _fake_dir(tmp_path, 20)
     texts, labels = load_dataset("mr", "all", data_dir=root)
     for fold in (0, 7):

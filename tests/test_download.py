@@ -1,4 +1,4 @@
-"""Dataset downloads (``cpgbn.text.download``, ``cpgbn download``) against a local HTTP server.
+"""Dataset downloads (``cpgbn.datasets.download``, ``cpgbn download``) against a local HTTP server.
 
 A threaded HTTP server on 127.0.0.1 serves small archives laid out exactly like the originals
 (built here), with Range support and injectable faults: 404, a hang, a stall in the middle of a
@@ -27,10 +27,10 @@ from pathlib import Path
 import pytest
 
 import cpgbn.datasets
-from cpgbn.cli_download import add_parser
+from cpgbn.cli.download import add_download_parser
+from cpgbn.datasets import dataset_info, has_dataset, load_dataset, resolve_data_dir
+from cpgbn.datasets import download as dl
 from cpgbn.errors import CPGBNInputError, DataFileError
-from cpgbn.text import download as dl
-from cpgbn.text.datasets import dataset_info, has_dataset, load_dataset, resolve_data_dir
 
 # ----------------------------------------------------------------------------- fixtures
 
@@ -618,7 +618,7 @@ def test_nothing_is_downloaded_when_cpgbn_data_has_the_dataset(fake, tmp_path, m
 # ----------------------------------------------------------------------------- command line
 def _run(argv, capsys):
     parser = argparse.ArgumentParser(prog="cpgbn")
-    add_parser(parser.add_subparsers(dest="command", required=True))
+    add_download_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
     try:
         code = args.func(args)

@@ -326,7 +326,7 @@ def test_report_renders_in_headless_chromium(report_html, tmp_path):
 def test_trec_phrases_and_report(data_dir, tmp_path):
     """A small CPGBN on TREC questions: kernels pick up question openings (Table 3), and the
     report of the TREC model renders in Chromium when it is installed."""
-    from cpgbn.text import load_dataset
+    from cpgbn.datasets import load_dataset
     texts, labels = load_dataset("trec", "train", data_dir=data_dir)
     model = CPGBN(layers=(32, 8), vocab_size=2000, n_iter=20, burn_in=10, random_state=0).fit(texts)
     assignments = assign_kernels(model, texts, n_iter=4, burn_in=2)

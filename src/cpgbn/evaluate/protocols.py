@@ -31,10 +31,10 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC, LinearSVC
 
+from ..baselines import LDAFeatures
+from ..datasets import dataset_info, fold_indices, load_dataset
 from ..errors import CPGBNInputError
 from ..model import CPGBN, DEFAULT_TOKEN_COUNT, PGBN
-from ..text.corpus import Corpus
-from ..text.datasets import dataset_info, fold_indices, load_dataset
 from .provenance import provenance
 
 
@@ -78,37 +78,6 @@ def _splits(dataset: str, protocol: Protocol, data_dir, seed: int):
     else:
         yield "fixed", load_dataset(dataset, "train", data_dir=data_dir), \
             load_dataset(dataset, "test", data_dir=data_dir)
-
-
-class LDAFeatures:
-    """Latent Dirichlet allocation baseline (scikit-learn, batch variational Bayes) on the same
-    vocabulary: features are the documents' topic proportions."""
-
-    def __init__(self, n_topics: int, vocab_size: int, n_iter: int, seed: int):
-        self.n_topics, self.vocab_size, self.n_iter, self.seed = n_topics, vocab_size, n_iter, seed
-        self.sweep_seconds_ = np.array([np.nan])
-
-    def _counts(self, corpus: Corpus):
-        from scipy.sparse import csr_matrix
-        n_docs = len(corpus)
-        rows = np.repeat(np.arange(n_docs), corpus.lengths)
-        return csr_matrix((np.ones(len(corpus.tokens)), (rows, corpus.tokens)),
-                          shape=(n_docs, len(corpus.vocabulary)))
-
-    def fit_transform(self, texts):
-        from sklearn.decomposition import LatentDirichletAllocation
-        corpus = Corpus.from_texts(list(texts), vocab_size=self.vocab_size)
-        self.vocabulary_ = corpus.vocabulary
-        self.lda_ = LatentDirichletAllocation(n_components=self.n_topics, learning_method="batch",
-                                              max_iter=self.n_iter, random_state=self.seed)
-        start = time.perf_counter()
-        features = self.lda_.fit_transform(self._counts(corpus))
-        self.sweep_seconds_ = np.array([(time.perf_counter() - start) / self.n_iter])
-        return features
-
-    def transform(self, texts):
-        corpus = Corpus.from_texts(list(texts), vocabulary=self.vocabulary_)
-        return self.lda_.transform(self._counts(corpus))
 
 
 MODELS = ("cpgbn", "pgbn", "lda")

@@ -22,7 +22,7 @@ is scored: the N words whose occurrences the kernel explains most (its corpus to
 analogue of LDA's topic-word counts).  The two differ when a column holds few tokens: each
 token carries ``token_count`` pseudo-counts, so a handful of rare words can dominate a column
 the data barely use.  LDA topics (the baseline of
-:class:`cpgbn.evaluate.protocols.LDAFeatures`: scikit-learn batch variational Bayes, same
+:func:`cpgbn.baselines.lda_estimator`: scikit-learn batch variational Bayes, same
 vocabulary) use their N most probable words.  Both are scored on the same windows.
 """
 
@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from ..baselines import document_word_counts, lda_estimator
 from ..errors import CPGBNInputError
 from ..text.corpus import Corpus
 from ..text.vocabulary import OOV_ID
@@ -161,15 +162,9 @@ def lda_topic_words(corpus: Corpus, n_topics: int, top_n: int = DEFAULT_TOP_N, *
     """Fit LDA (scikit-learn, batch variational Bayes, as the ``lda`` baseline of
     ``cpgbn evaluate``) on the corpus's word counts; return each topic's ``top_n`` word ids
     (``<unk>`` excluded)."""
-    from sklearn.decomposition import LatentDirichletAllocation
-
-    from ..evaluate.protocols import LDAFeatures
     if n_topics < 1:
         raise CPGBNInputError(f"n_topics must be >= 1, got {n_topics}")
-    counts = LDAFeatures(n_topics, len(corpus.vocabulary), n_iter, seed)._counts(corpus)
-    lda = LatentDirichletAllocation(n_components=n_topics, learning_method="batch",
-                                    max_iter=n_iter, random_state=seed)
-    lda.fit(counts)
+    lda = lda_estimator(n_topics, n_iter, seed).fit(document_word_counts(corpus))
     topics = []
     for weights in lda.components_:
         weights = weights.copy()

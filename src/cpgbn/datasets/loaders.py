@@ -3,7 +3,7 @@
 The data files live outside the package (see the data folder's README for their format and
 provenance).  A loader finds them in the folder it is given, else in ``$CPGBN_DATA``, else in
 the user cache (``~/.cache/cpgbn``), where ``cpgbn download NAME`` (or ``CPGBN_DOWNLOAD=1``)
-puts them; see :mod:`cpgbn.text.download`.  TREC and
+puts them; see :mod:`cpgbn.datasets.download`.  TREC and
 IMDB come with official train/test splits.  MR and SUBJ do not; by default they are split
 the way the CPGBN authors' notebooks did it, so results compare with the paper:
 
@@ -19,77 +19,29 @@ from __future__ import annotations
 import os
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
+from cpgbn.datasets.registry import (DOWNLOAD_ENV, ENV_VAR, PROTOCOLS, SPECS, SPLITS, cache_dir,
+                                     check_name, has_dataset)
 from cpgbn.errors import CPGBNInputError, DataFileError
 from cpgbn.text.readers import read_labeled
 
-__all__ = ["DATASETS", "SPLITS", "PROTOCOLS", "cache_dir", "dataset_info", "has_dataset",
-           "load_dataset", "resolve_data_dir"]
-
-DATASETS = ("mr", "subj", "trec", "imdb")
-SPLITS = ("train", "test", "all")
-PROTOCOLS = ("authors", "cv")
-ENV_VAR = "CPGBN_DATA"
-DOWNLOAD_ENV = "CPGBN_DOWNLOAD"
-CACHE_ENV = "XDG_CACHE_HOME"
-
-
-@dataclass(frozen=True)
-class _Spec:
-    folder: str
-    files: dict[str, str]  # split name -> file name; "all" for a single unsplit file
-    classes: tuple[str, ...]
-    vocab_size: int  # the paper's V_pre
-    authors_rows: dict[str, tuple[int, int]] = field(default_factory=dict)  # per-label rows
-    fine_files: dict[str, str] = field(default_factory=dict)
-    n_fine_classes: int = 0
-
-
-_SPECS = {
-    "mr": _Spec("MR", {"all": "all.tsv"}, ("neg", "pos"), 20000,
-                authors_rows={"test": (0, 500), "train": (500, 5300)}),
-    "subj": _Spec("SUBJ", {"all": "all.tsv"}, ("obj", "subj"), 20000,
-                  authors_rows={"train": (0, 4500), "test": (4500, 5000)}),
-    "trec": _Spec("TREC", {"train": "train.tsv", "test": "test.tsv"},
-                  ("ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM"), 8000,
-                  fine_files={"train": "train_fine.tsv", "test": "test_fine.tsv"},
-                  n_fine_classes=50),
-    "imdb": _Spec("IMDB", {"train": "train.tsv.gz", "test": "test.tsv.gz"}, ("neg", "pos"),
-                  30000),
-}
-
-
-def cache_dir() -> Path:
-    """The user cache for downloaded datasets: ``$XDG_CACHE_HOME/cpgbn`` or ``~/.cache/cpgbn``."""
-    base = os.environ.get(CACHE_ENV, "")
-    if base and os.path.isabs(base):  # the XDG spec says to ignore a relative path
-        return Path(base) / "cpgbn"
-    return Path.home() / ".cache" / "cpgbn"
-
-
-def has_dataset(data_dir: str | os.PathLike, name: str) -> bool:
-    """Whether ``data_dir`` holds every file of dataset ``name`` (as ``cpgbn download`` writes)."""
-    spec = _SPECS[_check_name(name)]
-    folder = Path(data_dir) / spec.folder
-    return all((folder / f).is_file() for f in (*spec.files.values(), *spec.fine_files.values()))
+__all__ = ["fold_indices", "load_dataset", "resolve_data_dir"]
 
 
 def resolve_data_dir(data_dir: str | os.PathLike | None = None, *, name: str | None = None,
                      download: bool | str | None = None) -> Path:
     """The data folder: ``data_dir`` if given, else ``$CPGBN_DATA``; it must exist.
 
-    With a dataset ``name``, and neither of those set, the user cache (:func:`cache_dir`) is
+    With a dataset ``name``, and neither of those set, the user cache (:func:`~cpgbn.datasets.registry.cache_dir`) is
     used if it holds that dataset.  Otherwise the dataset is downloaded there (into the
     given folder, if one was given and lacks the dataset) when ``download`` says so:
     True/False, "ask" (ask on the terminal, if there is one), or None for ``$CPGBN_DOWNLOAD``
     (1, 0 or ask; unset means 0).  If it is not downloaded, a DataFileError says how to get it.
     """
-    key = None if name is None else _check_name(name)
+    key = None if name is None else check_name(name)
     if data_dir is not None:
         path, origin = Path(data_dir), "data directory"
     elif os.environ.get(ENV_VAR):
@@ -115,7 +67,7 @@ def resolve_data_dir(data_dir: str | os.PathLike | None = None, *, name: str | N
     if not path.is_dir():
         raise DataFileError(f"{path}: {origin} is not a directory")
     if key is not None:
-        spec = _SPECS[key]
+        spec = SPECS[key]
         missing = [path / spec.folder / f for f in spec.files.values()
                    if not (path / spec.folder / f).is_file()]
         if missing:
@@ -128,7 +80,7 @@ def resolve_data_dir(data_dir: str | os.PathLike | None = None, *, name: str | N
 
 
 def _fetch(key: str, path: Path) -> Path:
-    from cpgbn.text.download import fetch  # the download machinery only when it is needed
+    from cpgbn.datasets.download import fetch  # the download machinery only when it is needed
 
     return fetch(key, path)
 
@@ -152,7 +104,7 @@ def _ask(key: str, target: Path) -> bool:
     """Offer the download on the terminal; False without one (or on end of input)."""
     import sys
 
-    from cpgbn.text.download import SOURCES
+    from cpgbn.datasets.download import SOURCES
 
     try:
         interactive = sys.stdin.isatty() and sys.stderr.isatty()
@@ -165,27 +117,6 @@ def _ask(key: str, target: Path) -> bool:
           f"{source.home} into {target}? [Y/n] ", end="", file=sys.stderr, flush=True)
     answer = sys.stdin.readline()
     return bool(answer) and answer.strip().lower() in ("", "y", "yes")
-
-
-def dataset_info(name: str) -> dict[str, Any]:
-    """Files, classes, splits and the recommended vocabulary size of a dataset (plain dict)."""
-    key = _check_name(name)
-    spec = _SPECS[key]
-    info: dict[str, Any] = {
-        "name": key,
-        "files": [f"{spec.folder}/{f}" for f in (*spec.files.values(), *spec.fine_files.values())],
-        "classes": list(spec.classes),
-        "n_classes": len(spec.classes),
-        "vocab_size": spec.vocab_size,
-        "protocols": list(PROTOCOLS) if spec.authors_rows else ["authors"],
-        "official_split": not spec.authors_rows,
-    }
-    if spec.authors_rows:
-        n_classes = len(spec.classes)
-        info["split_sizes"] = {s: n_classes * (b - a) for s, (a, b) in spec.authors_rows.items()}
-    if spec.n_fine_classes:
-        info["n_fine_classes"] = spec.n_fine_classes
-    return info
 
 
 def load_dataset(
@@ -207,8 +138,8 @@ def load_dataset(
     random_state=seed)``: fold ``fold`` is the test set and the other folds the training
     set.  ``fine=True`` selects TREC's 50 fine-grained labels.
     """
-    key = _check_name(name)
-    spec = _SPECS[key]
+    key = check_name(name)
+    spec = SPECS[key]
     if split not in SPLITS:
         raise CPGBNInputError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
     if protocol not in PROTOCOLS:
@@ -238,13 +169,6 @@ def fold_indices(labels: Sequence[str], fold: int, n_folds: int = 10,
     labels of ``load_dataset(name, "all")`` -- for the same folds as ``protocol="cv"``."""
     return (_cv_indices(labels, "train", fold, n_folds, seed),
             _cv_indices(labels, "test", fold, n_folds, seed))
-
-
-def _check_name(name: str) -> str:
-    key = name.lower() if isinstance(name, str) else None
-    if key not in _SPECS:
-        raise DataFileError(f"unknown dataset {name!r}; known: {', '.join(DATASETS)}")
-    return key
 
 
 def _load_official(folder: Path, files: dict[str, str], split: str) -> tuple[list[str], list[str]]:

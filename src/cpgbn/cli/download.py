@@ -1,15 +1,15 @@
 """``cpgbn download NAME``: fetch a dataset from its public source into the data folder.
 
-``add_parser(subparsers)`` adds the subcommand to the ``cpgbn`` parser; its errors are
-CPGBNInputError (DataFileError), which ``cpgbn.cli.main`` prints as one line with status 2.
+Its errors are CPGBNInputError (DataFileError), which :func:`cpgbn.cli.main` prints as one
+line with status 2.
 """
 from __future__ import annotations
 
 import argparse
 
-from .text.datasets import DATASETS
+from ..datasets.registry import DATASETS
 
-__all__ = ["add_parser", "cmd_download"]
+__all__ = ["add_download_parser", "cmd_download"]
 
 
 def _seconds(text: str) -> float:
@@ -23,11 +23,11 @@ def _seconds(text: str) -> float:
     return value
 
 
-def add_parser(subparsers) -> argparse.ArgumentParser:
-    """Add ``download`` to ``subparsers`` (from ``parser.add_subparsers``); return its parser."""
-    from .text.download import DEFAULT_TIMEOUT, MIRROR_ENV
+def add_download_parser(sub) -> argparse.ArgumentParser:
+    """Add ``download`` to the subcommand parser ``sub``; return its parser."""
+    from ..datasets.download import DEFAULT_TIMEOUT, MIRROR_ENV
 
-    p = subparsers.add_parser(
+    p = sub.add_parser(
         "download", help="download a dataset from its public source",
         description="Download dataset NAME from its authors' public page, verify the original "
                     "files' sha256, and convert them to the label<TAB>text files the loaders "
@@ -49,8 +49,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def cmd_download(args) -> int:
-    from .text.datasets import dataset_info, has_dataset
-    from .text.download import SOURCES, target_dir, fetch
+    from ..datasets import dataset_info, fetch, has_dataset
+    from ..datasets.download import SOURCES, target_dir
 
     name = args.dataset
     target = target_dir(args.data_dir)

@@ -5,7 +5,7 @@ each original file (those of the data folder's README) and of each converted fil
 :func:`read_originals` takes the original files out of the downloaded files and archives and
 checks them; :func:`convert` turns them into the converted files exactly as the data folder's
 README describes (decoding, label order, file order, collapsing runs of tab/line-break
-characters to one space) and checks the result.  :mod:`cpgbn.text.download` does the network
+characters to one space) and checks the result.  :mod:`cpgbn.datasets.download` does the network
 and file-system work around them.
 """
 from __future__ import annotations
@@ -18,10 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from cpgbn.datasets.registry import check_name
 from cpgbn.errors import DataFileError, one_line
-from cpgbn.text.datasets import DATASETS
 
-__all__ = ["SOURCES", "Source", "check_name", "convert", "read_originals"]
+__all__ = ["SOURCES", "Source", "convert", "read_originals"]
 
 
 @dataclass(frozen=True)
@@ -86,14 +86,6 @@ SOURCES: dict[str, Source] = {
 # Runs of these characters inside a text become one space (the data README's rule 2).
 _BREAKS = re.compile("[\t\n\r\v\f\x1c-\x1e\x85\u2028\u2029]+")
 _REVIEW = re.compile(r"(\d+)_(\d+)\.txt")
-
-
-def check_name(name) -> str:
-    """The dataset key of ``name`` (case-insensitive); DataFileError if unknown."""
-    key = name.lower() if isinstance(name, str) else None
-    if key not in SOURCES:
-        raise DataFileError(f"unknown dataset {name!r}; known: {', '.join(DATASETS)}")
-    return key
 
 
 # ------------------------------------------------------------------- originals and checking

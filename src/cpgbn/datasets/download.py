@@ -3,7 +3,7 @@
 ``fetch("trec")`` downloads the original files from the dataset authors' pages, checks every
 original file against the sha256 recorded in the data folder's README, converts them exactly as
 that README describes and checks the converted content against the sha256 of the files in the
-project's data folder (the sources, checks and conversion are in :mod:`cpgbn.text.sources`).
+project's data folder (the sources, checks and conversion are in :mod:`cpgbn.datasets.sources`).
 The result is byte-identical to those files (for IMDB the *decompressed* content is: our gzip
 framing may differ from ``gzip -9 -n``).
 
@@ -33,8 +33,8 @@ from pathlib import Path
 
 from cpgbn._version import __version__
 from cpgbn.errors import CPGBNInputError, DataFileError, one_line
-from cpgbn.text.datasets import ENV_VAR, cache_dir, has_dataset
-from cpgbn.text.sources import SOURCES, Source, check_name, convert, read_originals
+from cpgbn.datasets.registry import ENV_VAR, cache_dir, check_name, has_dataset
+from cpgbn.datasets.sources import SOURCES, Source, convert, read_originals
 
 __all__ = ["DEFAULT_TIMEOUT", "MIRROR_ENV", "SOURCES", "Source", "convert", "download_file",
            "fetch", "target_dir"]

@@ -1,0 +1,74 @@
+"""The ``cpgbn`` command line: a thin layer that parses, calls the library and prints.
+
+Every user error (bad file, bad parameter, bad model directory) is a CPGBNInputError: the
+command prints ``cpgbn: error: <one line>`` and exits with status 2.  Output files are written
+atomically, so a failed command leaves nothing half-written.
+
+One module per command group, each adding its subcommands to the parser built here:
+:mod:`~cpgbn.cli.fit` (fit, transform), :mod:`~cpgbn.cli.explain` (topics, tree, report,
+summary), :mod:`~cpgbn.cli.evaluate` and :mod:`~cpgbn.cli.download`; the argument types and
+document reading they share are in :mod:`~cpgbn.cli.common`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import warnings
+
+from .._version import __version__
+from ..errors import CPGBNInputError
+from . import download, evaluate, explain, fit
+
+__all__ = ["EXIT_USAGE", "SUBCOMMANDS", "build_parser", "main"]
+
+EXIT_USAGE = 2
+
+#: The subcommands, in the order ``cpgbn --help`` lists them.
+SUBCOMMANDS = (fit.add_fit_parser, fit.add_transform_parser, explain.add_topics_parser,
+               explain.add_tree_parser, download.add_download_parser, explain.add_report_parser,
+               explain.add_summary_parser, evaluate.add_evaluate_parser)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="cpgbn", description="Convolutional Poisson Gamma Belief Network: phrase-level deep "
+                                  "topic models fitted by Gibbs sampling.")
+    parser.add_argument("--version", action="version", version=f"cpgbn {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for add_parser in SUBCOMMANDS:
+        add_parser(sub)
+    return parser
+
+
+def _one_line_warning(message, category, filename, lineno, line=None):
+    return f"cpgbn: warning: {message}\n"
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "token_count", "absent") is None:
+        from ..model import DEFAULT_TOKEN_COUNT
+        args.token_count = DEFAULT_TOKEN_COUNT
+    if args.command == "transform" and args.burn_in is not None and args.iterations is None:
+        parser.error("--burn-in needs --iterations")
+    # a named dataset that is nowhere on disk: offer to download it when a person is at a terminal
+    os.environ.setdefault("CPGBN_DOWNLOAD", "ask")
+    previous_format = warnings.formatwarning
+    warnings.formatwarning = _one_line_warning
+    try:
+        return args.func(args)
+    except CPGBNInputError as exc:
+        print(f"cpgbn: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as exc:
+        print(f"cpgbn: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "),
+              file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("cpgbn: interrupted", file=sys.stderr)
+        return 130
+    finally:
+        warnings.formatwarning = previous_format

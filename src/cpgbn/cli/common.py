@@ -1,0 +1,84 @@
+"""What the ``cpgbn`` subcommands share: argument types and groups, and reading documents.
+
+The argument types raise ``argparse.ArgumentTypeError`` with a message that names the bad
+value; argparse turns it into ``cpgbn <command>: error: argument --x: <message>`` and exit
+status 2, as for every other usage error.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from ..errors import CPGBNInputError
+
+__all__ = ["add_data_args", "add_run_args", "layer_sizes", "positive_int", "read_documents",
+           "token_count"]
+
+
+def layer_sizes(text: str) -> tuple[int, ...]:
+    """argparse type of ``--layers``: widths like ``200`` or ``200,100,50`` (or ``200-100-50``)."""
+    parts = [p for p in text.replace("-", ",").split(",") if p.strip()]
+    try:
+        values = tuple(int(p) for p in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"layers must be integers like 200 or 200,100,50, got {text!r}")
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"every layer size must be >= 1, got {text!r}")
+    return values
+
+
+def token_count(text: str):
+    """argparse type of ``--token-count``: an integer or ``bernoulli-poisson``."""
+    if text == "bernoulli-poisson":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"token count must be an integer or 'bernoulli-poisson', got {text!r}")
+
+
+def positive_int(text: str) -> int:
+    """argparse type of a count that must be at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def add_data_args(p, *, split_help="split of a named dataset"):
+    """``--split``, ``--data-dir`` and ``--format``: how :func:`read_documents` reads DATA."""
+    p.add_argument("--split", default="train", choices=["train", "test", "all"], help=split_help)
+    p.add_argument("--data-dir", default=None,
+                   help="folder with the named datasets (default: $CPGBN_DATA)")
+    p.add_argument("--format", default="auto", choices=["auto", "tsv", "lines"],
+                   help="file layout: label<TAB>text (tsv) or one document per line (default: by "
+                        "extension, .tsv/.tsv.gz = tsv)")
+
+
+def add_run_args(p):
+    """``--threads`` and ``--quiet`` of the commands that run the sampler."""
+    p.add_argument("--threads", type=int, default=None, help="numba threads (default: all cores)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def read_documents(data: str, split: str, data_dir, fmt: str):
+    """(texts, labels or None) from a file path or a dataset name."""
+    from ..datasets import DATASETS, load_dataset
+    from ..text import read_labeled, read_lines
+    path = Path(data)
+    if path.exists() or fmt != "auto" or os.sep in data or data.endswith((".tsv", ".txt", ".gz")):
+        if fmt == "auto":
+            name = path.name.lower()
+            fmt = "tsv" if name.endswith((".tsv", ".tsv.gz")) else "lines"
+        if fmt == "tsv":
+            return read_labeled(path)
+        return read_lines(path), None
+    if data.lower() in DATASETS:
+        return load_dataset(data, split, data_dir=data_dir)
+    raise CPGBNInputError(f"{data!r} is neither an existing file nor a dataset name "
+                          f"({', '.join(DATASETS)})")

@@ -1,0 +1,104 @@
+"""``cpgbn fit`` and ``cpgbn transform``: train a model, and infer features with a saved one."""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from .common import add_data_args, add_run_args, layer_sizes, read_documents, token_count
+
+__all__ = ["add_fit_parser", "add_transform_parser", "cmd_fit", "cmd_transform"]
+
+
+def cmd_fit(args) -> int:
+    from ..files import check_replaceable
+    from ..model import CPGBN
+    check_replaceable(args.out)
+    texts, _ = read_documents(args.data, args.split, args.data_dir, args.format)
+    model = CPGBN(layers=args.layers, filter_width=args.filter_width, vocab_size=args.vocab_size,
+                  token_count=args.token_count, padding=args.padding, eta=args.eta,
+                  n_iter=args.iterations,
+                  burn_in=args.iterations * 3 // 4 if args.burn_in is None else args.burn_in,
+                  random_state=args.seed, n_threads=args.threads, device=args.device,
+                  progress=not args.quiet)
+    checkpoint = Path(f"{args.out}.checkpoint")
+    if args.resume and (checkpoint / "checkpoint.json").is_file():
+        print(f"resuming from {checkpoint}", file=sys.stderr)
+    start = time.perf_counter()
+    model.fit(texts, checkpoint_dir=checkpoint, checkpoint_every=args.checkpoint_every,
+              resume=args.resume)
+    seconds = time.perf_counter() - start
+    model.save(args.out)
+    print(f"fitted CPGBN {'-'.join(map(str, model.layers_))} on {len(texts)} documents "
+          f"({model.n_train_tokens_} tokens, V={len(model.vocabulary_)}) in {seconds:.1f}s; "
+          f"log-likelihood per token {model.log_likelihood():.4f} "
+          f"({model.observation_model.describe()}); saved to {args.out}")
+    return 0
+
+
+def cmd_transform(args) -> int:
+    from ..files import check_file_target, write_file_atomically
+    from ..model import CPGBN
+    check_file_target(args.out)
+    model = CPGBN.load(args.model_dir)
+    model.set_params(progress=not args.quiet, n_threads=args.threads)
+    if args.iterations is not None:
+        burn_in = args.iterations * 3 // 4 if args.burn_in is None else args.burn_in
+        model.set_params(transform_iter=args.iterations, transform_burn_in=burn_in)
+    texts, _ = read_documents(args.data, args.split, args.data_dir, args.format)
+    features = model.transform(texts, all_layers=args.all_layers)
+    import numpy as np
+    write_file_atomically(args.out, lambda fh: np.save(fh, features), binary=True)
+    print(f"wrote features of {features.shape[0]} documents x {features.shape[1]} to {args.out}")
+    return 0
+
+
+def add_fit_parser(sub):
+    """Add ``fit`` to the subcommand parser ``sub``; return its parser."""
+    p = sub.add_parser("fit", help="fit a model and save it",
+                       description="Fit CPGBN on DATA (a file or a dataset name) and save it.")
+    p.add_argument("data", metavar="DATA", help="a text file (.tsv: label<TAB>text, else one "
+                                                "document per line) or a dataset: mr, subj, trec, imdb")
+    add_data_args(p)
+    p.add_argument("--layers", type=layer_sizes, default=(200,),
+                   help="layer widths, e.g. 200 or 200,100,50")
+    p.add_argument("--filter-width", type=int, default=3, help="F, word positions per kernel (default 3)")
+    p.add_argument("--vocab-size", type=int, default=8000,
+                   help="vocabulary rows including the out-of-vocabulary row (default 8000)")
+    p.add_argument("--token-count", type=token_count, default=None,
+                   help="pseudo-count per token, or 'bernoulli-poisson' (default: library default)")
+    p.add_argument("--padding", type=int, default=0,
+                   help="empty columns before and after every document, so kernels may overhang "
+                        "the edges (0 to F-1; default 0, the paper's model)")
+    p.add_argument("--eta", type=float, default=0.05, help="Dirichlet concentration (default 0.05)")
+    p.add_argument("--iterations", type=int, default=200, help="Gibbs sweeps (default 200)")
+    p.add_argument("--burn-in", type=int, default=None,
+                   help="sweeps before averaging (default: 3/4 of --iterations)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--out", required=True, metavar="MODEL_DIR", help="where to save the model")
+    p.add_argument("--checkpoint-every", type=int, default=10,
+                   help="save the sampler state to MODEL_DIR.checkpoint every N sweeps (default 10)")
+    p.add_argument("--device", default=None,
+                   help="run the PyTorch sampler on this device (cpu, cuda, cuda:1); default: numba")
+    p.add_argument("--resume", action="store_true",
+                   help="continue an interrupted fit from MODEL_DIR.checkpoint (same result as an "
+                        "uninterrupted run)")
+    add_run_args(p)
+    p.set_defaults(func=cmd_fit)
+    return p
+
+
+def add_transform_parser(sub):
+    """Add ``transform`` to the subcommand parser ``sub``; return its parser."""
+    p = sub.add_parser("transform", help="document features from a saved model",
+                       description="Infer features (mean theta^(1) / L) of DATA with a saved model.")
+    p.add_argument("model_dir", metavar="MODEL_DIR")
+    p.add_argument("data", metavar="DATA")
+    add_data_args(p)
+    p.add_argument("--out", required=True, metavar="FEATURES.npy")
+    p.add_argument("--all-layers", action="store_true", help="concatenate the features of every layer")
+    p.add_argument("--iterations", type=int, default=None, help="sweeps (default: as in training)")
+    p.add_argument("--burn-in", type=int, default=None, help="burn-in sweeps (with --iterations)")
+    add_run_args(p)
+    p.set_defaults(func=cmd_transform)
+    return p
