@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from cpgbn.backends.numba.weights import FLOOR as NUMBA_FLOOR
-from cpgbn.backends.torch.tlasgr import tlasgr_step_torch
+from cpgbn.inference.tlasgr import tlasgr_step_torch
 from cpgbn.errors import CPGBNInputError
 from cpgbn.inference.tlasgr import FLOOR, TLASGRSchedule, TLASGRState, tlasgr_step
 

@@ -51,7 +51,7 @@ The functions are pure: :func:`tlasgr_step` returns the new parameter and a new
 :class:`TLASGRState`, and takes its randomness from an explicit ``numpy.random.Generator`` (or
 pre-drawn standard normals).  :func:`simplex_langevin_step` is the arithmetic alone, written
 with operators that numpy arrays and torch tensors share, so the PyTorch twin
-(:mod:`cpgbn.backends.torch.tlasgr`) runs the same code on a device.
+(:func:`tlasgr_step_torch`) runs the same code on a device.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ import numpy as np
 
 from ..errors import CPGBNInputError
 
-__all__ = ["FLOOR", "TLASGRSchedule", "TLASGRState", "check_step_inputs", "next_precision",
+__all__ = ["FLOOR", "TLASGRSchedule", "TLASGRState", "check_step_inputs", "next_precision", "tlasgr_step_torch",
            "simplex_langevin_step", "tlasgr_step"]
 
 #: Smallest entry kept on the simplex (the library's float32 floor of D and w).
@@ -236,3 +236,40 @@ def tlasgr_step(phi, counts, state: TLASGRState, *, rho: float, eta: float, rng=
     new = simplex_langevin_step(columns, column_counts, effective, schedule.step_size(i),
                                 rho=float(rho), eta=float(eta), normal=normal, floor=floor)
     return new.reshape(phi.shape).astype(phi.dtype, copy=False), TLASGRState(precision, i)
+
+
+def tlasgr_step_torch(phi, counts, state: TLASGRState, *,
+                      rho: float, eta: float, generator=None, normal=None,
+                      schedule: TLASGRSchedule = TLASGRSchedule(),
+                      floor: float = FLOOR) -> tuple:
+    """One TLASGR-MCMC update of a column-stochastic torch tensor: the twin of
+    :func:`tlasgr_step`, the same arithmetic (:func:`simplex_langevin_step`) in float64 on the
+    parameter's device, with the same schedule and state, so a run can switch between the two
+    and checkpoints are the same.
+
+    ``phi`` (..., K) on any device, ``counts`` the same shape; the normals are drawn from
+    ``generator`` (torch's default generator when both it and ``normal`` are None) or given
+    as ``normal`` of shape (n, K).  Returns a new tensor of ``phi``'s shape, dtype and device,
+    and the new state.  Unlike the numpy version it does not check that ``phi`` lies on the
+    simplex (that would synchronise with the device).
+    """
+    import torch  # only here: this module stays importable without torch
+
+    check_step_inputs(tuple(phi.shape), tuple(counts.shape), len(state.precision), rho, eta)
+    n_columns = phi.shape[-1]
+    columns = phi.reshape(-1, n_columns).to(torch.float64)
+    column_counts = torch.as_tensor(counts, device=phi.device).reshape(-1, n_columns) \
+        .to(torch.float64)
+    if normal is None:
+        normal = torch.randn(columns.shape, dtype=torch.float64, device=phi.device,
+                             generator=generator)
+    elif tuple(normal.shape) != tuple(columns.shape):
+        raise CPGBNInputError(f"normal must have shape {tuple(columns.shape)}, got "
+                              f"{tuple(normal.shape)}")
+    precision = next_precision(state, column_counts.sum(0).cpu().numpy(), rho, schedule)
+    i = state.n_updates + 1
+    effective = torch.as_tensor(precision, device=phi.device).clamp(min=eta * columns.shape[0])
+    new = simplex_langevin_step(columns, column_counts, effective, schedule.step_size(i),
+                                rho=float(rho), eta=float(eta),
+                                normal=normal.to(torch.float64), floor=floor)
+    return new.reshape(phi.shape).to(phi.dtype), TLASGRState(precision, i)
