@@ -7,7 +7,7 @@ a hierarchy of phrase-level topics and document features for classifiers.
 >>> model = CPGBN(layers=(200, 100, 50), vocab_size=8000, random_state=0).fit(texts)  # doctest: +SKIP
 >>> features = model.transform(test_texts)                                            # doctest: +SKIP
 """
-from ._version import __version__
+from .version import VERSION as __version__
 from .errors import CPGBNInputError, DataFileError, ModelFormatError
 from .model import CPGBN, PGBN
 

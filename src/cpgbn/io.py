@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._version import __version__
+from .version import VERSION
 from .errors import ModelFormatError
 from .files import MODEL_MARKER, write_directory_atomically
 from .inference.state import GlobalParameters, Hyperparameters
@@ -61,7 +61,7 @@ def save_model(model, directory) -> None:
         meta = {
             "format": FORMAT,
             "format_version": FORMAT_VERSION,
-            "library_version": __version__,
+            "library_version": VERSION,
             "arrays_sha256": _sha256(tmp / _ARRAYS),
             "params": {k: _jsonable(v) for k, v in model.get_params().items()},
             "layers": list(model.layers_),
@@ -98,7 +98,7 @@ def _read_meta(directory: Path) -> dict:
     if version > FORMAT_VERSION:
         raise ModelFormatError(
             f"model in {directory} has format version {version} (written by cpgbn "
-            f"{meta.get('library_version', '?')}); this cpgbn {__version__} reads format "
+            f"{meta.get('library_version', '?')}); this cpgbn {VERSION} reads format "
             f"version {FORMAT_VERSION} or older: upgrade cpgbn")
     if version < 1:
         raise ModelFormatError(f"model in {directory} has unknown format version {version}")

@@ -20,7 +20,7 @@ import numba
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from ._version import __version__
+
 from .errors import CPGBNInputError
 from .inference.gibbs import GibbsSampler, RunResult
 from .inference.state import GlobalParameters, Hyperparameters
@@ -551,4 +551,4 @@ class PGBN(CPGBN):
         return params
 
 
-__all__ = ["CPGBN", "PGBN", "Inference", "DEFAULT_TOKEN_COUNT", "GlobalParameters", "__version__"]
+__all__ = ["CPGBN", "PGBN", "Inference", "DEFAULT_TOKEN_COUNT", "GlobalParameters"]

@@ -17,7 +17,7 @@ import os
 import sys
 import warnings
 
-from .._version import __version__
+from ..version import VERSION
 from ..errors import CPGBNInputError
 from . import download, evaluate, explain, fit
 
@@ -35,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cpgbn", description="Convolutional Poisson Gamma Belief Network: phrase-level deep "
                                   "topic models fitted by Gibbs sampling.")
-    parser.add_argument("--version", action="version", version=f"cpgbn {__version__}")
+    parser.add_argument("--version", action="version", version=f"cpgbn {VERSION}")
     sub = parser.add_subparsers(dest="command", required=True)
     for add_parser in SUBCOMMANDS:
         add_parser(sub)

@@ -31,7 +31,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from cpgbn._version import __version__
+from ..version import VERSION
 from cpgbn.errors import CPGBNInputError, DataFileError, one_line
 from cpgbn.datasets.registry import ENV_VAR, cache_dir, check_name, has_dataset
 from cpgbn.datasets.sources import SOURCES, Source, convert, read_originals
@@ -43,7 +43,7 @@ MIRROR_ENV = "CPGBN_DOWNLOAD_MIRROR"
 DEFAULT_TIMEOUT = 60.0
 DOWNLOADS = ".downloads"  # partial and complete downloads, inside the data directory
 _CHUNK = 1 << 16
-_USER_AGENT = f"cpgbn/{__version__} (Python urllib; dataset download)"
+_USER_AGENT = f"cpgbn/{VERSION} (Python urllib; dataset download)"
 _NO_SPACE = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
 
 

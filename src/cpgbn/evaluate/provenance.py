@@ -9,7 +9,7 @@ import platform
 import subprocess
 from pathlib import Path
 
-from .._version import __version__
+from ..version import VERSION
 
 
 @functools.lru_cache(maxsize=None)
@@ -39,7 +39,7 @@ def source_commit() -> str:
 
 def provenance() -> dict:
     return {
-        "library_version": __version__,
+        "library_version": VERSION,
         "commit": source_commit(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "machine": f"{platform.machine()} {os.cpu_count()} cpus, {platform.system()}",

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from .._version import __version__
+from ..version import VERSION
 from .coherence import DEFAULT_TOP_N, DEFAULT_WINDOW, CoherenceResult, model_coherence
 from .hierarchy import HIDDEN, MIN_COLUMN_SHARE, check_layer, format_tree, topic_tree
 from .phrases import KernelAssignments, assign_kernels, kernel_table, phrases_from_columns
@@ -356,7 +356,7 @@ def build_report(model, texts=None, labels=None, *, title: str | None = None, so
     nav = "".join(f'<a href="#{s}">{escape(t)}</a>' for s, t in (
         ("summary", "Summary"), ("plots", "Plots"), ("coherence", "Coherence"),
         ("phrases", "Phrases"), ("trees", "Trees")) if s != "coherence" or coherence is not None)
-    subtitle = f"cpgbn {__version__}" + (f" &middot; {escape(source)}" if source else "")
+    subtitle = f"cpgbn {VERSION}" + (f" &middot; {escape(source)}" if source else "")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'

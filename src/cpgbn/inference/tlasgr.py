@@ -62,8 +62,8 @@ import numpy as np
 
 from ..errors import CPGBNInputError
 
-__all__ = ["FLOOR", "TLASGRSchedule", "TLASGRState", "check_step_inputs", "next_precision", "tlasgr_step_torch",
-           "simplex_langevin_step", "tlasgr_step"]
+__all__ = ["FLOOR", "TLASGRSchedule", "TLASGRState", "check_step_inputs", "next_precision",
+           "simplex_langevin_step", "tlasgr_step", "tlasgr_step_torch"]
 
 #: Smallest entry kept on the simplex (the library's float32 floor of D and w).
 FLOOR = 1e-30
