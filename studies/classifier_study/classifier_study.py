@@ -4,17 +4,15 @@ Table 2 fixes the classifier (authors' protocol: RBF ``SVC()`` on theta^(1)/L_j)
 fits one model per (dataset, layers, seed) on the authors' split, keeps the training chain's
 and the test inference's averaged theta of every layer, and scores a grid of classifiers on the
 same features, so that the share of the gap to the paper that is due to the classifier can be
-read off.  Records (with command, commit and seconds) go to results/classifier_study.json,
-a table to results/classifier_study.md.
+read off.  Records (with command, commit and seconds) go to results/classifier_study/classifier_study.json,
+a table to results/classifier_study/classifier_study.md.
 
-    python experiments/classifier_study.py --dataset mr --layers 200-100-50 --seeds 0,1 [--token-count 200]
+    python -m studies.classifier_study.classifier_study --dataset mr --layers 200-100-50 --seeds 0,1 [--token-count 200]
 
 A cell is run again when the grid has gained a classifier or normalisation since it was made.
 """
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 from sklearn.linear_model import LogisticRegression
@@ -26,10 +24,11 @@ from cpgbn import CPGBN
 from cpgbn.model import DEFAULT_TOKEN_COUNT
 from cpgbn.evaluate.provenance import provenance
 from cpgbn.text import dataset_info, load_dataset
-from reports import load_cells, save_record
 
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "results" / "classifier_study.json"
+from studies.common.paths import ROOT
+from studies.common.reports import command_line, load_cells, save_record
+
+OUT = ROOT / "results" / "classifier_study" / "classifier_study.json"
 
 # SVC()'s default gamma was 1 / n_features ("auto") until scikit-learn 0.22 and is
 # 1 / (n_features * X.var()) ("scale") since; the authors' Python 2 code ran on <= 0.20.
@@ -83,7 +82,7 @@ def run(dataset, layers, seed, token_count):
                 scores[f"{which} | {how} | {name}"] = float(clf.score(f_test, np.asarray(y_test)))
     return dict(dataset=dataset, layers=list(layers), seed=seed, scores=scores,
                 fit_seconds=round(fit_seconds, 1), token_count=model.token_count,
-                vocab_size=model.vocab_size, command="python " + " ".join(sys.argv), **origin)
+                vocab_size=model.vocab_size, command=command_line(), **origin)
 
 
 def _lengths(model, texts):
@@ -100,7 +99,7 @@ def _score_keys():
 
 def report(record):
     lines = ["# Classifier study: the same features, different classifiers", "",
-             "Made by `experiments/classifier_study.py` (records in `classifier_study.json`). "
+             "Made by `studies/classifier_study/classifier_study.py` (records in `classifier_study.json`). "
              "Authors' split; features averaged over the collected sweeps of the training chain "
              "(train) and of inference with the globals fixed (test). Accuracy %, mean over seeds "
              "(n in the header).", ""]

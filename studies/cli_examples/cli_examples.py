@@ -2,10 +2,10 @@
 
 Fits a three-layer TREC model with the CLI (seed 0, defaults otherwise) unless MODEL_DIR already
 holds one, runs the three commands on it and writes their output, each headed by its command
-line, to results/examples/{topics,tree,summary}.txt; results/examples/README.md records the
-commit.  `experiments/update_readme.py` copies the files into the README.
+line, to results/cli_examples/{topics,tree,summary}.txt; results/cli_examples/README.md records the
+commit.  `studies/make_docs/tables.py` copies the files into the README.
 
-    python experiments/cli_examples.py [--model-dir runs/readme-trec] [--refit]
+    python -m studies.cli_examples.cli_examples [--model-dir runs/readme-trec] [--refit]
 """
 import argparse
 import os
@@ -18,8 +18,9 @@ from pathlib import Path
 from cpgbn import CPGBN
 from cpgbn.evaluate.provenance import provenance
 
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "results" / "examples"
+from studies.common.paths import ROOT
+
+OUT = ROOT / "results" / "cli_examples"
 
 
 def cpgbn(*args: str) -> str:
@@ -51,11 +52,11 @@ def main():
     for name, argv in commands.items():
         text = cpgbn(*argv)
         (OUT / f"{name}.txt").write_text(f"$ {shown(argv)}\n{text}")
-        print(f"wrote results/examples/{name}.txt")
+        print(f"wrote results/cli_examples/{name}.txt")
     model = CPGBN.load(model_dir)
     (OUT / "README.md").write_text(
         "# Example terminal output (TREC)\n\n"
-        f"Made by `python experiments/cli_examples.py` at commit {origin['commit']} "
+        f"Made by `python -m studies.cli_examples.cli_examples` at commit {origin['commit']} "
         f"({origin['date']}, {origin['machine']}). The model: `{shown(fit).replace(' --quiet', '')}` "
         f"(three layers {'-'.join(map(str, model.layers))}, F = {model.filter_width}, "
         f"{model.vocab_size} vocabulary rows with <unk>, token_count = {model.token_count}, "

@@ -1,6 +1,6 @@
 """Render the HTML report of a saved model and take a screenshot with headless Chromium.
 
-    python scripts/report_screenshot.py MODEL_DIR OUT.png [DATA] [--data-dir DIR] [--keep-html R.html]
+    python -m studies.cli_examples.report_screenshot MODEL_DIR OUT.png [DATA] [--data-dir DIR] [--keep-html R.html]
 
 Writes the report (``cpgbn report``'s ``build_report``) to a temporary file, or uses
 ``--html`` when a report already exists, then runs ``chromium --headless --screenshot``.

@@ -1,5 +1,7 @@
 """Shared by the experiment scripts: their record files and their markdown reports."""
 import json
+import shlex
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -23,3 +25,13 @@ def mean_std(percentages) -> str:
     there are two values or more."""
     values = np.asarray(percentages, dtype=float)
     return f"{values.mean():.1f}" + (f" +- {values.std(ddof=1):.1f}" if len(values) > 1 else "")
+
+
+def command_line() -> str:
+    """The command that runs this process, as a record stores it: ``python -m studies.<name>.<module>
+    ARGS`` for a study started as a module (``sys.argv[0]`` is then the file's absolute path,
+    which would not run: the studies import each other as the ``studies`` package)."""
+    main = sys.modules["__main__"]
+    spec = getattr(main, "__spec__", None)
+    head = f"python -m {spec.name}" if spec is not None and spec.name else f"python {sys.argv[0]}"
+    return " ".join([head] + [shlex.quote(arg) for arg in sys.argv[1:]])

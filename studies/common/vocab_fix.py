@@ -10,13 +10,13 @@ changed, which gives other random draws from the same model, so those results st
 import functools
 import json
 import subprocess
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from studies.common.paths import ROOT
+
 FIX_COMMIT = "4dafaef"
 MARK = "†"
 NOTE = (f"{MARK}: made before commit {FIX_COMMIT} with the old vocabulary tie rule, which kept "
-        "other words at this V (`results/vocab_ties.md`); not yet run again.")
+        "other words at this V (`results/vocab_ties/vocab_ties.md`); not yet run again.")
 
 
 @functools.lru_cache(maxsize=None)
@@ -32,7 +32,7 @@ def includes_fix(commit: str) -> bool:
 
 @functools.lru_cache(maxsize=None)
 def _distinct_training_words() -> dict:
-    rows = json.loads((ROOT / "results" / "vocab_ties.json").read_text())["rows"]
+    rows = json.loads((ROOT / "results" / "vocab_ties" / "vocab_ties.json").read_text())["rows"]
     return {row["dataset"]: row["distinct_training_words"] for row in rows}
 
 

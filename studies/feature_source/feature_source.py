@@ -8,17 +8,16 @@ the *same* fit, so each seed gives a paired difference: one fit per (configurati
 the authors' classifier (RBF ``SVC()`` on theta^(1)/L) trained once on each kind of training
 features and scored on the same test features.
 
-Every (dataset, layers, V, sweeps, seed) is one resumable cell of results/feature_source.json;
-results/feature_source.md gives the means, the paired difference and its spread over seeds.
+Every (dataset, layers, V, sweeps, seed) is one resumable cell of results/feature_source/feature_source.json;
+results/feature_source/feature_source.md gives the means, the paired difference and its spread over seeds.
 
-    python experiments/feature_source.py                     # the default grid
-    python experiments/feature_source.py --only "mr|200-100-50|3000|700" --seeds 0,1,2
+    python -m studies.feature_source.feature_source                     # the default grid
+    python -m studies.feature_source.feature_source --only "mr|200-100-50|3000|700" --seeds 0,1,2
 """
 import argparse
 import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 
@@ -26,11 +25,12 @@ from cpgbn.evaluate.protocols import PROTOCOLS, make_classifier
 from cpgbn.evaluate.provenance import provenance
 from cpgbn.model import CPGBN, DEFAULT_TOKEN_COUNT
 from cpgbn.text.datasets import load_dataset
-from reports import load_cells, mean_std, save_record
-from vocab_fix import MARK, add_note, stale_record
 
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "results" / "feature_source.json"
+from studies.common.paths import ROOT
+from studies.common.reports import command_line, load_cells, mean_std, save_record
+from studies.common.vocab_fix import MARK, add_note, stale_record
+
+OUT = ROOT / "results" / "feature_source" / "feature_source.json"
 PAPER = {"mr": 63.6, "trec": 74.4, "subj": 81.5}  # Table 2, CPGBN 200-100-50
 # (dataset, layers, V (words, without the out-of-vocabulary row), training sweeps)
 GRID = [("trec", "200-100-50", 8000, 200), ("mr", "200-100-50", 20000, 200),
@@ -75,7 +75,7 @@ def report(record):
         config = (cell["dataset"], cell["layers"], cell["vocab_words"], cell["n_iter"])
         groups.setdefault(config, []).append(cell)
     lines = ["# Training features: the training chain's averages or inferred with the globals fixed",
-             "", "Made by `experiments/feature_source.py`; records (command, commit, seconds) in "
+             "", "Made by `studies/feature_source/feature_source.py`; records (command, commit, seconds) in "
              "`feature_source.json`. Authors' protocol (fixed split, RBF `SVC()` on theta^(1)/L, "
              "50 collected sweeps; test documents inferred with the posterior-mean globals fixed, "
              "150 + 50 sweeps), token_count = 200. Both columns come from the same fit per seed: "
@@ -119,7 +119,7 @@ def main():
             if done and not stale_record(done):
                 continue  # (a result of the old vocabulary rule is run again)
             cell = run_cell(dataset, layers, vocab, sweeps, seed, args.data_dir)
-            cell["command"] = "python " + " ".join(sys.argv)
+            cell["command"] = command_line()
             record = load_cells(OUT)  # other processes may have added cells meanwhile
             record["cells"][key] = cell
             save_record(OUT, record)

@@ -1,23 +1,22 @@
 """The paper's figures, from committed runs: Fig. 3, Fig. 4 and the filter-width study.
 
 * ``loglik``: training log-likelihood per token against wall time on TREC for K = [32],
-  [32, 16], [32, 16, 8] (paper Fig. 3) -> results/fig3_loglik_vs_time.png
+  [32, 16], [32, 16, 8] (paper Fig. 3) -> results/figures/fig3_loglik_vs_time.png
 * ``depth``: TREC accuracy (authors' protocol) against depth for first-layer widths 32, 64, 128
-  with halving widths above (paper Fig. 4) -> results/fig4_accuracy_vs_depth.png
+  with halving widths above (paper Fig. 4) -> results/figures/fig4_accuracy_vs_depth.png
 * ``width``: one-layer CPGBN on SUBJ (authors' split, the paper's V = 20000 words) for filter
-  widths F = 1..7 (Appendix B) -> results/filter_width_subj.png
+  widths F = 1..7 (Appendix B) -> results/figures/filter_width_subj.png
 
-Each part stores its numbers, with provenance, in results/figures.json (resumable: finished
+Each part stores its numbers, with provenance, in results/figures/figures.json (resumable: finished
 (configuration, seed) runs are kept; runs of the old vocabulary rule are run again) and redraws
 its PNG from them: mean +- std over the seeds given.  Timing figures need a quiet machine.
 
-    python experiments/figures.py loglik depth width [--seed 0] [--seeds 0,1,2]
+    python -m studies.figures.figures loglik depth width [--seed 0] [--seeds 0,1,2]
 
 ``--seed`` is the loglik run's seed; ``--seeds`` those of depth and width.
 """
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -28,10 +27,12 @@ from cpgbn.evaluate import evaluate
 from cpgbn.evaluate.provenance import provenance
 from cpgbn.io import write_file_atomically
 from cpgbn.text import load_dataset
-from vocab_fix import stale_record
 
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "results" / "figures.json"
+from studies.common.paths import ROOT
+from studies.common.reports import command_line
+from studies.common.vocab_fix import stale_record
+
+OUT = ROOT / "results" / "figures" / "figures.json"
 PAPER_WIDTH = {1: 74.9, 2: 77.3, 3: 77.5, 4: 77.8, 5: 77.6, 6: 78.0, 7: 77.5}
 
 
@@ -62,7 +63,7 @@ def loglik(record, seed):
         part[key] = dict(loglik_per_token=(model.loglik_trace_ / model.n_train_tokens_).tolist(),
                          seconds=np.cumsum(model.sweep_seconds_).tolist(), seed=seed,
                          token_count=model.token_count, vocab_size=model.vocab_size,
-                         dataset="trec", protocol="authors", command="python " + " ".join(sys.argv),
+                         dataset="trec", protocol="authors", command=command_line(),
                          **provenance())
         save(record)
     p = plt()
@@ -83,7 +84,7 @@ def loglik(record, seed):
     axes[0].set_title(f"CPGBN on TREC (token_count={run['token_count']}, seed {run['seed']})")
     axes[1].legend()
     fig.tight_layout()
-    fig.savefig(ROOT / "results" / "fig3_loglik_vs_time.png", dpi=120)
+    fig.savefig(ROOT / "results" / "figures" / "fig3_loglik_vs_time.png", dpi=120)
 
 
 def _current_layout(record, name):
@@ -118,7 +119,7 @@ def depth(record, seeds):
                 part[key] = dict(width=width, depth=depth_, accuracy=res["accuracy_mean"],
                                  token_count=res["token_count"], vocab_size=res["vocab_size"],
                                  dataset="trec", protocol="authors",
-                                 command="python " + " ".join(sys.argv), commit=res["commit"],
+                                 command=command_line(), commit=res["commit"],
                                  seed=seed)
                 save(record)
     p = plt()
@@ -136,12 +137,12 @@ def depth(record, seeds):
                  f"mean +- std over {len(seeds)} seeds)", fontsize=10)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(ROOT / "results" / "fig4_accuracy_vs_depth.png", dpi=120)
+    fig.savefig(ROOT / "results" / "figures" / "fig4_accuracy_vs_depth.png", dpi=120)
 
 
 def width(record, seeds, widths=range(1, 8), vocab=20000, device=None):
     """SUBJ at the paper's V = 20000 words (before the vocabulary fix every SUBJ model sat near
-    68% there, and this study used V = 8000; see results/vocab_ties.md)."""
+    68% there, and this study used V = 8000; see results/vocab_ties/vocab_ties.md)."""
     part = _current_layout(record, "filter_width")
     for seed in seeds:  # one seed's widths complete first
         for F in widths:
@@ -153,7 +154,7 @@ def width(record, seeds, widths=range(1, 8), vocab=20000, device=None):
                            filter_width=F, vocab_size=vocab + 1, device=device)
             part[key] = dict(filter_width=F, accuracy=res["accuracy_mean"],
                              seconds=time.perf_counter() - start, token_count=res["token_count"],
-                             command="python " + " ".join(sys.argv), commit=res["commit"],
+                             command=command_line(), commit=res["commit"],
                              seed=seed, vocab_size=vocab + 1, dataset="subj",
                              protocol="authors", device=res.get("device"),
                              machine=res["machine"])
@@ -175,7 +176,7 @@ def width(record, seeds, widths=range(1, 8), vocab=20000, device=None):
                  f"{runs[0]['token_count']}", fontsize=10)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(ROOT / "results" / "filter_width_subj.png", dpi=120)
+    fig.savefig(ROOT / "results" / "figures" / "filter_width_subj.png", dpi=120)
 
 
 def main():
@@ -185,7 +186,7 @@ def main():
     ap.add_argument("--seeds", default="0", help="depth and width: the seeds to run and plot")
     ap.add_argument("--widths", default="1,2,3,4,5,6,7", help="width: the filter widths to run")
     ap.add_argument("--device", default=None, help="width: torch device (default numba)")
-    ap.add_argument("--out", default=None, help="record file (default results/figures.json)")
+    ap.add_argument("--out", default=None, help="record file (default results/figures/figures.json)")
     ap.add_argument("--merge", action="append", default=[],
                     help="add the entries of another record file first (new keys only)")
     args = ap.parse_args()

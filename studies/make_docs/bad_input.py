@@ -1,6 +1,7 @@
 """Write docs/bad_input.md: every bad input, the command, and what the user sees.
 
-    python docs/make_bad_input_table.py
+    python -m studies.make_docs.bad_input
+
 Runs each case through the real command-line entry point in a temporary directory.
 """
 import contextlib
@@ -11,6 +12,8 @@ import tempfile
 from pathlib import Path
 
 from cpgbn.cli import main
+
+from studies.common.paths import ROOT
 
 TINY = ["--layers", "3", "--iterations", "4", "--burn-in", "2", "--vocab-size", "20", "--quiet"]
 
@@ -94,12 +97,12 @@ def main_():
             code, line = run(args)
             rows.append((name, shown(args), code, line))
     out = ["# Bad input: what the user sees", "",
-           "Made by `python docs/make_bad_input_table.py` (each case run through the real command).",
+           "Made by `python -m studies.make_docs.bad_input` (each case run through the real command).",
            "Every user error is one line on stderr and exit status 2; no traceback, nothing half-written.",
            "", "| input | command | exit | message |", "|---|---|---|---|"]
     for name, cmd, code, line in rows:
         out.append(f"| {name} | `{cmd}` | {code} | `{line.replace('|', '/')}` |")
-    (Path(__file__).resolve().parent / "bad_input.md").write_text("\n".join(out) + "\n")
+    (ROOT / "docs" / "bad_input.md").write_text("\n".join(out) + "\n")
 
 
 if __name__ == "__main__":

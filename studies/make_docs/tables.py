@@ -1,14 +1,14 @@
 """Fill the README's result tables from the records in results/ (so the two never disagree).
 
-    python experiments/update_readme.py
+    python -m studies.make_docs.tables
 """
 import json
 import re
 from pathlib import Path
 
-from vocab_fix import MARK, add_note, stale_record
+from studies.common.paths import ROOT
+from studies.common.vocab_fix import MARK, add_note, stale_record
 
-ROOT = Path(__file__).resolve().parents[1]
 PAPER_T2 = {("trec", "200"): 68.4, ("mr", "200"): 61.5, ("subj", "200"): 77.4,
             ("trec", "200-100"): 73.4, ("mr", "200-100"): 62.4, ("subj", "200-100"): 81.2,
             ("trec", "200-100-50"): 74.4, ("mr", "200-100-50"): 63.6, ("subj", "200-100-50"): 81.5}
@@ -45,23 +45,23 @@ def table_lines(path: Path) -> str:
 
 
 def token_count_table() -> str:
-    return table_lines(ROOT / "results" / "token_count.md")
+    return table_lines(ROOT / "results" / "token_count" / "token_count.md")
 
 
 def table2_rows() -> str:
-    path = ROOT / "results" / "table2.md"
+    path = ROOT / "results" / "table2" / "table2.md"
     if not path.exists():
         return "(no Table 2 cells yet)"
     return table_lines(path)
 
 
 def speed_rows() -> str:
-    path = ROOT / "results" / "speed.md"
+    path = ROOT / "results" / "speed" / "speed.md"
     return "\n".join(line for line in path.read_text().splitlines() if line.startswith("|"))
 
 
 def gpu_speed_table() -> str:
-    r = json.loads((ROOT / "results" / "gpu_speed.json").read_text())
+    r = json.loads((ROOT / "results" / "speed" / "gpu_speed.json").read_text())
     rows = [f"{r['device']}, torch {r['torch']}, commit {r['commit']}, `{r['command']}`:", "",
             "| dataset | CPGBN | s/sweep (GPU) | paper (GTX 1080Ti) | tokens | peak GPU memory GiB |",
             "|---|---|---|---|---|---|"]

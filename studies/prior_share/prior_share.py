@@ -5,26 +5,25 @@ A_jk the document's latent count on kernel k and a_jk = (Phi^(2) theta^(2)_j)_k 
 the layers above give it (r_k for one layer).  With a pseudo-count c per token, A_j. = c L_j,
 so the layers above can move theta^(1) - the paper's features - only as far as
 a_j. / (a_j. + A_j.) allows.  This script fits the training split of the authors' protocol and
-records that share per document after every collected sweep; ``results/prior_share.md`` gives
+records that share per document after every collected sweep; ``results/prior_share/prior_share.md`` gives
 its median and 90th percentile over documents (averaged over the collected sweeps).
 
-    python experiments/prior_share.py --only "trec|200-100-50|800" --seeds 0
-    python experiments/prior_share.py                                   # the default grid
+    python -m studies.prior_share.prior_share --only "trec|200-100-50|800" --seeds 0
+    python -m studies.prior_share.prior_share                                   # the default grid
 """
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
 from cpgbn import CPGBN
 from cpgbn.evaluate.provenance import provenance
 from cpgbn.text.datasets import load_dataset
-from reports import load_cells, save_record
 
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "results" / "prior_share.json"
+from studies.common.paths import ROOT
+from studies.common.reports import command_line, load_cells, save_record
+
+OUT = ROOT / "results" / "prior_share" / "prior_share.json"
 V = {"trec": 8001, "mr": 20001, "subj": 20001}  # the paper's V_pre plus the OOV row
 GRID = [("trec", layers, tc) for layers in ("200", "200-100-50") for tc in (25, 200, 800)] + \
        [(dataset, "200-100-50", tc) for dataset in ("mr", "subj") for tc in (25, 200, 800)]
@@ -67,7 +66,7 @@ def measure(dataset, layers, token_count, seed, data_dir, n_iter, burn_in):
 
 def report(record):
     lines = ["# The prior's share of the features' shape", "",
-             "Made by `experiments/prior_share.py`; records (command, commit, seconds) in "
+             "Made by `studies/prior_share/prior_share.py`; records (command, commit, seconds) in "
              "`prior_share.json`. Training split of the authors' protocol, the paper's V, "
              "200 sweeps (150 burn-in). For each document, a_j. / (a_j. + A_j.): the share of "
              "theta^(1)_j's gamma shape that comes from the layers above (a_jk = "
@@ -108,7 +107,7 @@ def main():
             cell = measure(dataset, layers, tc, seed, args.data_dir, 200, 150)
             cell.update(config=[dataset, layers, tc], seed=seed,
                         wall_seconds=round(time.perf_counter() - start, 1),
-                        command="python " + " ".join(sys.argv), **provenance())
+                        command=command_line(), **provenance())
             record = load_cells(OUT)  # other processes may have added cells meanwhile
             record["cells"][key] = cell
             save_record(OUT, record)

@@ -1,14 +1,10 @@
-"""experiments/prior_share.py: the share of theta^(1)'s gamma shape that the layers above give."""
-import sys
-from pathlib import Path
+"""prior_share.py: the share of theta^(1)'s gamma shape that the layers above give."""
 from types import SimpleNamespace
 
 import numpy as np
 
 from helpers import random_texts
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
-import prior_share  # noqa: E402
+from studies.prior_share import prior_share
 
 
 def test_share_is_the_prior_shape_over_the_whole_shape():

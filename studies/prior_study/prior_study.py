@@ -5,18 +5,18 @@ accuracy by 9 points (67.6% at V = 20000 against 76.9% at V = 3000, count 100): 
 mass eta * V * F and the rare words that a large pseudo-count lets a kernel memorise both grow with
 V.  This script evaluates CPGBN under the authors' protocol on a grid of (dataset, layers, V,
 token_count, eta) and stores every (configuration, seed) as one resumable cell in
-``results/prior_study.json``; ``results/prior_study.md`` gives mean +- std over seeds.
+``results/prior_study/prior_study.json``; ``results/prior_study/prior_study.md`` gives mean +- std over seeds.
 
-    python experiments/prior_study.py --grid subj                 # the SUBJ grid
-    python experiments/prior_study.py --only "subj|200-100-50|3000|200|0.05" --seeds 0,1
-    python experiments/prior_study.py --device cuda --out /tmp/p.json ...   # elsewhere, merge later
-    python experiments/prior_study.py --merge /tmp/p.json
-    python experiments/prior_study.py --only "mr|200-100-50|20000|200|0.05" --fixed-r  # r = 1/K_T
-    python experiments/prior_study.py --only "mr|200-100-50|20000|200|0.05" --mean-globals
-    python experiments/prior_study.py --only "mr|200-100-50|20000|25|0.05" --expected-counts
-    python experiments/prior_study.py --only "mr|200-100-50|20000|200|0.05" --padding 2
-    python experiments/prior_study.py --only "mr|200-100-50|20000|800|0.05" --last-globals
-    python experiments/prior_study.py --only "trec|200-100-50|3000|25|0.05" --authors-code
+    python -m studies.prior_study.prior_study --grid subj                 # the SUBJ grid
+    python -m studies.prior_study.prior_study --only "subj|200-100-50|3000|200|0.05" --seeds 0,1
+    python -m studies.prior_study.prior_study --device cuda --out /tmp/p.json ...   # elsewhere, merge later
+    python -m studies.prior_study.prior_study --merge /tmp/p.json
+    python -m studies.prior_study.prior_study --only "mr|200-100-50|20000|200|0.05" --fixed-r  # r = 1/K_T
+    python -m studies.prior_study.prior_study --only "mr|200-100-50|20000|200|0.05" --mean-globals
+    python -m studies.prior_study.prior_study --only "mr|200-100-50|20000|25|0.05" --expected-counts
+    python -m studies.prior_study.prior_study --only "mr|200-100-50|20000|200|0.05" --padding 2
+    python -m studies.prior_study.prior_study --only "mr|200-100-50|20000|800|0.05" --last-globals
+    python -m studies.prior_study.prior_study --only "trec|200-100-50|3000|25|0.05" --authors-code
 
 ``--mean-globals`` reproduces an approximation of the authors' notebooks (notes, section 3): D
 and Phi set to their posterior means given the counts instead of drawn.  That is not a Gibbs
@@ -32,18 +32,18 @@ makes a vanished kernel stay vanished: ``expected_counts.use_expected_counts_num
 counts, the redistributed w, r fixed, padding 1 and the last sample of the globals.
 """
 import argparse
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
 from cpgbn.evaluate import evaluate
-from reports import load_cells, mean_std, save_record
-from vocab_fix import MARK, add_note, stale_record
 
-ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_OUT = ROOT / "results" / "prior_study.json"
+from studies.common.paths import ROOT
+from studies.common.reports import command_line, load_cells, mean_std, save_record
+from studies.common.vocab_fix import MARK, add_note, stale_record
+
+DEFAULT_OUT = ROOT / "results" / "prior_study" / "prior_study.json"
 # (dataset, layers, V (words, without the OOV row), token_count, eta)
 GRIDS = {
     "subj": [("subj", "200-100-50", v, tc, 0.05) for v in (3000, 8000, 20000) for tc in (50, 200)]
@@ -110,7 +110,7 @@ def report(record, path):
         c = cell["config"]
         groups.setdefault(tuple(c), []).append(cell)
     lines = ["# Vocabulary size, pseudo-count and kernel prior (authors' protocol)", "",
-             "Made by `experiments/prior_study.py`; records (command, commit, device, seconds) in "
+             "Made by `studies/prior_study/prior_study.py`; records (command, commit, device, seconds) in "
              "`prior_study.json`. V counts words without the out-of-vocabulary row; eta * V * F is "
              "a kernel's Dirichlet prior mass (F = 3).", "",
              "| dataset | layers | V | token_count | eta | eta*V*F | accuracy % | seeds | device |",
@@ -178,7 +178,7 @@ def main():
     if args.last_globals:
         use_last_sample_globals()
     if args.expected_counts:
-        from expected_counts import use_expected_counts, use_expected_counts_numba
+        from studies.prior_study.expected_counts import use_expected_counts, use_expected_counts_numba
         use_expected_counts() if args.device else use_expected_counts_numba(args.redistribute)
     out = Path(args.out) if args.out else DEFAULT_OUT
     record = load_cells(out)
@@ -230,7 +230,7 @@ def main():
             extra = [args.n_iter, args.burn_in] if args.n_iter or variants else []
             cell["config"] = list(config) + extra + (["; ".join(variants)] if variants else [])
             cell["wall_seconds"] = round(time.perf_counter() - start, 1)
-            cell["command"] = "python " + " ".join(sys.argv)
+            cell["command"] = command_line()
             record = load_cells(out)  # other processes may have added cells meanwhile
             record["cells"][key] = cell
             save_record(out, record)

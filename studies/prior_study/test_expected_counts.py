@@ -1,4 +1,4 @@
-"""The study patches experiments/expected_counts.py (the authors' fractional expected counts).
+"""The study patches expected_counts.py (the authors' fractional expected counts).
 
 The PyTorch patch overrides hooks of the PyTorch sweep (``count_dtype``, ``_split_units``,
 ``_position_tables``); the numba patch replaces the position kernel and the kernel draw that
@@ -6,17 +6,14 @@ the Gibbs driver calls.  These tests keep both working when the samplers change.
 change classes and modules for the whole process, so the tests put the originals back.
 """
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from cpgbn import CPGBN
 from cpgbn.inference import gibbs
 from cpgbn.backends.numba import conv
+from studies.prior_study.expected_counts import DROP, use_expected_counts, use_expected_counts_numba
 
-EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
 HOOKS = ("count_dtype", "_split_units", "_position_tables", "_sweep")
 
 
@@ -31,13 +28,10 @@ def patched_numba(request):
     saved = [(gibbs.GibbsSampler, "count_dtype"), (conv, "sweep_positions"),
              (conv, "draw_kernels")]
     saved = [(owner, name, owner.__dict__[name]) for owner, name in saved]
-    sys.path.insert(0, str(EXPERIMENTS))
     try:
-        from expected_counts import DROP, use_expected_counts_numba
         use_expected_counts_numba(request.param)
         yield DROP
     finally:
-        sys.path.remove(str(EXPERIMENTS))
         for owner, name, value in saved:
             setattr(owner, name, value)
 
@@ -118,13 +112,10 @@ def patched_sampler():
     from cpgbn.backends.torch import sampler as torch_sweep
     cls = torch_sweep.TorchGibbsSampler
     saved = {name: cls.__dict__[name] for name in HOOKS}
-    sys.path.insert(0, str(EXPERIMENTS))
     try:
-        from expected_counts import DROP, use_expected_counts
         use_expected_counts()
         yield torch, cls, DROP
     finally:
-        sys.path.remove(str(EXPERIMENTS))
         for name, value in saved.items():
             setattr(cls, name, value)
 

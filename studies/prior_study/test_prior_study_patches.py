@@ -1,9 +1,6 @@
-"""The approximations of the authors' code that experiments/prior_study.py patches in for one
+"""The approximations of the authors' code that prior_study.py patches in for one
 process: the last sample of the globals for the test documents, and posterior-mean D and Phi.
 The patches change a class and module functions, so each test puts the originals back."""
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -13,9 +10,7 @@ from cpgbn.backends.numba import conv, gbn
 from cpgbn.backends.numba.shared_shape import shared_shape_table
 
 from helpers import random_texts
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
-import prior_study  # noqa: E402
+from studies.prior_study import prior_study
 
 SETTINGS = dict(layers=(4, 2), n_iter=10, burn_in=5, random_state=0, vocab_size=40)
 

@@ -1,23 +1,22 @@
 """Reproduce the paper's Table 2 (unsupervised features + SVM) with CPGBN and the baselines.
 
-Every (protocol, dataset, model, layers, seed) is one cell, stored in results/table2.json as
-soon as it finishes; a killed run continues where it stopped.  results/table2.md shows each
+Every (protocol, dataset, model, layers, seed) is one cell, stored in results/table2/table2.json as
+soon as it finishes; a killed run continues where it stopped.  results/table2/table2.md shows each
 configuration as mean +- std over its seeds beside the paper's figure.
 
-    python experiments/table2.py                      # everything, in order
-    python experiments/table2.py --datasets trec      # a subset
-    python experiments/table2.py --report             # only rewrite table2.md
-    python experiments/table2.py --device cuda --out /tmp/t2.json --models cpgbn
+    python -m studies.table2.table2                      # everything, in order
+    python -m studies.table2.table2 --datasets trec      # a subset
+    python -m studies.table2.table2 --report             # only rewrite table2.md
+    python -m studies.table2.table2 --device cuda --out /tmp/t2.json --models cpgbn
                                      # run cells with the PyTorch sampler elsewhere, merge later
-    python experiments/table2.py --merge /tmp/t2.json # add cells run elsewhere (new keys, and
+    python -m studies.table2.table2 --merge /tmp/t2.json # add cells run elsewhere (new keys, and
                                      # cells that replace results of the old vocabulary rule)
-    python experiments/table2.py --features inferred  # training features inferred with the
+    python -m studies.table2.table2 --features inferred  # training features inferred with the
                                      # globals fixed, like the test features (see evaluate())
-    python experiments/table2.py --protocols paper --paper-datasets mr --datasets mr \
+    python -m studies.table2.table2 --protocols paper --paper-datasets mr --datasets mr \
         --models cpgbn --layers 200-100-50   # MR by the paper's 10-fold CV (10 fits per seed)
 """
 import argparse
-import sys
 import time
 from pathlib import Path
 
@@ -25,11 +24,12 @@ import numpy as np
 
 from cpgbn.evaluate import evaluate
 from cpgbn.model import DEFAULT_TOKEN_COUNT
-from reports import load_cells, mean_std, save_record
-from vocab_fix import MARK, add_note, stale_record
 
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "results" / "table2.json"
+from studies.common.paths import ROOT
+from studies.common.reports import command_line, load_cells, mean_std, save_record
+from studies.common.vocab_fix import MARK, add_note, stale_record
+
+OUT = ROOT / "results" / "table2" / "table2.json"
 PAPER = {  # Table 2 of the paper: accuracy % (MR, TREC, SUBJ)
     ("cpgbn", "200"): (61.5, 68.4, 77.4), ("cpgbn", "200-100"): (62.4, 73.4, 81.2),
     ("cpgbn", "200-100-50"): (63.6, 74.4, 81.5), ("pgbn", "200"): (56.3, 66.7, 76.2),
@@ -78,11 +78,11 @@ def report(record):
                str(cell["token_count"]), vocab_label(cell))
         groups.setdefault(key, {}).setdefault(cell["dataset"], []).append(cell)
     lines = ["# Table 2: unsupervised features + SVM (accuracy %)", "",
-             "Made by `experiments/table2.py` (records with command, commit, iterations and wall time "
+             "Made by `studies/table2/table2.py` (records with command, commit, iterations and wall time "
              "in `table2.json`). Each cell: mean +- std over seeds (n = seeds); paper figure in "
              "brackets. Protocols: see README. V: words in the vocabulary (\"paper\": the paper's "
              "V_pre, TREC 8000, MR and SUBJ 20000; the study behind V = 8000 is "
-             "`results/prior_study.md`). s/sweep: median over the cells' training sweeps, with "
+             "`results/prior_study/prior_study.md`). s/sweep: median over the cells' training sweeps, with "
              "the sampler that ran them (numba on 2 CPU cores; * the PyTorch sampler on an H100 GPU; "
              "+ the GPU machine's 16 CPU cores). Features: *inductive*, the training documents' "
              "features are the training chain's averages and the test documents' are inferred "
@@ -115,8 +115,8 @@ def report(record):
                      + " | ".join(cols)
                      + f" | {', '.join(times)} |")
     add_note(lines)
-    if OUT != ROOT / "results" / "table2.json":
-        return  # a side file: its cells are merged into results/table2.json later
+    if OUT != ROOT / "results" / "table2" / "table2.json":
+        return  # a side file: its cells are merged into results/table2/table2.json later
     (OUT.with_suffix(".md")).write_text("\n".join(lines) + "\n")
 
 
@@ -139,7 +139,7 @@ def main():
                     help="torch device for CPGBN/PGBN (default: the numba sampler)")
     ap.add_argument("--features", default="inductive", choices=["inductive", "inferred"],
                     help="where the training features come from (evaluate's features)")
-    ap.add_argument("--out", default=None, help="cells file (default results/table2.json)")
+    ap.add_argument("--out", default=None, help="cells file (default results/table2/table2.json)")
     ap.add_argument("--merge", default=None, help="add the cells of another cells file and stop")
     args = ap.parse_args()
     global OUT
@@ -173,7 +173,7 @@ def main():
                             token_count=model_tc, device=args.device, features=args.features,
                             vocab_size=None if args.vocab is None else args.vocab + 1)
             cell["wall_seconds"] = round(time.perf_counter() - start, 1)
-            cell["command"] = "python " + " ".join(sys.argv)
+            cell["command"] = command_line()
             record = load_cells(OUT)  # another run may have added cells meanwhile
             record["cells"][key] = cell
             save_record(OUT, record)

@@ -3,21 +3,20 @@
 Authors' protocol (fixed split, 200 sweeps / 150 burn-in, RBF SVC on theta^(1)/L), one layer
 of 200 kernels, V = 8000 words + OOV.  Resumable: finished cells are kept in the JSON file.
 
-    python experiments/token_count.py [--seeds 0] [--counts bernoulli-poisson,25,100,200]
+    python -m studies.token_count.token_count [--seeds 0] [--counts bernoulli-poisson,25,100,200]
 """
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
 from cpgbn.evaluate import evaluate
-from reports import mean_std
-from vocab_fix import MARK, add_note, stale_record
 
-ROOT = Path(__file__).resolve().parents[1]
+from studies.common.paths import RESULTS, ROOT
+from studies.common.reports import command_line, mean_std
+from studies.common.vocab_fix import MARK, add_note, stale_record
 
 
 def main():
@@ -26,7 +25,7 @@ def main():
     ap.add_argument("--seeds", default="0")
     ap.add_argument("--counts", default="bernoulli-poisson,25,100,200")
     ap.add_argument("--layers", default="200")
-    ap.add_argument("--out", default=str(ROOT / "results" / "token_count.json"))
+    ap.add_argument("--out", default=str(ROOT / "results" / "token_count" / "token_count.json"))
     args = ap.parse_args()
     out = Path(args.out)
     record = json.loads(out.read_text()) if out.exists() else {"cells": {}}
@@ -41,7 +40,7 @@ def main():
         res = evaluate("trec", layers=layers, protocol="authors",
                        seeds=[int(s) for s in args.seeds.split(",")], token_count=tc)
         res["wall_seconds"] = round(time.perf_counter() - start, 1)
-        res["command"] = "python " + " ".join(sys.argv)
+        res["command"] = command_line()
         record["cells"][key] = res
         out.parent.mkdir(exist_ok=True)
         out.write_text(json.dumps(record, indent=2) + "\n")
@@ -56,7 +55,7 @@ def write_report(record, path):
         layers_s, count, _ = key.split("|")
         groups.setdefault((layers_s, count), []).append(res)
     lines = ["# token_count study (TREC, authors' protocol)", "",
-             "Made by `experiments/token_count.py`; the records (command, commit, seeds, timing) are "
+             "Made by `studies/token_count/token_count.py`; the records (command, commit, seeds, timing) are "
              "in `token_count.json`. Accuracy: mean +- std over seeds.", "",
              "| layers | token_count | seeds | accuracy % | s/sweep | commits |",
              "|---|---|---|---|---|---|"]
@@ -87,12 +86,12 @@ def across_datasets():
     (dataset, layers, count) at the paper's V and eta = 0.05, authors' protocol, from the
     records that hold them: this file (TREC), ``prior_study.json`` (SUBJ and MR) and, where a
     count has no prior_study cells, ``table2.json``.  Never mixes two files in one cell."""
-    import prior_study
-    import table2
-    results = ROOT / "results"
-    token = json.loads((results / "token_count.json").read_text())["cells"]
-    prior = json.loads((results / "prior_study.json").read_text())["cells"]
-    cells2 = json.loads((results / "table2.json").read_text())["cells"]
+    from studies.prior_study import prior_study
+    from studies.table2 import table2
+    results = RESULTS
+    token = json.loads((results / "token_count" / "token_count.json").read_text())["cells"]
+    prior = json.loads((results / "prior_study" / "prior_study.json").read_text())["cells"]
+    cells2 = json.loads((results / "table2" / "table2.json").read_text())["cells"]
     seeds = (0, 1, 2)
 
     def from_token(layers, count):

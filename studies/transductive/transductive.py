@@ -1,31 +1,31 @@
 """Test features inferred with the globals fixed, or taken from one chain over all texts?
 
 The notes (section 4) infer a test document's local parameters with D, Phi and r fixed; that is
-what results/table2.md uses ("inductive").  Topic-model papers often fit the unsupervised model
+what results/table2/table2.md uses ("inductive").  Topic-model papers often fit the unsupervised model
 on the training and test texts together and read both feature sets off that chain, labels unseen
 ("transductive").  Under the paper's protocol (10-fold CV on MR and SUBJ) this is also the only
 way the cross-validation costs one fit per seed instead of ten.  This script measures both on
 the same seeds, so the gap to the paper's Table 2 can be attributed or ruled out.
 
 Every (dataset, layers, protocol, features, seed) is one resumable cell of
-results/transductive.json; results/transductive.md gives mean +- std over seeds.
+results/transductive/transductive.json; results/transductive/transductive.md gives mean +- std over seeds.
 
-    python experiments/transductive.py                                   # the default grid
-    python experiments/transductive.py --only "mr|200-100-50|paper|transductive" --seeds 0
+    python -m studies.transductive.transductive                                   # the default grid
+    python -m studies.transductive.transductive --only "mr|200-100-50|paper|transductive" --seeds 0
 """
 import argparse
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
 from cpgbn.evaluate import evaluate
-from reports import load_cells, mean_std, save_record
-from vocab_fix import MARK, add_note, stale_record
 
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "results" / "transductive.json"
+from studies.common.paths import ROOT
+from studies.common.reports import command_line, load_cells, mean_std, save_record
+from studies.common.vocab_fix import MARK, add_note, stale_record
+
+OUT = ROOT / "results" / "transductive" / "transductive.json"
 PAPER = {("mr", "200-100-50"): 63.6, ("trec", "200-100-50"): 74.4, ("subj", "200-100-50"): 81.5,
          ("mr", "200"): 61.5, ("trec", "200"): 68.4, ("subj", "200"): 77.4}
 # (dataset, layers, protocol, features); the paper's protocol with inductive features on MR
@@ -48,7 +48,7 @@ def report(record, path):
     for cell in record["cells"].values():
         groups.setdefault(tuple(cell["config"]), []).append(cell)
     lines = ["# Inductive against transductive test features", "",
-             "Made by `experiments/transductive.py`; records (command, commit, seconds) in "
+             "Made by `studies/transductive/transductive.py`; records (command, commit, seconds) in "
              "`transductive.json`. *inductive*: test documents inferred with the learned globals "
              "fixed (notes section 4, as in `table2.md`); *transductive*: one unsupervised fit on "
              "the training and test texts together, labels unseen. Protocols as in the notes, "
@@ -94,7 +94,7 @@ def main():
                             features=features, token_count=args.token_count)
             cell["config"] = list(config)
             cell["wall_seconds"] = round(time.perf_counter() - start, 1)
-            cell["command"] = "python " + " ".join(sys.argv)
+            cell["command"] = command_line()
             record = load_cells(OUT)  # other processes may have added cells meanwhile
             record["cells"][key] = cell
             save_record(OUT, record)

@@ -13,13 +13,11 @@ For each dataset, split and V this script gives the share of "<unk>" tokens per 
 training and test documents under both rules, and how many kept words differ.  No model is
 fitted; it takes seconds.
 
-    python experiments/vocab_ties.py
+    python -m studies.vocab_ties.vocab_ties
 """
 import argparse
 import json
-import sys
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 
@@ -27,8 +25,10 @@ from cpgbn.evaluate.provenance import provenance
 from cpgbn.io import write_file_atomically
 from cpgbn.text import Vocabulary, dataset_info, load_dataset, tokenize
 
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "results" / "vocab_ties.json"
+from studies.common.paths import ROOT
+from studies.common.reports import command_line
+
+OUT = ROOT / "results" / "vocab_ties" / "vocab_ties.json"
 GRID = [("mr", (3000, 8000, 20000)), ("subj", (3000, 8000, 20000)), ("trec", (3000, 8000))]
 
 
@@ -73,7 +73,7 @@ def run(data_dir):
 
 def report(record):
     lines = ["# Vocabulary ties and the out-of-vocabulary row", "",
-             "Made by `experiments/vocab_ties.py` (record with command and commit in "
+             "Made by `studies/vocab_ties/vocab_ties.py` (record with command and commit in "
              "`vocab_ties.json`). Authors' splits. % of tokens that map to `<unk>`, averaged over "
              "each class's documents, in the training and the test documents. *changed*: kept "
              "words that differ between the two rules. A training share that differs between "
@@ -93,7 +93,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data-dir", default=None, help="datasets folder (default: $CPGBN_DATA)")
     args = ap.parse_args()
-    record = {"command": " ".join(["python"] + sys.argv), **provenance(), "rows": run(args.data_dir)}
+    record = {"command": command_line(), **provenance(), "rows": run(args.data_dir)}
     write_file_atomically(OUT, lambda fh: fh.write(json.dumps(record, indent=1) + "\n"))
     md = report(record)
     write_file_atomically(OUT.with_suffix(".md"), lambda fh: fh.write(md))
