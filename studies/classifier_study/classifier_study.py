@@ -97,7 +97,7 @@ def _score_keys():
             for how in NORMALISATIONS for name in CLASSIFIERS}
 
 
-def report(record):
+def report_text(record) -> str:
     lines = ["# Classifier study: the same features, different classifiers", "",
              "Made by `studies/classifier_study/classifier_study.py` (records in `classifier_study.json`). "
              "Authors' split; features averaged over the collected sweeps of the training chain "
@@ -122,7 +122,12 @@ def report(record):
                     row.append(f"{100 * np.mean(have):.1f}" if len(have) == len(cells) else "-")
                 lines.append(f"| {which} | {how} | " + " | ".join(row) + " |")
         lines.append("")
-    OUT.with_suffix(".md").write_text("\n".join(lines))
+    return "\n".join(lines)
+
+
+def report(record):
+    """Write :func:`report_text` beside the record file."""
+    OUT.with_suffix(".md").write_text(report_text(record))
 
 
 def main():

@@ -69,7 +69,7 @@ def run_cell(dataset, layers, vocab, sweeps, seed, data_dir):
                 wall_seconds=round(time.perf_counter() - start, 1), **origin)
 
 
-def report(record):
+def report_text(record) -> str:
     groups = {}
     for cell in record["cells"].values():
         config = (cell["dataset"], cell["layers"], cell["vocab_words"], cell["n_iter"])
@@ -95,7 +95,12 @@ def report(record):
                      f"{','.join(str(c['seed']) for c in cells)}{mark} | {mean_std(chain)} | {mean_std(inferred)} | "
                      f"{mean_std(inferred - chain)} | {PAPER.get(dataset, '') if layers == '200-100-50' else ''} |")
     add_note(lines)
-    OUT.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
+
+
+def report(record):
+    """Write :func:`report_text` beside the record file."""
+    OUT.with_suffix(".md").write_text(report_text(record))
 
 
 def main():

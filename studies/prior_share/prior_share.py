@@ -64,7 +64,7 @@ def measure(dataset, layers, token_count, seed, data_dir, n_iter, burn_in):
             "n_collected": int(shares.shape[0])}
 
 
-def report(record):
+def report_text(record) -> str:
     lines = ["# The prior's share of the features' shape", "",
              "Made by `studies/prior_share/prior_share.py`; records (command, commit, seconds) in "
              "`prior_share.json`. Training split of the authors' protocol, the paper's V, "
@@ -84,7 +84,12 @@ def report(record):
         p90 = np.mean([c["p90"] for c in cells]) * 100
         lines.append(f"| {config[0].upper()} | {config[1]} | {config[2]} | {median:.2f} | "
                      f"{p90:.2f} | {','.join(str(c['seed']) for c in cells)} |")
-    OUT.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
+
+
+def report(record):
+    """Write :func:`report_text` beside the record file."""
+    OUT.with_suffix(".md").write_text(report_text(record))
 
 
 def main():

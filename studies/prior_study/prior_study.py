@@ -104,7 +104,7 @@ def parse_config(text):
     return dataset, layers, int(V), int(tc), float(eta)
 
 
-def report(record, path):
+def report_text(record) -> str:
     groups = {}
     for cell in record["cells"].values():
         c = cell["config"]
@@ -128,7 +128,12 @@ def report(record, path):
         lines.append(f"| {dataset.upper()} | {layers} | {V} | {tc} | {eta:g} | {eta * V * 3:g} | "
                      f"{mean_std(acc)}{mark} | {len(acc)} | {', '.join(devices)} |")
     add_note(lines)
-    path.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
+
+
+def report(record, path):
+    """Write :func:`report_text` beside the record file ``path``."""
+    path.with_suffix(".md").write_text(report_text(record))
 
 
 def main():

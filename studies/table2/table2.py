@@ -70,7 +70,7 @@ def vocab_label(cell):
     return "paper" if words == dataset_info(cell["dataset"])["vocab_size"] else str(words)
 
 
-def report(record):
+def report_text(record) -> str:
     groups = {}
     for cell in record["cells"].values():
         layers = "-".join(map(str, cell["layers"]))
@@ -80,7 +80,7 @@ def report(record):
     lines = ["# Table 2: unsupervised features + SVM (accuracy %)", "",
              "Made by `studies/table2/table2.py` (records with command, commit, iterations and wall time "
              "in `table2.json`). Each cell: mean +- std over seeds (n = seeds); paper figure in "
-             "brackets. Protocols: see README. V: words in the vocabulary (\"paper\": the paper's "
+             "brackets. Protocols: see docs/results.md. V: words in the vocabulary (\"paper\": the paper's "
              "V_pre, TREC 8000, MR and SUBJ 20000; the study behind V = 8000 is "
              "`results/prior_study/prior_study.md`). s/sweep: median over the cells' training sweeps, with "
              "the sampler that ran them (numba on 2 CPU cores; * the PyTorch sampler on an H100 GPU; "
@@ -115,9 +115,14 @@ def report(record):
                      + " | ".join(cols)
                      + f" | {', '.join(times)} |")
     add_note(lines)
-    if OUT != ROOT / "results" / "table2" / "table2.json":
-        return  # a side file: its cells are merged into results/table2/table2.json later
-    (OUT.with_suffix(".md")).write_text("\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
+
+
+def report(record):
+    """Write :func:`report_text` beside the record file (not for a side file: its cells are
+    merged into results/table2/table2.json later)."""
+    if OUT == ROOT / "results" / "table2" / "table2.json":
+        OUT.with_suffix(".md").write_text(report_text(record))
 
 
 def main():

@@ -48,7 +48,7 @@ def main():
     write_report(record, out.with_suffix(".md"))
 
 
-def write_report(record, path):
+def report_text(record) -> str:
     """One row per (layers, token_count), pooling the seeds of every cell."""
     groups = {}
     for key, res in record["cells"].items():
@@ -75,7 +75,12 @@ def write_report(record, path):
                      f"| {commits} |")
     lines += ["", *across_datasets()]
     add_note(lines)
-    path.write_text("\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
+
+
+def write_report(record, path):
+    """Write :func:`report_text` to ``path``."""
+    path.write_text(report_text(record))
 
 
 COUNTS = (200, 400, 800, 1600)

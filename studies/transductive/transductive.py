@@ -43,7 +43,7 @@ def key_of(dataset, layers, protocol, features, seed):
     return f"{dataset}|{layers}|{protocol}|{features}|seed={seed}"
 
 
-def report(record, path):
+def report_text(record) -> str:
     groups = {}
     for cell in record["cells"].values():
         groups.setdefault(tuple(cell["config"]), []).append(cell)
@@ -65,7 +65,12 @@ def report(record, path):
         lines.append(f"| {dataset.upper()} | {layers} | {protocol} | {features} | {mean_std(acc)}"
                      f"{mark} | {len(acc)} | {paper if paper is not None else ''} |")
     add_note(lines)
-    path.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
+
+
+def report(record, path):
+    """Write :func:`report_text` beside the record file ``path``."""
+    path.with_suffix(".md").write_text(report_text(record))
 
 
 def main():
