@@ -1,9 +1,9 @@
-"""The README's example terminal output: `cpgbn topics`, `cpgbn tree` and `cpgbn summary` on TREC.
+"""The example terminal output of docs/explaining.md: `cpgbn topics`, `cpgbn tree`, `cpgbn summary` on TREC.
 
 Fits a three-layer TREC model with the CLI (seed 0, defaults otherwise) unless MODEL_DIR already
 holds one, runs the three commands on it and writes their output, each headed by its command
 line, to results/cli_examples/{topics,tree,summary}.txt; results/cli_examples/README.md records the
-commit.  `studies/make_docs/tables.py` copies the files into the README.
+commit.  `studies/make_docs/tables.py` copies the files into docs/explaining.md.
 
     python -m studies.cli_examples.cli_examples [--model-dir runs/readme-trec] [--refit]
 """

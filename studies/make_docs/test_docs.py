@@ -33,7 +33,7 @@ REPORTS = {
     "vocab_ties": (vocab_ties.report, "vocab_ties.json"),
     "classifier_study": (classifier_study.report_text, "classifier_study.json"),
 }
-DOC_PAGES = ["README.md", *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md"))]
+DOC_PAGES = ["README.md", "studies/README.md", *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md"))]
 
 
 @pytest.mark.parametrize("study", sorted(REPORTS))
