@@ -118,7 +118,7 @@ def main():
     ap.add_argument("--structures", default="200,200-100,200-100-50",
                     help="comma-separated layer structures (default: all three)")
     ap.add_argument("--out", default=None,
-                    help="JSON record to write (default results/speed.json, with results/speed.md)")
+                    help="JSON record to write (default results/speed/speed.json, with results/speed/speed.md)")
     args = ap.parse_args()
     import numba
 
@@ -167,7 +167,7 @@ def main():
     record = {"threads": threads, "token_count": DEFAULT_TOKEN_COUNT, "rows": rows,
               "command": "python " + " ".join(sys.argv), **provenance()}
     default_out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "results",
-                               "speed.json")
+                               "speed", "speed.json")
     out = args.out or default_out
     with open(out, "w", encoding="utf-8") as fh:
         json.dump(record, fh, indent=1)
@@ -177,14 +177,14 @@ def main():
 
 
 def write_report(record, path):
-    """results/speed.md: our seconds per sweep beside the paper's GPU and tomotopy LDA."""
+    """results/speed/speed.md: our seconds per sweep beside the paper's GPU and tomotopy LDA."""
     lines = ["# Gibbs sweep speed", "",
              f"Made by `{record['command']}` at commit {record['commit']} on {record['machine']}, "
              f"{record['threads']} threads, token_count={record['token_count']}; medians of timed "
              "sweeps after warm-up. tomotopy LDA (K = 200, same token ids, same threads) is timed in "
              "the same run, taking turns with CPGBN (an untimed then a timed sweep of each), so "
              "each row's ratio compares sweeps made under the same machine load. Scaling with "
-             "corpus size and K: `results/scaling.png` "
+             "corpus size and K: `results/speed/scaling.png` "
              "(`benchmarks/scaling.py`).", "",
              "| dataset | CPGBN | s/sweep (ours, CPU) | paper (GTX 1080Ti) | speed-up | tomotopy LDA-200 s/sweep | ours / LDA | peak RSS MB |",
              "|---|---|---|---|---|---|---|---|"]

@@ -5,7 +5,7 @@ token_count) and each structure: ``--warmup`` sweeps, then the median of ``--swe
 full training sweeps (each ends with a device synchronisation).  With ``--profile`` one extra
 pass times every step of the sweep separately (synchronising around each one, so the steps'
 sum is a little above the sweep time).  Peak device memory is ``torch.cuda.max_memory_allocated``
-per configuration.  Writes ``results/gpu_speed.json`` (or ``--out``) and prints a table; the last
+per configuration.  Writes ``results/speed/gpu_speed.json`` (or ``--out``) and prints a table; the last
 line of stdout is JSON.
 
     python benchmarks/gpu_speed.py --datasets mr,trec,imdb [--layers 200,200-100-50] [--profile]
@@ -122,7 +122,7 @@ def main():
     if args.commit and record["commit"] == "unknown":
         record["commit"] = args.commit
     out = args.out or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "results",
-                                   "gpu_speed.json")
+                                   "speed", "gpu_speed.json")
     with open(out, "w", encoding="utf-8") as fh:
         json.dump(record, fh, indent=1)
     print(json.dumps({k: v for k, v in record.items() if k != "rows"}))

@@ -5,7 +5,7 @@ times move by 20-30% from minute to minute and tomotopy's by as much between pro
 single ratio can land on either side of a target.  This runs ``gibbs_speed.py --datasets mr
 --structures 200 --no-memory`` ``--repeats`` times, each in a fresh process (the two samplers
 take turns inside each), and writes every run's times and ratio with their median and range to
-results/lda_ratio.json (the last line of stdout is the JSON).
+results/speed/lda_ratio.json (the last line of stdout is the JSON).
 
     python benchmarks/lda_ratio.py [--repeats 5] [--data-dir DIR]
 """
@@ -50,7 +50,7 @@ def main():
     record = dict(dataset="mr", layers="200", runs=runs, ratio_median=float(np.median(ratios)),
                   ratio_min=float(ratios.min()), ratio_max=float(ratios.max()),
                   command="python " + " ".join(sys.argv), **origin)
-    (HERE.parent / "results" / "lda_ratio.json").write_text(json.dumps(record, indent=1) + "\n")
+    (HERE.parent / "results" / "speed" / "lda_ratio.json").write_text(json.dumps(record, indent=1) + "\n")
     print(json.dumps(record))
 
 

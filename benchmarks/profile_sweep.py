@@ -5,7 +5,7 @@ F = 3, the default token_count) and times every numba kernel the driver calls, b
 for the timed sweeps.  ``sweep_positions`` draws w, augments the tokens and draws the pooling
 tables in one pass; to split the w draw from the rest, the w draw alone
 (``GibbsSampler.draw_weights``, the same code without augmentation) is timed separately.  Medians over the timed sweeps after warm-up; writes
-results/sweep_profile.json (the last line of stdout is the JSON).
+results/speed/sweep_profile.json (the last line of stdout is the JSON).
 
     python benchmarks/profile_sweep.py [--dataset mr] [--layers 200] [--sweeps 7]
 """
@@ -95,7 +95,7 @@ def main():
         print(f"{name:20s} {seconds:.4f} s")
     print(f"{'(w draw alone)':20s} {record['draw_w_alone_seconds']:.4f} s")
     print(f"{'sweep':20s} {record['sweep_seconds']:.4f} s")
-    out = ROOT / "results" / "sweep_profile.json"
+    out = ROOT / "results" / "speed" / "sweep_profile.json"
     out.write_text(json.dumps(record, indent=1) + "\n")
     print(json.dumps(record))
 

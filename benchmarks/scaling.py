@@ -4,7 +4,7 @@
 * kernels: K = 50, 100, 200, 400 on the 5k-document subset.
 One layer, F = 3, V = 30000 words + OOV, the default token_count; median of timed sweeps after
 20 warm-up sweeps, and the peak resident memory of the process after the largest corpus (the first sweeps of a chain are several times slower while its counts
-spread out; the steady state is what a run spends its time in).  Writes results/scaling.json and results/scaling.png (two panels, with a straight
+spread out; the steady state is what a run spends its time in).  Writes results/speed/scaling.json and results/speed/scaling.png (two panels, with a straight
 line through the origin fitted to each series, to show linear growth in tokens and in K).
 The last line of stdout is JSON.
 
@@ -59,8 +59,8 @@ def main():
         print(f"docs   5000 K {K:4d}: {t:.3f} s/sweep", flush=True)
     record = {"rows": rows, "peak_rss_mb_largest_size": peak_rss_mb, "token_count": DEFAULT_TOKEN_COUNT, "command": "python " + " ".join(sys.argv),
               **provenance()}
-    (ROOT / "results" / "scaling.json").write_text(json.dumps(record, indent=1) + "\n")
-    plot(record, ROOT / "results" / "scaling.png")
+    (ROOT / "results" / "speed" / "scaling.json").write_text(json.dumps(record, indent=1) + "\n")
+    plot(record, ROOT / "results" / "speed" / "scaling.png")
     print(json.dumps(record))
 
 

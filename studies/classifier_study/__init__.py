@@ -1,0 +1,1 @@
+"""The classifier_study study: see its script, `classifier_study.py`."""

@@ -1,0 +1,1 @@
+"""The cli_examples study: see its script, `cli_examples.py`."""

@@ -1,0 +1,1 @@
+"""The feature_source study: see its script, `feature_source.py`."""

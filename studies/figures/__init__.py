@@ -1,0 +1,1 @@
+"""The figures study: see its script, `figures.py`."""

@@ -1,0 +1,208 @@
+"""Fill the generated blocks of README.md and docs/*.md from the records in results/.
+
+    python -m studies.make_docs.tables            # rewrite every block
+    python -m studies.make_docs.tables --check    # exit status 1 and a list when one is stale
+
+A block is the text between ``<!-- name -->`` and ``<!-- /name -->``; ``TARGETS`` says which
+blocks each file has and which function writes each one.  Every function reads a record (or a
+study's report, itself checked against its record by ``test_docs.py``), so a number in a
+block is one that a record holds, with its command, commit and seeds.
+"""
+import argparse
+import json
+import re
+import sys
+from collections import defaultdict
+
+import numpy as np
+
+from studies.common.paths import RESULTS, ROOT
+from studies.common.vocab_fix import MARK, add_note, stale_record
+from studies.table2.table2 import PAPER, vocab_label
+
+PAPER_T2 = {(dataset, layers): PAPER[("cpgbn", layers)][i]
+            for i, dataset in enumerate(("mr", "trec", "subj"))
+            for layers in ("200", "200-100", "200-100-50")}
+DATASETS = ("trec", "subj", "mr")
+
+
+def evaluation_table(prefix: str = "../") -> str:
+    """``cpgbn evaluate --json`` records (results/evaluate/)."""
+    rows = ["| dataset | model | protocol | token_count | seeds | accuracy % (ours) | paper % | "
+            "s/sweep | record |", "|---|---|---|---|---|---|---|---|---|"]
+    for path in sorted((RESULTS / "evaluate").glob("eval_*.json")):
+        r = json.loads(path.read_text())
+        layers = "-".join(map(str, r["layers"]))
+        sweep = sum(x["median_sweep_seconds"] for x in r["runs"]) / len(r["runs"])
+        paper = PAPER_T2.get((r["dataset"], layers), "")
+        rows.append(f"| {r['dataset'].upper()} | CPGBN-{layers} | {r['protocol']} | {r['token_count']} | "
+                    f"{','.join(map(str, r['seeds']))} | {100 * r['accuracy_mean']:.1f} +- "
+                    f"{100 * r['accuracy_std']:.1f}{MARK if stale_record(r) else ''} | {paper} | {sweep:.2f} | "
+                    f"[{path.name}]({prefix}{path.relative_to(ROOT).as_posix()}) (commit {r['commit']}) |")
+    return "\n".join(add_note(rows))
+
+
+def table_lines(path) -> str:
+    """A report's tables (a blank line between two), and the note on old-vocabulary results
+    when it has one."""
+    kept, gap = [], False
+    for line in path.read_text().splitlines():
+        if line.startswith("|") or line.startswith(MARK):
+            if gap and kept:
+                kept.append("")
+            kept.append(line)
+            gap = False
+        else:
+            gap = True
+    return "\n".join(kept)
+
+
+def token_count_table() -> str:
+    return table_lines(RESULTS / "token_count" / "token_count.md")
+
+
+def table2_rows() -> str:
+    return table_lines(RESULTS / "table2" / "table2.md")
+
+
+def speed_rows() -> str:
+    path = RESULTS / "speed" / "speed.md"
+    return "\n".join(line for line in path.read_text().splitlines() if line.startswith("|"))
+
+
+def gpu_speed_table() -> str:
+    r = json.loads((RESULTS / "speed" / "gpu_speed.json").read_text())
+    rows = [f"{r['device']}, torch {r['torch']}, commit {r['commit']}, `{r['command']}`:", "",
+            "| dataset | CPGBN | s/sweep (GPU) | paper (GTX 1080Ti) | tokens | peak GPU memory GiB |",
+            "|---|---|---|---|---|---|"]
+    for x in r["rows"]:
+        paper = f"{x['paper_gpu_seconds']:.2f}" if x["paper_gpu_seconds"] else "-"
+        rows.append(f"| {x['dataset'].upper()} | {x['layers']} | {x['seconds_per_sweep']:.4f} | {paper} | "
+                    f"{x['n_tokens']:,} | {x['peak_gpu_mb'] / 1024:.1f} |")
+    return "\n".join(rows)
+
+
+def example(name: str) -> str:
+    path = RESULTS / "cli_examples" / f"{name}.txt"
+    return "```\n" + path.read_text().rstrip("\n") + "\n```"
+
+
+# ---------------------------------------------------------------------- the README's headline
+
+def table2_groups():
+    """Table 2's cells of the authors' protocol (inductive features, the current vocabulary
+    rule), grouped by (dataset, model, layers, token_count, V): accuracies in % over seeds."""
+    cells = json.loads((RESULTS / "table2" / "table2.json").read_text())["cells"]
+    groups = defaultdict(list)
+    for cell in cells.values():
+        if cell["protocol"] != "authors" or cell.get("features", "inductive") != "inductive" or stale_record(cell):
+            continue
+        key = (cell["dataset"], cell["model"], "-".join(map(str, cell["layers"])), cell["token_count"],
+               vocab_label(cell))
+        groups[key].extend([100 * cell["accuracy_mean"]] * len(cell["seeds"]))
+    return groups
+
+
+def best(groups, dataset, models):
+    """The group of ``dataset`` among ``models`` with the highest mean accuracy (three seeds
+    or more): (key, mean, std, n)."""
+    scored = [(np.mean(acc), key, acc) for key, acc in groups.items()
+              if key[0] == dataset and key[1] in models and len(acc) >= 3]
+    mean, key, acc = max(scored)
+    return key, mean, np.std(acc, ddof=1), len(acc)
+
+
+def describe(key) -> str:
+    _, model, layers, token_count, vocab = key
+    count = "plain counts" if token_count == 1 else f"count {token_count}"
+    return f"{model.upper()} {layers}, {count}, V {vocab}"
+
+
+def headline() -> str:
+    """Table 2's best cells against the paper, the speed against the paper and tomotopy, and one
+    sentence per finding, every number from results/table2 and results/speed."""
+    groups = table2_groups()
+    speed = {(r["dataset"], r["layers"]): r for r in json.loads((RESULTS / "speed" / "speed.json").read_text())["rows"]}
+    rows = ["| dataset | best CPGBN (ours) | the paper's best CPGBN | best bag-of-words model (ours) "
+            "| CPU s/sweep, 200-100-50 (ours, 2 cores) | paper's GPU s/sweep | tomotopy LDA-200 s/sweep |",
+            "|---|---|---|---|---|---|---|"]
+    found = {}
+    for dataset in DATASETS:
+        ours = best(groups, dataset, {"cpgbn"})
+        bow = best(groups, dataset, {"pgbn", "lda"})
+        paper_layers = max(("200", "200-100", "200-100-50"), key=lambda layers: PAPER_T2[(dataset, layers)])
+        s = speed[(dataset, "200-100-50")]
+        rows.append(f"| {dataset.upper()} | {ours[1]:.1f} +- {ours[2]:.1f} ({describe(ours[0])}) "
+                    f"| {PAPER_T2[(dataset, paper_layers)]:.1f} ({paper_layers}) "
+                    f"| {bow[1]:.1f} +- {bow[2]:.1f} ({describe(bow[0])}) | {s['seconds_per_sweep']:.3f} "
+                    f"| {s['paper_gpu_seconds']:.2f} | {s['tomotopy_lda200_seconds']:.3f} |")
+        found[dataset] = ours, bow, PAPER_T2[(dataset, paper_layers)]
+    speedups = [r["paper_gpu_seconds"] / r["seconds_per_sweep"] for r in speed.values()]
+    ratios = [r["ratio_to_lda"] for r in speed.values()]
+    tempered = [(key, acc) for key, acc in groups.items()
+                if key[:2] == ("trec", "pgbn") and key[3] != 1 and len(acc) >= 3]
+    pgbn_trec = max(np.mean(acc) for _, acc in tempered)
+    trec, subj, mr = found["trec"], found["subj"], found["mr"]
+    mr_deep = groups[("mr", "cpgbn", "200-100-50", 800, "paper")]
+    lines = rows + [
+        "",
+        f"* **TREC:** CPGBN ({trec[0][1]:.1f}) beats the paper's {trec[2]:.1f}, but so does the "
+        f"bag-of-words PGBN ({pgbn_trec:.1f}) once it gets the same pseudo-count per token: the "
+        "paper's gap between them is mostly that tempering of the likelihood.",
+        f"* **SUBJ:** CPGBN ({subj[0][1]:.1f}) reaches the paper's {subj[2]:.1f}, but the "
+        f"bag-of-words PGBN with plain counts does better ({subj[1][1]:.1f}): the paper's claim "
+        "that word order wins does not hold here.",
+        f"* **MR:** one layer matches the paper, but depth does not help (three layers at the "
+        f"default: {np.mean(mr_deep):.1f}) and no setting we tried reaches the paper's "
+        f"{mr[2]:.1f}, not even an emulation of the authors' own code.",
+        f"* **Speed:** a CPU sweep on 2 cores is {min(speedups):.0f}-{max(speedups):.0f}x faster than "
+        f"the paper's GPU times, and {min(ratios):.1f}-{max(ratios):.1f}x slower than tomotopy's "
+        "collapsed LDA, which draws neither kernels nor positions.",
+    ]
+    return "\n".join(lines)
+
+
+#: file (relative to the root) -> {block name: function writing it}
+TARGETS = {
+    "README.md": {"headline": headline},
+    "docs/results.md": {"results": evaluation_table, "table2": table2_rows, "token-count": token_count_table},
+    "docs/speed.md": {"speed": speed_rows, "gpu-speed": gpu_speed_table},
+    "docs/explaining.md": {f"example-{name}": (lambda name=name: example(name))
+                           for name in ("topics", "tree", "summary")},
+}
+
+
+def replace_block(text: str, name: str, body: str) -> str:
+    start, end = f"<!-- {name} -->", f"<!-- /{name} -->"
+    pattern = re.compile(re.escape(start) + ".*?" + re.escape(end), re.S)
+    if not pattern.search(text):
+        raise ValueError(f"no block {start} ... {end}")
+    return pattern.sub(lambda _: f"{start}\n{body}\n{end}", text)
+
+
+def render(relative: str) -> str:
+    """The file ``relative`` with every generated block written from the records."""
+    text = (ROOT / relative).read_text()
+    for name, write in TARGETS[relative].items():
+        text = replace_block(text, name, write())
+    return text
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--check", action="store_true", help="only report the files whose blocks are stale")
+    args = ap.parse_args(argv)
+    stale = []
+    for relative in TARGETS:
+        text = render(relative)
+        if text != (ROOT / relative).read_text():
+            stale.append(relative)
+            if not args.check:
+                (ROOT / relative).write_text(text)
+    for relative in stale:
+        print(f"{relative}: {'stale' if args.check else 'rewritten'}")
+    return 1 if args.check and stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

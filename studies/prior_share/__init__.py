@@ -1,0 +1,1 @@
+"""The prior_share study: see its script, `prior_share.py`."""

@@ -1,0 +1,1 @@
+"""The prior_study study: see its script, `prior_study.py`."""

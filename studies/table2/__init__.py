@@ -1,0 +1,1 @@
+"""The table2 study: see its script, `table2.py`."""

@@ -1,0 +1,1 @@
+"""The token_count study: see its script, `token_count.py`."""

@@ -1,0 +1,1 @@
+"""The transductive study: see its script, `transductive.py`."""

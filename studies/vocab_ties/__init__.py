@@ -1,0 +1,1 @@
+"""The vocab_ties study: see its script, `vocab_ties.py`."""
