@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cpgbn.io import write_file_atomically
+from cpgbn.files import write_file_atomically
 
 
 def load_cells(path: Path) -> dict:

@@ -25,7 +25,7 @@ import numpy as np
 from cpgbn import CPGBN
 from cpgbn.evaluate import evaluate
 from cpgbn.evaluate.provenance import provenance
-from cpgbn.io import write_file_atomically
+from cpgbn.files import write_file_atomically
 from cpgbn.datasets import load_dataset
 
 from studies.common.paths import ROOT

@@ -23,7 +23,7 @@ import numpy as np
 
 from cpgbn.datasets import dataset_info, load_dataset
 from cpgbn.evaluate.provenance import provenance
-from cpgbn.io import write_file_atomically
+from cpgbn.files import write_file_atomically
 from cpgbn.text import Vocabulary, tokenize
 
 from studies.common.paths import ROOT
