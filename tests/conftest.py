@@ -29,9 +29,10 @@ from pathlib import Path
 # before numba is imported (by cpgbn or a test module): numba reads it once, at import
 _SESSION_NUMBA_CACHE = None
 if os.environ.get("CPGBN_KEEP_NUMBA_CACHE", "") not in ("1", "true", "yes"):
-    assert "numba" not in sys.modules, "numba was imported before tests/conftest.py"
     _SESSION_NUMBA_CACHE = tempfile.mkdtemp(prefix="cpgbn-numba-cache-")
     os.environ["NUMBA_CACHE_DIR"] = _SESSION_NUMBA_CACHE
+    if "numba" in sys.modules:  # imported by a plugin: read the environment again
+        sys.modules["numba"].core.config.reload_config()
 
 import pytest  # noqa: E402
 

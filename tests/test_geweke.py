@@ -128,7 +128,8 @@ def statistics(g, w, theta, c) -> np.ndarray:
         out += list((phi ** 2).sum(axis=0))
         out.append(float(phi[0].mean()))
     out += [float(g.r.mean()), float(np.maximum(np.log(g.r), -30.0).mean())]
-    out += [float(np.maximum(np.log(th), -30.0).mean()) for th in theta]
+    # theta^(1) sums the w above the floor: 0 when all are at the floor (log clipped at -30)
+    out += [float(np.log(np.maximum(th, np.exp(-30.0))).mean()) for th in theta]
     out += [float(np.log(cc).mean()) for cc in c]
     q = np.ones(len(c[0]))
     for cc in c:  # p^(t+1) = q^(t) / (c^(t+1) + q^(t)), q^(t+1) = ln(1 + q^(t) / c^(t+1))

@@ -117,11 +117,19 @@ def run_tier(tier: str, src: Path, cache: Path, record: Path, seed_offset: int,
             process.wait()
             rc, timed_out = None, True
     text = log.read_text(encoding="utf-8", errors="replace")
-    failed = [line.split(" ", 1)[1].split(" - ")[0] for line in text.splitlines()
-              if line.startswith("FAILED ")]
-    watchdog = [line for line in text.splitlines() if line.startswith("TIMEOUT: ")]
-    if timed_out or watchdog:
-        outcome = "caught (timeout)"
+    outcome, failed, watchdog = classify(text, rc, timed_out)
+    return {"tier": tier, "outcome": outcome, "exit_code": rc, "failed": failed,
+            "watchdog": watchdog, "seconds": round(time.monotonic() - start, 1),
+            "tail": text.splitlines()[-6:]}
+
+
+def classify(text: str, rc: int | None, timed_out: bool) -> tuple[str, list[str], list[str]]:
+    """(outcome, failed test ids, watchdog lines) of one tier's pytest log."""
+    lines = text.splitlines()
+    failed = [line.split(" ", 1)[1].split(" - ")[0] for line in lines if line.startswith("FAILED ")]
+    watchdog = [line for line in lines if line.startswith("TIMEOUT: ")]
+    if timed_out or watchdog or (failed and "Failed: Timeout" in text):
+        outcome = "caught (timeout)"  # the tier's wall clock, the watchdog or pytest-timeout
     elif rc == 0:
         outcome = "passed"
     elif rc == 1 and failed:
@@ -130,9 +138,7 @@ def run_tier(tier: str, src: Path, cache: Path, record: Path, seed_offset: int,
         outcome = f"caught (crash: {text.split('Fatal Python error: ', 1)[1].splitlines()[0]})"
     else:
         outcome = f"error (exit {rc})"
-    return {"tier": tier, "outcome": outcome, "exit_code": rc, "failed": failed,
-            "watchdog": watchdog, "seconds": round(time.monotonic() - start, 1),
-            "tail": text.splitlines()[-6:]}
+    return outcome, failed, watchdog
 
 
 def read_records(record: Path) -> list[dict]:
@@ -188,13 +194,31 @@ def run_one(name: str, mutation: Mutation | None, work: Path, tiers: list[str],
         if result["outcome"] != "passed" and mutation is not None:
             break
     row["geweke"] = read_records(record)
+    summarize(row)
+    return row, cache
+
+
+def summarize(row: dict) -> None:
+    """The row's outcome, what caught it and its largest |z|, from its tiers and records."""
     last = row["tiers"][-1]
     row["outcome"] = last["outcome"]
     row["caught_by"] = (f"{last['tier']} tier: " + (", ".join(last["failed"]) or
                                                      "; ".join(last["watchdog"]) or "wall clock")
                         if last["outcome"].startswith("caught") else None)
     row["max_abs_z"] = max((r["max_abs_z"] for r in row["geweke"]), default=None)
-    return row, cache
+
+
+def reclassify(out_dir: Path, work: Path) -> None:
+    """Rebuild the report from report.json and the tier logs kept in ``work``."""
+    meta = json.loads((out_dir / "report.json").read_text())
+    rows = meta.pop("mutations")
+    for row in rows:
+        for t in row["tiers"]:
+            text = (work / f"log-{row['id']}-{t['tier']}.txt").read_text(errors="replace")
+            t["outcome"], t["failed"], t["watchdog"] = classify(text, t["exit_code"],
+                                                                t["exit_code"] is None)
+        summarize(row)
+    write_report(out_dir, meta, rows)
 
 
 def git_commit() -> str:
@@ -251,7 +275,12 @@ def main(argv=None) -> int:
                         help="per-test limit in seconds (default: 600 default tier, 1800 long)")
     parser.add_argument("--out", type=Path, default=REPO / "results" / "mutation")
     parser.add_argument("--work", type=Path, default=None, help="scratch directory")
+    parser.add_argument("--reclassify", action="store_true",
+                        help="only rebuild the report from report.json and the logs in --work")
     args = parser.parse_args(argv)
+    if args.reclassify:
+        reclassify(args.out, args.work)
+        return 0
     tiers = args.tiers.split(",")
     chosen = [m for m in MUTATIONS if not args.only or m.id in args.only]
     unknown = set(args.only or []) - {m.id for m in MUTATIONS}
