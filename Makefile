@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 # cache, where `make demo` downloads what is missing.
 export CPGBN_DATA ?= $(if $(wildcard ../shared/data/TREC),$(abspath ../shared/data))
 
-.PHONY: install demo test clean
+.PHONY: install demo test test-long clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,11 @@ $(VENV)/.torch: $(VENV)/.installed
 
 test: install $(VENV)/.torch
 	$(PY) -m pytest -q
+
+# The long tier of the Geweke tests (about 10 minutes of one core): before a release note,
+# and after any change to the sampler's conditionals (see CONTRIBUTING.md).
+test-long: install
+	$(PY) -m pytest -q -m long
 
 clean:
 	rm -rf $(VENV) runs build *.egg-info

@@ -40,7 +40,9 @@ from cpgbn.inference.gibbs import GibbsSampler
 from cpgbn.inference.state import GlobalParameters, Hyperparameters
 from cpgbn.simulate import sample_corpus
 
-pytestmark = pytest.mark.slow
+# a correct sampler takes 5-60 s per test: 300 s ends a hang or a runaway (a w rate of c^(2)
+# instead of 1 + c^(2) once ran for over 15 minutes) as a failure
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 V, F = 30, 3
 BACKGROUND = 0.2
