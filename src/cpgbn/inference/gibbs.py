@@ -133,27 +133,44 @@ class GibbsSampler:
             host.globals = globals_  # the caller's object, as given
         return host
 
-    def local_state(self, globals_: GlobalParameters, sweep: int) -> GibbsState:
+    def local_state(self, globals_: GlobalParameters, sweep: int, *, w=None,
+                    theta=None) -> GibbsState:
         """A fresh local state of the current documents on the backend, sharing ``globals_``
-        (arrays on the backend, not copied): w = 1, one augmentation from the stream
-        (sweep, LOCAL_INIT); its sweeps continue from ``sweep``.  Minibatch modes start each
-        minibatch's chain with it, with a sweep index of their own so that no two minibatches
-        share random streams."""
-        return self._fresh_state(globals_, stream(sweep, streams.LOCAL_INIT), sweep=sweep)
+        (arrays on the backend, not copied): w = 1 (or ``w``, (P, K_1), with ``theta``, the
+        list theta^(1..T)), one augmentation from the stream (sweep, LOCAL_INIT); its sweeps
+        continue from ``sweep``.  Minibatch modes start each minibatch's chain with it, with a
+        sweep index of their own so that no two minibatches share random streams; the hybrid
+        mode's Gibbs refinement starts from the encoder's w and theta."""
+        return self._fresh_state(globals_, stream(sweep, streams.LOCAL_INIT), sweep=sweep,
+                                 w=w, theta=theta)
 
-    def _fresh_state(self, g: GlobalParameters, init_stream: int, sweep: int) -> GibbsState:
-        """w = 1, theta^(1) = S_j, upper theta = 1, c = 1, then m | w, D (no w draw)."""
+    def _fresh_state(self, g: GlobalParameters, init_stream: int, sweep: int, w=None,
+                     theta=None) -> GibbsState:
+        """w = 1, theta^(1) = S_j, upper theta = 1 (or the given w and theta), c = 1, then
+        m | w, D (no w draw)."""
         import numpy as np
 
         b, data = self.backend, self.data
         layers, n_docs = g.layers, data.n_docs
         K1 = layers[0]
+        if (w is None) != (theta is None):
+            raise CPGBNInputError("give both w and theta, or neither")
+        if w is None:
+            w = b.full((data.n_positions, K1), 1.0, np.float32)
+            theta = [b.initial_theta1(K1)] + [b.full((n_docs, k), 1.0, np.float64)
+                                              for k in layers[1:]]
+        else:
+            w = b.to_backend(np.ascontiguousarray(w, dtype=np.float32), np.float32)
+            theta = [b.to_backend(np.ascontiguousarray(t, dtype=np.float64), np.float64)
+                     for t in theta]
+            if tuple(w.shape) != (data.n_positions, K1) or len(theta) != len(layers):
+                raise CPGBNInputError(f"w must be ({data.n_positions}, {K1}) and theta a list "
+                                      f"of {len(layers)} arrays")
         state = GibbsState(
             globals=g,
-            w=b.full((data.n_positions, K1), 1.0, np.float32),
+            w=w,
             m=b.full((data.n_positions, K1), 0, b.count_dtype),
-            theta=[b.initial_theta1(K1)] + [b.full((n_docs, k), 1.0, np.float64)
-                                            for k in layers[1:]],
+            theta=theta,
             c=[b.full(n_docs, 1.0, np.float64) for _ in layers],
             A=b.full((n_docs, K1), 0, b.count_dtype),
             loglik=b.full(n_docs, 0.0, np.float64),
