@@ -156,7 +156,9 @@ class HybridTrainer:
                 "rao_blackwell": self.rao_blackwell, "N": self.update.n_docs_total,
                 "device": self.device.type}
 
-    def _sampler_for(self, batch):
+    def sampler_for(self, batch):
+        """The Gibbs schedule on the PyTorch backend over ``batch``, with this trainer's TLASGR
+        update (built at the first call, re-pointed at each new batch)."""
         from ..backends.torch.backend import TorchBackend
         from .gibbs import GibbsSampler
 
@@ -185,14 +187,14 @@ class HybridTrainer:
         terms = elbo_terms(packed, sample, g.D, g.phi, g.r)
         loss = terms.negative_elbo.mean()
         kl = torch.stack(terms.kl).sum(dim=0).mean()
-        report = StepReport(float(loss), float(kl), batch.n_docs)
+        report = StepReport(float(loss.detach()), float(kl.detach()), batch.n_docs)
         if not (np.isfinite(report.loss) and np.isfinite(report.kl)):
             return report                      # the driver stops; nothing is changed
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         self.optimizer.step()
 
-        sampler = self._sampler_for(batch)
+        sampler = self.sampler_for(batch)
         b = sampler.backend
         K1, n_docs = self.layers[0], batch.n_docs
         state = GibbsState(

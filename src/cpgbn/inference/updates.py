@@ -242,7 +242,7 @@ class TLASGRGlobalUpdate:
 
     def load_arrays(self, arrays, n_params: int) -> None:
         """Inverse of :meth:`to_arrays` for ``n_params`` parameters (D and T - 1 Phi's)."""
-        if f"tlasgr_0_precision" not in arrays:
+        if "tlasgr_0_precision" not in arrays:
             self.states = []
             return
         self.states = [TLASGRState.from_arrays({name: arrays[f"tlasgr_{i}_{name}"]
