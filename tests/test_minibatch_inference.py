@@ -279,6 +279,17 @@ def test_text_file_minibatches_cover_each_document_once_per_epoch(tmp_path):
         seen.extend(indices.tolist())
     assert sorted(seen) == list(range(53))
     assert source.max_block_docs == 20
+    # blocks are visited in a seeded order per epoch: a file sorted by class gets mixed
+    whole_blocks = Minibatches(source, batch_size=20, seed=1)
+    orders = []
+    for _ in range(4):
+        epoch = whole_blocks.cursor.epoch
+        order = []
+        while whole_blocks.cursor.epoch == epoch:
+            order.append(int(whole_blocks.next()[1].min()) // 20)
+        assert sorted(order) == [0, 1, 2]
+        orders.append(order)
+    assert any(order != [0, 1, 2] for order in orders)
 
 
 def test_text_file_errors_match_the_gibbs_path(tmp_path):

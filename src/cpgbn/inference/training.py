@@ -7,10 +7,11 @@ own state; :func:`train` drives it:
 
 * minibatches come from a :class:`Minibatches` stream over a *block source*: a corpus in memory
   (:class:`ConvDataBlocks`) or a one-document-per-line file read a block of lines at a time
-  (:class:`TextFileBlocks`, which holds one block, never the file).  Each block's documents
-  are shuffled with a generator seeded by (seed, epoch, block) and cut into minibatches, so the
-  sequence of minibatches is a function of the seed and the file, and a :class:`Cursor` of five
-  integers says where the stream stands;
+  (:class:`TextFileBlocks`, which holds one block and one byte offset per block, never the
+  file).  Every epoch visits the blocks in a seeded order and shuffles each block's documents
+  with a generator seeded by (seed, epoch, block) before cutting it into minibatches, so the
+  sequence of minibatches is a function of the seed and the file, and a :class:`Cursor` of
+  three integers says where the stream stands;
 * step i (1-based) draws its random numbers from streams derived from (seed, i) only, so a run
   resumed from the checkpoint after step i repeats steps i+1, ... exactly;
 * every ``checkpoint_every`` steps (and at the end) the algorithm's arrays, the cursor and the
@@ -71,8 +72,7 @@ class StepReport:
 
 # ---------------------------------------------------------------------- block sources
 class ConvDataBlocks:
-    """A corpus in memory as blocks of ``block_docs`` consecutive documents; the cursor of a
-    block is the index of its first document."""
+    """A corpus in memory as blocks of ``block_docs`` consecutive documents."""
 
     def __init__(self, data: ConvData, block_docs: int = 4096):
         if int(block_docs) < 1:
@@ -85,14 +85,19 @@ class ConvDataBlocks:
     def n_docs(self) -> int:
         return self.data.n_docs
 
-    def identity(self) -> dict:
-        return {"kind": "memory", "n_docs": self.data.n_docs, "n_cells": self.data.n_cells}
+    @property
+    def n_blocks(self) -> int:
+        return -(-self.data.n_docs // self.block_docs)
 
-    def read_block(self, start: int, first_doc: int):
-        """(the block's ConvData, cursor of the next block or None at the end)."""
+    def identity(self) -> dict:
+        return {"kind": "memory", "n_docs": self.data.n_docs, "n_cells": self.data.n_cells,
+                "block_docs": self.block_docs}
+
+    def read_block(self, block: int):
+        """(ConvData of block ``block``, index of its first document)."""
+        start = block * self.block_docs
         stop = min(self.data.n_docs, start + self.block_docs)
-        block = subset_cells(self.data, np.arange(start, stop))
-        return block, (stop if stop < self.data.n_docs else None)
+        return subset_cells(self.data, np.arange(start, stop)), start
 
 
 def text_encoder(vocabulary, filter_width: int, token_count="bernoulli-poisson",
@@ -120,11 +125,11 @@ def text_encoder(vocabulary, filter_width: int, token_count="bernoulli-poisson",
 class TextFileBlocks:
     """A one-document-per-line file (``label<TAB>text`` with ``labeled=True``; ``.gz`` read
     through) as blocks of ``block_docs`` lines, each turned into a ConvData by ``encode``
-    (:func:`text_encoder`).  Holds one block at a time; the cursor of a block is its byte
-    offset (and the line number of its first line, for messages).
+    (:func:`text_encoder`).  Holds one block at a time.
 
-    ``n_docs`` (N, for rho = N / |batch|) is counted in one streaming pass when first asked.
-    ``max_block_docs`` records the most documents held at once (for the memory test).
+    The first use indexes the file in one streaming pass (:func:`~cpgbn.text.readers.
+    index_line_blocks`: N for rho = N / |batch|, and one byte offset per block, so blocks can
+    be visited in any order).  ``max_block_docs`` records the most documents held at once.
     """
 
     def __init__(self, path, encode, block_docs: int = 4096, *, labeled: bool = False):
@@ -134,58 +139,63 @@ class TextFileBlocks:
         self.block_docs, self.labeled = int(block_docs), bool(labeled)
         #: F of the cells ``encode`` builds (set by :func:`text_encoder`)
         self.filter_width = getattr(encode, "filter_width", None)
-        self._n_docs = None
+        self._index = None
         self.max_block_docs = 0
+
+    def _indexed(self):
+        if self._index is None:
+            from ..text.readers import index_line_blocks
+            self._index = index_line_blocks(self.path, self.block_docs)
+        return self._index
 
     @property
     def n_docs(self) -> int:
-        if self._n_docs is None:
-            from ..text.readers import count_lines
-            self._n_docs = count_lines(self.path)
-        return self._n_docs
+        return self._indexed()[1]
+
+    @property
+    def n_blocks(self) -> int:
+        return len(self._indexed()[0])
 
     def identity(self) -> dict:
         stat = self.path.stat()
         return {"kind": "file", "path": str(self.path.resolve()), "size": stat.st_size,
-                "n_docs": self.n_docs}
+                "n_docs": self.n_docs, "block_docs": self.block_docs}
 
-    def read_block(self, start: int, first_doc: int):
+    def read_block(self, block: int):
+        """(ConvData of block ``block``, index of its first document)."""
         from ..text.readers import read_line_blocks
-        blocks = read_line_blocks(self.path, self.block_docs, labeled=self.labeled, start=start,
-                                  first_line=first_doc + 1)
-        block = next(blocks, None)
+        offsets, _ = self._indexed()
+        first_doc = block * self.block_docs
+        blocks = read_line_blocks(self.path, self.block_docs, labeled=self.labeled,
+                                  start=offsets[block], first_line=first_doc + 1)
+        lines = next(blocks, None)
         blocks.close()
-        if block is None:
-            raise CPGBNInputError(f"{self.path}: no documents at byte {start} (the file changed "
-                                  "since the checkpoint was written?)")
-        self.max_block_docs = max(self.max_block_docs, len(block.texts))
-        data = self.encode(block.texts, block.first_line)
-        at_end = block.end >= self.path.stat().st_size if self.path.suffix != ".gz" else \
-            first_doc + len(block.texts) >= self.n_docs
-        return data, (None if at_end else block.end)
+        if lines is None:
+            raise CPGBNInputError(f"{self.path}: no documents at byte {offsets[block]} (the "
+                                  "file changed since it was indexed?)")
+        self.max_block_docs = max(self.max_block_docs, len(lines.texts))
+        return self.encode(lines.texts, lines.first_line), first_doc
 
 
 # ---------------------------------------------------------------------- minibatches
 @dataclass
 class Cursor:
-    """Where a minibatch stream stands: the next minibatch is number ``batch`` of the block
-    starting at ``offset`` (its ``block``-th block of epoch ``epoch``; ``first_doc`` is the
-    index of the block's first document in the file)."""
+    """Where a minibatch stream stands: the next minibatch is number ``batch`` of the
+    ``block``-th block visited in epoch ``epoch``."""
 
     epoch: int = 0
     block: int = 0
-    offset: int = 0
-    first_doc: int = 0
     batch: int = 0
 
 
 class Minibatches:
     """Minibatches of ``batch_size`` documents from a block source (module docstring).
 
-    A block of n documents gives ceil(n / batch_size) minibatches (the last one smaller when
-    n is not a multiple); the documents of a block are shuffled with a generator seeded by
-    (seed, epoch, block).  :meth:`next` returns (ConvData, indices in the corpus) and advances
-    ``cursor``.
+    Each epoch visits the blocks in an order drawn from (seed, epoch) and shuffles each block's
+    documents with a generator seeded by (seed, epoch, block), so that a file sorted by class
+    still gives mixed minibatches when it spans several blocks.  A block of n documents gives
+    ceil(n / batch_size) minibatches (the last one smaller when n is not a multiple).
+    :meth:`next` returns (ConvData, indices in the corpus) and advances ``cursor``.
     """
 
     def __init__(self, source, batch_size: int, seed: int, cursor: Cursor | None = None):
@@ -193,32 +203,35 @@ class Minibatches:
             raise CPGBNInputError(f"batch_size must be >= 1, got {batch_size}")
         self.source, self.batch_size, self.seed = source, int(batch_size), int(seed)
         self.cursor = Cursor() if cursor is None else cursor
-        self._block = None  # (key, data, next offset, order)
+        self._block = None  # (key, data, first_doc, order)
+        self._order = None  # (epoch, block order)
 
     def _current_block(self):
         c = self.cursor
-        key = (c.epoch, c.offset)
+        if self._order is None or self._order[0] != c.epoch:
+            rng = np.random.default_rng(derived_seed(self.seed, 0xB1, c.epoch))
+            self._order = (c.epoch, rng.permutation(self.source.n_blocks))
+        block = int(self._order[1][c.block])
+        key = (c.epoch, block)
         if self._block is None or self._block[0] != key:
             self._block = None  # drop the old block before reading the next one
-            data, next_offset = self.source.read_block(c.offset, c.first_doc)
-            order = np.random.default_rng(derived_seed(self.seed, 0xB10C, c.epoch, c.block)) \
+            data, first_doc = self.source.read_block(block)
+            order = np.random.default_rng(derived_seed(self.seed, 0xB10C, c.epoch, block)) \
                 .permutation(data.n_docs)
-            self._block = (key, data, next_offset, order)
+            self._block = (key, data, first_doc, order)
         return self._block
 
     def next(self):
-        _, data, next_offset, order = self._current_block()
+        _, data, first_doc, order = self._current_block()
         c = self.cursor
-        docs = order[c.batch * self.batch_size:(c.batch + 1) * self.batch_size]
-        batch = subset_cells(data, np.sort(docs))
-        indices = c.first_doc + np.sort(docs)
+        docs = np.sort(order[c.batch * self.batch_size:(c.batch + 1) * self.batch_size])
         if (c.batch + 1) * self.batch_size < data.n_docs:
-            self.cursor = Cursor(c.epoch, c.block, c.offset, c.first_doc, c.batch + 1)
-        elif next_offset is None:
-            self.cursor = Cursor(c.epoch + 1, 0, 0, 0, 0)
+            self.cursor = Cursor(c.epoch, c.block, c.batch + 1)
+        elif c.block + 1 < self.source.n_blocks:
+            self.cursor = Cursor(c.epoch, c.block + 1, 0)
         else:
-            self.cursor = Cursor(c.epoch, c.block + 1, next_offset, c.first_doc + data.n_docs, 0)
-        return batch, indices
+            self.cursor = Cursor(c.epoch + 1, 0, 0)
+        return subset_cells(data, docs), first_doc + docs
 
 
 # ---------------------------------------------------------------------- the loop

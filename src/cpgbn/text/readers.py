@@ -18,7 +18,8 @@ from pathlib import Path
 
 from cpgbn.errors import DataFileError, one_line
 
-__all__ = ["LineBlock", "count_lines", "read_labeled", "read_line_blocks", "read_lines"]
+__all__ = ["LineBlock", "index_line_blocks", "read_labeled", "read_line_blocks",
+           "read_lines"]
 
 PathLike = str | os.PathLike
 
@@ -116,16 +117,32 @@ def read_line_blocks(path: PathLike, block_lines: int, *, labeled: bool = False,
         raise DataFileError(f"{path}: empty file, no documents")
 
 
-def count_lines(path: PathLike) -> int:
-    """The number of documents (lines) of a data file, read in one streaming pass of raw
-    bytes (no decoding: the blocks check the text when they are read)."""
+def index_line_blocks(path: PathLike, block_lines: int) -> tuple[list[int], int]:
+    """(byte offset of every block's first line, number of lines): one streaming pass of raw
+    bytes (no decoding), holding one offset per block of ``block_lines`` lines.  Block b
+    starts at line b * block_lines + 1; ``read_line_blocks(path, block_lines, start=offsets[b],
+    first_line=b * block_lines + 1)`` reads it."""
+    if int(block_lines) < 1:
+        raise DataFileError(f"block_lines must be >= 1, got {block_lines}")
     path = _check_file(path)
-    n = 0
-    for _ in _raw_lines(path):
-        n += 1
+    opener = gzip.open if path.suffix == ".gz" else open
+    offsets, n = [], 0
+    try:
+        with opener(path, "rb") as handle:
+            while True:
+                position = handle.tell()
+                if not handle.readline():
+                    break
+                if n % block_lines == 0:
+                    offsets.append(position)
+                n += 1
+    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+        raise DataFileError(f"{path}: not a valid gzip file ({one_line(exc)})") from None
+    except OSError as exc:
+        raise DataFileError(f"{path}: cannot read: {exc.strerror or one_line(exc)}") from None
     if n == 0:
         raise DataFileError(f"{path}: empty file, no documents")
-    return n
+    return offsets, n
 
 
 def _split_label(path: Path, line: str, number: int) -> tuple[str, str]:
