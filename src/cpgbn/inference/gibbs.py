@@ -216,9 +216,13 @@ class GibbsSampler:
         (w, theta^(2..T), c) as they are in ``state``, none of them redrawn: m | w, D, then the
         upward pass (tables and splits), with the streams of sweep ``step``.  The hybrid
         inference feeds it the encoder's draws (Algorithm 1's counts for D and, propagated
-        upward, for Phi).  Needs a ``global_update`` (what the statistics are for)."""
+        upward, for Phi).  Needs a ``global_update`` (what the statistics are for) and the
+        PyTorch backend."""
         if self.global_update is None:
             raise CPGBNInputError("statistics_given_locals needs a sampler with a global_update")
+        if self.backend.works_on_host:
+            # the numba kernels draw the pooling layer's tables only in the pass that draws w
+            raise CPGBNInputError("statistics_given_locals needs the PyTorch backend")
         with self.backend.sweep_context():
             stats, _, _ = self._local_upward(state, step, draw_w=False, draw_scales=False)
         return stats
