@@ -25,10 +25,19 @@ The order is written once, in :meth:`GibbsSampler.sweep_on_backend`; a backend
 ``initial_kernels, initial_phi, initial_theta1``; and one method per conditional:
 ``draw_first_layer`` (step 1, returning the kernel counts and the first layer's tables),
 ``draw_kernels``, ``draw_doc_scales``, ``layer_tables``, ``split_tables``, ``draw_phi``,
-``draw_gamma_vector``, ``draw_doc_gammas``.  Each draw takes an explicit stream
-(:mod:`cpgbn.inference.streams`).  The counts that the global draws (steps 2 and 5) consume
-are sufficient statistics summed over documents: a minibatch or distributed mode replaces only
-those draws (and sums the counts across workers first).
+``draw_gamma_vector``, ``draw_doc_gammas``; and, for global updates other than the exact
+draws, ``total_kernel_counts``, ``kernel_counts_from_total`` and ``as_float``.  Each draw takes
+an explicit stream (:mod:`cpgbn.inference.streams`).
+
+The global draws (steps 2 and 5) are pluggable (:mod:`cpgbn.inference.updates`): the local
+steps reduce the documents to sufficient statistics summed over them (kernel counts, Phi
+counts, r's tables and rate), and a *global update* object consumes them once per sweep, after
+the upward pass and before the downward one (no local draw of steps 3-4 reads D, or a Phi^(t)
+or r after its redraw, and every draw has its own stream, so the exact draws give the same
+chain as when they were made in place).  The default, :class:`GibbsGlobalUpdate`, makes the
+exact draws; a minibatch mode accumulates the statistics with the globals fixed and takes
+TLASGR steps (:mod:`cpgbn.inference.minibatch`); a distributed mode sums the statistics across
+workers first (:class:`~cpgbn.inference.updates.DistributedGlobalUpdate`).
 
 With the globals held fixed (``learn_globals=False``) the same sweep infers the local
 parameters of new documents (paper section 4: test documents).
@@ -37,10 +46,12 @@ parameters of new documents (paper section 4: test documents).
 from __future__ import annotations
 
 from ..backends.numba.backend import NumbaBackend
+from ..errors import CPGBNInputError
 from . import streams
 from .driver import Collector, RunResult, run_chain
 from .state import GibbsState, GlobalParameters, Hyperparameters, state_on, write_back
 from .streams import stream
+from .updates import GibbsGlobalUpdate, SufficientStatistics
 
 __all__ = ["GibbsSampler", "TorchGibbsSampler", "Collector", "RunResult"]
 
@@ -57,6 +68,12 @@ class GibbsSampler:
         The RNG seed; every draw is a function of (seed, sweep, step, block).
     learn_globals : bool
         Draw D, Phi and r (training) or keep them fixed (inference for new documents).
+    global_update : an update object (:mod:`cpgbn.inference.updates`) or None
+        What a sweep does with its sufficient statistics; None: the exact Gibbs draws
+        (:class:`~cpgbn.inference.updates.GibbsGlobalUpdate`) when ``learn_globals``, no
+        statistics at all otherwise.  An update that keeps the globals fixed
+        (:class:`~cpgbn.inference.updates.AccumulateStatistics`) goes with
+        ``learn_globals=False``.
     backend : a backend object, or None for :class:`~cpgbn.backends.numba.backend.NumbaBackend`
         (built over ``data`` and ``seed``).
 
@@ -65,11 +82,14 @@ class GibbsSampler:
     """
 
     def __init__(self, data, hyper: Hyperparameters, seed: int, *, learn_globals: bool = True,
-                 backend=None):
+                 backend=None, global_update=None):
         self.hyper = hyper
         self.seed = int(seed)
         self.learn_globals = learn_globals
         self.backend = NumbaBackend(data, self.seed) if backend is None else backend
+        if global_update is None and learn_globals:
+            global_update = GibbsGlobalUpdate()
+        self.global_update = global_update
 
     @property
     def data(self):
@@ -95,9 +115,9 @@ class GibbsSampler:
         augmentation.  Returned as numpy arrays; a given ``globals_`` is kept as the object."""
         import numpy as np
 
-        b, data = self.backend, self.data
-        n_docs, F, K1 = data.n_docs, data.filter_width, layers[0]
+        b = self.backend
         if globals_ is None:
+            F, K1 = self.data.filter_width, layers[0]
             D = b.initial_kernels(vocab_size, F, K1, stream(-1, streams.INIT))
             phi = [b.initial_phi(layers[t - 1], layers[t], stream(-1, streams.INIT + t))
                    for t in range(1, len(layers))]
@@ -107,24 +127,59 @@ class GibbsSampler:
             g = GlobalParameters(b.to_backend(globals_.D, np.float32),
                                  [b.to_backend(p, np.float64) for p in globals_.phi],
                                  b.to_backend(globals_.r, np.float64))
-        state = GibbsState(
-            globals=g,
-            w=b.full((data.n_positions, K1), 1.0, np.float32),
-            m=b.full((data.n_positions, K1), 0, b.count_dtype),
-            theta=[b.initial_theta1(K1)] + [b.full((n_docs, k), 1.0, np.float64)
-                                            for k in layers[1:]],
-            c=[b.full(n_docs, 1.0, np.float64) for _ in layers],
-            A=b.full((n_docs, K1), 0, b.count_dtype),
-            loglik=b.full(n_docs, 0.0, np.float64),
-            sweep=0,
-        )
-        with b.sweep_context():
-            b.draw_first_layer(state, prior_shape=self._first_layer_shape(state),
-                               stream=stream(-1, streams.CONV), table_stream=-1, draw_w=False)
+        state = self._fresh_state(g, stream(-1, streams.CONV), sweep=0)
         host = write_back(b, state)
         if globals_ is not None:
             host.globals = globals_  # the caller's object, as given
         return host
+
+    def local_state(self, globals_: GlobalParameters, sweep: int, *, w=None,
+                    theta=None) -> GibbsState:
+        """A fresh local state of the current documents on the backend, sharing ``globals_``
+        (arrays on the backend, not copied): w = 1 (or ``w``, (P, K_1), with ``theta``, the
+        list theta^(1..T)), one augmentation from the stream (sweep, LOCAL_INIT); its sweeps
+        continue from ``sweep``.  Minibatch modes start each minibatch's chain with it, with a
+        sweep index of their own so that no two minibatches share random streams; the hybrid
+        mode's Gibbs refinement starts from the encoder's w and theta."""
+        return self._fresh_state(globals_, stream(sweep, streams.LOCAL_INIT), sweep=sweep,
+                                 w=w, theta=theta)
+
+    def _fresh_state(self, g: GlobalParameters, init_stream: int, sweep: int, w=None,
+                     theta=None) -> GibbsState:
+        """w = 1, theta^(1) = S_j, upper theta = 1 (or the given w and theta), c = 1, then
+        m | w, D (no w draw)."""
+        import numpy as np
+
+        b, data = self.backend, self.data
+        layers, n_docs = g.layers, data.n_docs
+        K1 = layers[0]
+        if (w is None) != (theta is None):
+            raise CPGBNInputError("give both w and theta, or neither")
+        if w is None:
+            w = b.full((data.n_positions, K1), 1.0, np.float32)
+            theta = [b.initial_theta1(K1)] + [b.full((n_docs, k), 1.0, np.float64)
+                                              for k in layers[1:]]
+        else:
+            w = b.to_backend(np.ascontiguousarray(w, dtype=np.float32), np.float32)
+            theta = [b.to_backend(np.ascontiguousarray(t, dtype=np.float64), np.float64)
+                     for t in theta]
+            if tuple(w.shape) != (data.n_positions, K1) or len(theta) != len(layers):
+                raise CPGBNInputError(f"w must be ({data.n_positions}, {K1}) and theta a list "
+                                      f"of {len(layers)} arrays")
+        state = GibbsState(
+            globals=g,
+            w=w,
+            m=b.full((data.n_positions, K1), 0, b.count_dtype),
+            theta=theta,
+            c=[b.full(n_docs, 1.0, np.float64) for _ in layers],
+            A=b.full((n_docs, K1), 0, b.count_dtype),
+            loglik=b.full(n_docs, 0.0, np.float64),
+            sweep=sweep,
+        )
+        with b.sweep_context():
+            b.draw_first_layer(state, prior_shape=self._first_layer_shape(state),
+                               stream=init_stream, table_stream=-1, draw_w=False)
+        return state
 
     def _first_layer_shape(self, state: GibbsState):
         """a_jk: (Phi^(2) theta^(2)_j)_k, or r_k when T = 1."""
@@ -140,62 +195,96 @@ class GibbsSampler:
         return write_back(self.backend, current, state, with_globals=self.learn_globals)
 
     def sweep_on_backend(self, state: GibbsState) -> None:
-        """One sweep of a state whose arrays are on the backend (steps 1-6 above)."""
-        b, hyper, g = self.backend, self.hyper, state.globals
-        T, s, learn = state.n_layers, state.sweep, self.learn_globals
-        n_docs = self.data.n_docs
-        with b.sweep_context():
-            # 1. w | m, a, c^(2); m | w, D; the kernel counts n and the first layer's tables
-            kernel_counts, tables = b.draw_first_layer(
-                state, prior_shape=self._first_layer_shape(state), stream=stream(s, streams.CONV),
-                table_stream=stream(s, streams.UPWARD), with_counts=learn,
-                with_tables=T > 1 or (learn and hyper.sample_r))
-            # 2. D | n
-            if learn:
-                g.D = b.draw_kernels(g.D, kernel_counts, hyper.eta[0],
-                                     stream(s, streams.KERNELS))
-            del kernel_counts
+        """One sweep of a state whose arrays are on the backend (steps 1-6 above).
 
-            # 3. c^(t+1) | theta^(t), theta^(t+1), all current
+        The local steps 1, 3 and 4 reduce the documents to their sufficient statistics; the
+        global update (steps 2 and 5: by default the exact draws) consumes them; step 6 draws
+        theta downward given the new globals.
+        """
+        s = state.sweep
+        with self.backend.sweep_context():
+            stats, counts_up, q = self._local_upward(state, s)
+            if stats is not None:
+                self.global_update.apply(self.backend, state.globals, stats, hyper=self.hyper,
+                                         sweep=s)
+            del stats
+            self._downward(state, counts_up, q, s)
+        state.sweep += 1
+
+    def statistics_given_locals(self, state: GibbsState, step: int) -> SufficientStatistics:
+        """The sufficient statistics of the current documents given their local variables
+        (w, theta^(2..T), c) as they are in ``state``, none of them redrawn: m | w, D, then the
+        upward pass (tables and splits), with the streams of sweep ``step``.  The hybrid
+        inference feeds it the encoder's draws (Algorithm 1's counts for D and, propagated
+        upward, for Phi).  Needs a ``global_update`` (what the statistics are for) and the
+        PyTorch backend."""
+        if self.global_update is None:
+            raise CPGBNInputError("statistics_given_locals needs a sampler with a global_update")
+        if self.backend.works_on_host:
+            # the numba kernels draw the pooling layer's tables only in the pass that draws w
+            raise CPGBNInputError("statistics_given_locals needs the PyTorch backend")
+        with self.backend.sweep_context():
+            stats, _, _ = self._local_upward(state, step, draw_w=False, draw_scales=False)
+        return stats
+
+    def _local_upward(self, state: GibbsState, s: int, *, draw_w: bool = True,
+                      draw_scales: bool = True):
+        """Steps 1, 3 and 4 of sweep ``s``: returns (statistics or None, the counts m^(t) of
+        every layer, q^(1..T+1)).  Statistics are gathered when there is a global update."""
+        b, hyper, g = self.backend, self.hyper, state.globals
+        T, n_docs = state.n_layers, self.data.n_docs
+        collect = self.global_update is not None
+        # 1. w | m, a, c^(2); m | w, D; the kernel counts n and the first layer's tables
+        kernel_counts, tables = b.draw_first_layer(
+            state, prior_shape=self._first_layer_shape(state), stream=stream(s, streams.CONV),
+            table_stream=stream(s, streams.UPWARD), draw_w=draw_w, with_counts=collect,
+            with_tables=T > 1 or (collect and hyper.sample_r))
+
+        # 3. c^(t+1) | theta^(t), theta^(t+1), all current
+        if draw_scales:
             for t in range(1, T + 1):
                 above = b.total_of(g.r, n_docs) if t == T else b.row_sums(state.theta[t])
                 state.c[t - 1] = b.draw_doc_scales(above, b.row_sums(state.theta[t - 1]),
                                                    hyper.e0, hyper.f0,
                                                    stream(s, streams.SCALES + t), out=state.c[t - 1])
-            q = [b.ones(n_docs)]  # q^(t), t = 1..T+1
-            for t in range(1, T + 1):
-                q.append(b.log1p(q[t - 1] / state.c[t - 1]))
+        q = [b.ones(n_docs)]  # q^(t), t = 1..T+1
+        for t in range(1, T + 1):
+            q.append(b.log1p(q[t - 1] / state.c[t - 1]))
 
-            # 4-5. upward pass with theta marginalised, then the stack's globals
-            counts_up = [state.A]  # m^(t), t = 1..T
-            for t in range(1, T):
-                phi = g.phi[t - 1]
-                if t > 1:
-                    tables = b.layer_tables(counts_up[-1], b.stack_shape(state.theta[t], phi),
-                                            stream(s, streams.UPWARD + t))
-                m_next, phi_counts = b.split_tables(tables, phi, state.theta[t],
-                                                    stream(s, streams.SPLIT + t), with_counts=learn)
-                if learn:
-                    g.phi[t - 1] = b.draw_phi(phi, phi_counts, hyper.eta[min(t, len(hyper.eta) - 1)],
-                                              stream(s, streams.PHI + t))
-                counts_up.append(m_next)
-            if learn and hyper.sample_r:
-                if T > 1:
-                    tables = b.layer_tables(counts_up[-1], b.rows_of(g.r, n_docs),
-                                            stream(s, streams.UPWARD + T))
-                shape = hyper.gamma0 / len(g.r) + b.column_sums(tables)
-                g.r = b.draw_gamma_vector(shape, hyper.c0 + q[T].sum(), stream(s, streams.R),
-                                          out=g.r)
+        # 4. upward pass with theta marginalised: the counts of every layer and of every Phi
+        counts_up = [state.A]  # m^(t), t = 1..T
+        phi_counts = []
+        for t in range(1, T):
+            phi = g.phi[t - 1]
+            if t > 1:
+                tables = b.layer_tables(counts_up[-1], b.stack_shape(state.theta[t], phi),
+                                        stream(s, streams.UPWARD + t))
+            m_next, counts = b.split_tables(tables, phi, state.theta[t],
+                                            stream(s, streams.SPLIT + t), with_counts=collect)
+            phi_counts.append(counts)
+            counts_up.append(m_next)
+        if not collect:
+            return None, counts_up, q
+        r_tables = r_rate = None
+        if hyper.sample_r:
+            if T > 1:
+                tables = b.layer_tables(counts_up[-1], b.rows_of(g.r, n_docs),
+                                        stream(s, streams.UPWARD + T))
+            r_tables, r_rate = b.column_sums(tables), q[T].sum()
+        return SufficientStatistics(kernel_counts, phi_counts, r_tables, r_rate, n_docs), \
+            counts_up, q
 
-            # 6. downward pass theta^(T), ..., theta^(2)
-            for t in range(T, 1, -1):
-                shape = (b.rows_of(g.r, n_docs) if t == T
-                         else b.stack_shape(state.theta[t], g.phi[t - 1]))
-                state.theta[t - 1] = b.draw_doc_gammas(shape, counts_up[t - 1],
-                                                       state.c[t - 1] + q[t - 1],
-                                                       stream(s, streams.DOWNWARD + t),
-                                                       out=state.theta[t - 1])
-        state.sweep += 1
+    def _downward(self, state: GibbsState, counts_up, q, s: int) -> None:
+        """6. downward pass theta^(T), ..., theta^(2) given the (new) globals."""
+        b, g = self.backend, state.globals
+        n_docs = self.data.n_docs
+        for t in range(state.n_layers, 1, -1):
+            shape = (b.rows_of(g.r, n_docs) if t == state.n_layers
+                     else b.stack_shape(state.theta[t], g.phi[t - 1]))
+            state.theta[t - 1] = b.draw_doc_gammas(shape, counts_up[t - 1],
+                                                   state.c[t - 1] + q[t - 1],
+                                                   stream(s, streams.DOWNWARD + t),
+                                                   out=state.theta[t - 1])
 
     # ------------------------------------------------------------------ runs
     def run(self, state: GibbsState, n_iter: int, burn_in: int, *, progress=None,

@@ -32,6 +32,10 @@ DOWNWARD = 144
 R = 176
 #: w redrawn alone at the end of a sweep (GibbsSampler.draw_weights).
 REFRESH = 177
+#: r's draw in a TLASGR global update (the "sweep" is then the update's index i).
+TLASGR_R = 178
+#: The first augmentation of a fresh local state (a minibatch's, GibbsSampler.local_state).
+LOCAL_INIT = 179
 
 
 def stream(sweep: int, code: int) -> int:

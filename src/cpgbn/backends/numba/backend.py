@@ -186,8 +186,25 @@ class NumbaBackend:
     def draw_kernels(self, D: np.ndarray, counts: np.ndarray, eta: float, stream: int):
         """D_k ~ Dir(n_k + eta^(1)) from the per-thread count slabs (summed, then zeroed)."""
         conv.draw_kernels(self.seed, stream, counts, shared_shape_table(eta), D, WORD_BLOCK)
-        self._slabs_zero = True
+        if counts is self._count_slabs:
+            self._slabs_zero = True
         return D
+
+    # ------------------------------------------------------------------ statistics
+    @staticmethod
+    def total_kernel_counts(counts: np.ndarray) -> np.ndarray:
+        """The (V, F, K) sum of the per-thread count slabs (int64), or a total as given.  The
+        slabs are left as they are (the next :meth:`count_slabs` zeroes them)."""
+        return counts.sum(axis=0, dtype=np.int64) if counts.ndim == 4 else counts
+
+    def kernel_counts_from_total(self, total: np.ndarray) -> np.ndarray:
+        """A (V, F, K) total of whole counts as one slab for :meth:`draw_kernels`."""
+        return np.ascontiguousarray(total, dtype=self.count_dtype)[None]
+
+    @staticmethod
+    def as_float(x) -> np.ndarray:
+        """``x`` as float64 (statistics averaged over sweeps)."""
+        return np.asarray(x, dtype=np.float64)
 
     # ------------------------------------------------------------------ steps 3-6
     def draw_doc_scales(self, shape_sum, theta_sum, e0: float, f0: float, stream: int, out):

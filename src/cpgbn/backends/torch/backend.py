@@ -253,6 +253,19 @@ class TorchBackend:
         self.random.reseed(stream)
         return self._dirichlet_kernels(counts, eta)
 
+    @staticmethod
+    def total_kernel_counts(counts: torch.Tensor) -> torch.Tensor:
+        """The kernel counts are one (V, F, K) tensor already."""
+        return counts
+
+    @staticmethod
+    def kernel_counts_from_total(total: torch.Tensor) -> torch.Tensor:
+        return total
+
+    def as_float(self, x) -> torch.Tensor:
+        """``x`` as a float64 tensor on the device (statistics averaged over sweeps)."""
+        return torch.as_tensor(x, device=self.device).to(F64)
+
     def draw_doc_scales(self, shape_sum, theta_sum, e0: float, f0: float, stream: int, out=None):
         self.random.reseed(stream)
         return self.random.gamma(e0 + shape_sum).clamp_min(TINY) / (f0 + theta_sum)

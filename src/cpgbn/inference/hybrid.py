@@ -1,0 +1,325 @@
+"""Hybrid inference (paper Algorithm 1): Weibull encoder gradient steps for the local
+variables, TLASGR-MCMC for D and every Phi^(t).
+
+Step i (1-based) on a minibatch of B documents out of N:
+
+1. the encoder (:class:`~cpgbn.backends.torch.encoder.WeibullConvEncoder`) draws w and
+   theta^(2..T) from its upward-downward q (reparameterised; a torch generator seeded by
+   (seed, i));
+2. the loss, the negative ELBO per document averaged over the batch
+   (:func:`~cpgbn.backends.torch.elbo.elbo_terms` with the globals as constants and the prior
+   rates c at 1), takes one optimiser step (Adam) on the encoder's weights;
+3. with the same draw (detached), the Gibbs schedule's local part reduces the batch to the
+   sufficient statistics of the globals (:meth:`GibbsSampler.statistics_given_locals` on the
+   PyTorch backend: m | w, D, then tables and splits upward through the encoder's
+   theta^(2..T): the counts of every Phi^(t), "propagated upward from the encoder's samples");
+   with ``rao_blackwell`` (the default) the kernel counts are their expectation given w and D
+   (:func:`~cpgbn.backends.torch.elbo.expected_kernel_counts`) instead of the sampled ones;
+4. one :class:`~cpgbn.inference.updates.TLASGRGlobalUpdate` step with rho = N / B for D and
+   every Phi^(t) (r from its rho-scaled conditional when ``hyper.sample_r``).
+
+Every random number of step i is a function of (seed, i); with the encoder's weights, the
+optimiser's moments, the TLASGR state and the globals saved, a resumed run repeats the
+uninterrupted one exactly (:func:`cpgbn.inference.training.train`).  On the CPU a seed gives the
+same model on every run (torch's CPU kernels used here are deterministic for a fixed thread
+count).
+
+New documents: :func:`encoder_features` (the encoder's deterministic mean path) and, for a few
+Gibbs refinement sweeps from there, :func:`refine_with_gibbs`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import CPGBNInputError
+from .state import GibbsState, GlobalParameters, Hyperparameters
+from .tlasgr import TLASGRSchedule
+from .training import ConvDataBlocks, StepReport, TrainingTrace, derived_seed, train
+from .updates import TLASGRGlobalUpdate
+
+__all__ = ["HybridTrainer", "HybridResult", "fit_hybrid", "encoder_features",
+           "refine_with_gibbs", "build_encoder"]
+
+_ENCODER_INIT, _ENCODER_DRAW = 0xE1, 0xE2
+
+
+@dataclass
+class HybridResult:
+    """What a hybrid run returns (everything a saved model needs is in the first three).
+
+    globals : GlobalParameters (numpy) -- D (V, F, K_1) float32, Phi^(2..T) float64, r: the
+        chain's last state.
+    encoder_weights : dict name -> numpy array -- the encoder's ``state_dict`` (float32).
+    encoder_config : dict -- the arguments of :func:`build_encoder` (vocab_size, layers,
+        filter_width, pooling, shape_range, w_shape_above): JSON-able.
+    trace : TrainingTrace -- per step: negative ELBO and KL per document, seconds.
+    tlasgr : dict of numpy arrays -- TLASGR state (to continue training).
+    n_steps : int
+    """
+
+    globals: GlobalParameters
+    encoder_weights: dict
+    encoder_config: dict
+    trace: TrainingTrace
+    tlasgr: dict
+    n_steps: int
+
+
+def build_encoder(encoder_config: dict, weights: dict | None = None, device="cpu"):
+    """A WeibullConvEncoder from its config (and weights: numpy arrays by state_dict name)."""
+    import torch
+
+    from ..backends.torch.encoder import WeibullConvEncoder
+
+    cfg = dict(encoder_config)
+    encoder = WeibullConvEncoder(cfg.pop("vocab_size"), cfg.pop("layers"),
+                                 cfg.pop("filter_width"), **cfg)
+    if weights is not None:
+        state = {name: torch.as_tensor(np.asarray(value)) for name, value in weights.items()}
+        missing = set(encoder.state_dict()) - set(state)
+        if missing:
+            raise CPGBNInputError(f"encoder weights lack {sorted(missing)[0]!r}")
+        encoder.load_state_dict(state)
+    return encoder.to(device)
+
+
+class HybridTrainer:
+    """Algorithm 1 for :func:`cpgbn.inference.training.train` (module docstring).
+
+    Parameters
+    ----------
+    layers, vocab_size, filter_width, hyper : the model's.
+    n_docs_total : int -- N.
+    seed : int
+    learning_rate : float -- Adam's step size for the encoder.
+    device : torch device for the encoder, the globals and the statistics.
+    encoder_options : dict -- ``pooling``, ``shape_range``, ``w_shape_above`` of the encoder.
+    schedule : TLASGRSchedule
+    rao_blackwell : bool -- expected instead of sampled kernel counts for D.
+    globals_ : starting globals (default: Dir(1) draws, as minibatch Gibbs).
+    """
+
+    def __init__(self, layers, vocab_size: int, filter_width: int, hyper: Hyperparameters, *,
+                 n_docs_total: int, seed: int, learning_rate: float = 1e-3, device="cpu",
+                 encoder_options: dict | None = None,
+                 schedule: TLASGRSchedule = TLASGRSchedule(), rao_blackwell: bool = True,
+                 globals_: GlobalParameters | None = None):
+        import torch
+
+        from ..backends.torch.backend import resolve_device
+        from .minibatch import _check_globals, initial_globals
+
+        self.layers = tuple(int(k) for k in layers)
+        self.vocab_size, self.filter_width = int(vocab_size), int(filter_width)
+        self.hyper, self.seed = hyper, int(seed)
+        if not (np.isfinite(learning_rate) and learning_rate > 0):
+            raise CPGBNInputError(f"learning_rate must be a positive number, got {learning_rate}")
+        self.learning_rate = float(learning_rate)
+        self.device = resolve_device(device)
+        self.rao_blackwell = bool(rao_blackwell)
+        self.encoder_config = {"vocab_size": self.vocab_size, "layers": list(self.layers),
+                               "filter_width": self.filter_width, **(encoder_options or {})}
+        if "shape_range" in self.encoder_config:
+            self.encoder_config["shape_range"] = [float(x) for x in
+                                                  self.encoder_config["shape_range"]]
+        with torch.random.fork_rng(devices=[]):   # seeded weights, the caller's RNG untouched
+            torch.manual_seed(derived_seed(self.seed, _ENCODER_INIT))
+            self.encoder = build_encoder(self.encoder_config, device=self.device)
+        self.optimizer = torch.optim.Adam(self.encoder.parameters(), lr=self.learning_rate)
+        if globals_ is None:
+            globals_ = initial_globals(self.layers, vocab_size, filter_width, hyper, seed)
+        else:
+            _check_globals(globals_, self.layers, self.vocab_size, self.filter_width)
+        self._set_globals(globals_)
+        self.schedule = schedule
+        self.update = TLASGRGlobalUpdate(n_docs_total, self.seed, schedule=schedule,
+                                         update_r=hyper.sample_r)
+        self._sampler = None
+
+    def _set_globals(self, g: GlobalParameters) -> None:
+        import torch
+        put = lambda a, dtype: torch.as_tensor(np.array(a, dtype=dtype), device=self.device)  # noqa: E731
+        self.globals = GlobalParameters(put(g.D, np.float32), [put(p, np.float64) for p in g.phi],
+                                        put(g.r, np.float64))
+
+    def host_globals(self) -> GlobalParameters:
+        g = self.globals
+        return GlobalParameters(g.D.cpu().numpy().copy(), [p.cpu().numpy().copy() for p in g.phi],
+                                g.r.cpu().numpy().copy())
+
+    def config(self) -> dict:
+        return {"mode": "hybrid", "encoder": self.encoder_config, "hyper": repr(self.hyper),
+                "seed": self.seed, "lr": self.learning_rate, "schedule": repr(self.schedule),
+                "rao_blackwell": self.rao_blackwell, "N": self.update.n_docs_total,
+                "device": self.device.type}
+
+    def sampler_for(self, batch):
+        """The Gibbs schedule on the PyTorch backend over ``batch``, with this trainer's TLASGR
+        update (built at the first call, re-pointed at each new batch)."""
+        from ..backends.torch.backend import TorchBackend
+        from .gibbs import GibbsSampler
+
+        if self._sampler is None:
+            self._sampler = GibbsSampler(batch, self.hyper, self.seed, learn_globals=False,
+                                         backend=TorchBackend(batch, self.seed,
+                                                              device=self.device),
+                                         global_update=self.update)
+        else:
+            self._sampler.data = batch
+        return self._sampler
+
+    def step(self, i: int, batch) -> StepReport:
+        """One step of Algorithm 1 on ``batch`` (module docstring)."""
+        import torch
+
+        from ..backends.torch.elbo import elbo_terms, expected_kernel_counts
+        from ..backends.torch.packed import pack
+
+        g, T = self.globals, len(self.layers)
+        packed = pack(batch, device=self.device)
+        generator = torch.Generator(device=self.device)
+        generator.manual_seed(derived_seed(self.seed, _ENCODER_DRAW, i))
+        self.encoder.train()
+        sample = self.encoder.sample(packed, g.phi, generator=generator)
+        terms = elbo_terms(packed, sample, g.D, g.phi, g.r)
+        loss = terms.negative_elbo.mean()
+        kl = torch.stack(terms.kl).sum(dim=0).mean()
+        report = StepReport(float(loss.detach()), float(kl.detach()), batch.n_docs)
+        if not (np.isfinite(report.loss) and np.isfinite(report.kl)):
+            return report                      # the driver stops; nothing is changed
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.optimizer.step()
+
+        sampler = self.sampler_for(batch)
+        b = sampler.backend
+        K1, n_docs = self.layers[0], batch.n_docs
+        state = GibbsState(
+            globals=g, w=sample.w.detach().to(torch.float32),
+            m=b.full((batch.n_positions, K1), 0, b.count_dtype),
+            theta=[t.detach().to(torch.float64) for t in sample.theta],
+            c=[b.full(n_docs, 1.0, np.float64) for _ in range(T)],
+            A=b.full((n_docs, K1), 0, b.count_dtype), loglik=b.full(n_docs, 0.0, np.float64),
+            sweep=i)
+        stats = sampler.statistics_given_locals(state, i)
+        if self.rao_blackwell:
+            stats.kernel_counts = expected_kernel_counts(packed, sample.w, g.D)
+        self.update.apply(b, g, stats, hyper=self.hyper, sweep=i)
+        return report
+
+    # ---------------------------------------------------------------- checkpoints
+    def encoder_weights(self) -> dict:
+        return {name: value.detach().cpu().numpy().copy()
+                for name, value in self.encoder.state_dict().items()}
+
+    def to_arrays(self) -> dict:
+        g = self.host_globals()
+        arrays = {"D": g.D, "r": g.r}
+        arrays.update({f"phi_{t}": p for t, p in enumerate(g.phi)})
+        arrays.update({f"encoder/{k}": v for k, v in self.encoder_weights().items()})
+        for index, moments in self.optimizer.state_dict()["state"].items():
+            for key, value in moments.items():
+                arrays[f"optimizer/{index}/{key}"] = value.detach().cpu().numpy()
+        arrays.update(self.update.to_arrays())
+        return arrays
+
+    def meta(self) -> dict:
+        groups = [{k: v for k, v in group.items()}
+                  for group in self.optimizer.state_dict()["param_groups"]]
+        return {"mode": "hybrid", "n_layers": len(self.layers), "param_groups": groups}
+
+    def load(self, arrays, meta) -> None:
+        import torch
+
+        T = int(meta["n_layers"])
+        self._set_globals(GlobalParameters(arrays["D"], [arrays[f"phi_{t}"] for t in range(T - 1)],
+                                           arrays["r"]))
+        weights = {k[len("encoder/"):]: v for k, v in arrays.items() if k.startswith("encoder/")}
+        self.encoder.load_state_dict({k: torch.as_tensor(v) for k, v in weights.items()})
+        state: dict = {}
+        for key, value in arrays.items():
+            if key.startswith("optimizer/"):
+                _, index, name = key.split("/")
+                state.setdefault(int(index), {})[name] = torch.as_tensor(value)
+        self.optimizer.load_state_dict({"state": state, "param_groups": meta["param_groups"]})
+        self.update.load_arrays(arrays, T)
+
+    def result(self, trace: TrainingTrace) -> HybridResult:
+        return HybridResult(self.host_globals(), self.encoder_weights(),
+                            dict(self.encoder_config), trace, self.update.to_arrays(),
+                            len(trace.loss))
+
+
+def fit_hybrid(source, layers, vocab_size: int, hyper: Hyperparameters, *, seed: int,
+               n_steps: int, batch_size: int, learning_rate: float = 1e-3, device="cpu",
+               encoder_options: dict | None = None, schedule: TLASGRSchedule = TLASGRSchedule(),
+               rao_blackwell: bool = True, globals_: GlobalParameters | None = None,
+               checkpoint_dir=None, checkpoint_every: int = 50, resume: bool = False,
+               progress=None, on_step=None) -> HybridResult:
+    """Fit the globals and the encoder by Algorithm 1 (module docstring).
+
+    ``source``: a ConvData or a block source
+    (:class:`~cpgbn.inference.training.TextFileBlocks`).  Other arguments: those of
+    :class:`HybridTrainer` and :func:`~cpgbn.inference.training.train`.
+    """
+    from .minibatch import _filter_width
+
+    if not hasattr(source, "read_block"):
+        source = ConvDataBlocks(source)
+    algorithm = HybridTrainer(layers, vocab_size, _filter_width(source), hyper,
+                              n_docs_total=source.n_docs, seed=seed,
+                              learning_rate=learning_rate, device=device,
+                              encoder_options=encoder_options, schedule=schedule,
+                              rao_blackwell=rao_blackwell, globals_=globals_)
+    trace = train(algorithm, source, n_steps, batch_size=batch_size, seed=seed,
+                  checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every,
+                  resume=resume, progress=progress, on_step=on_step)
+    return algorithm.result(trace)
+
+
+def encoder_features(encoder_config: dict, encoder_weights: dict, globals_: GlobalParameters,
+                     data, *, batch_size: int = 512, device="cpu") -> list[np.ndarray]:
+    """theta^(1..T) of new documents from the encoder's mean path (no randomness):
+    a list of (N, K_t) float64 arrays, t = 1..T, computed ``batch_size`` documents at a time."""
+    import torch
+
+    from ..backends.torch.packed import pack
+
+    encoder = build_encoder(encoder_config, encoder_weights, device)
+    encoder.eval()
+    T = len(encoder.layers)
+    out = [np.empty((data.n_docs, k)) for k in encoder.layers]
+    with torch.no_grad():
+        for lo in range(0, data.n_docs, batch_size):
+            docs = np.arange(lo, min(data.n_docs, lo + batch_size))
+            sample = encoder.sample(pack(data, docs, device=device), globals_.phi, mean=True)
+            for t in range(T):
+                out[t][docs] = sample.theta[t].double().cpu().numpy()
+    return out
+
+
+def refine_with_gibbs(encoder_config: dict, encoder_weights: dict, globals_: GlobalParameters,
+                      data, hyper: Hyperparameters, *, n_sweeps: int, seed: int,
+                      device="cpu") -> list[np.ndarray]:
+    """theta^(1..T) after ``n_sweeps`` Gibbs sweeps with the globals fixed, started from the
+    encoder's mean path (w, theta^(2..T)); the average over the sweeps (the first state is the
+    encoder's).  The numba Gibbs sampler; a list of (N, K_t) float64 arrays."""
+    import torch
+
+    from ..backends.torch.packed import pack
+    from .gibbs import GibbsSampler
+
+    if int(n_sweeps) < 1:
+        raise CPGBNInputError(f"n_sweeps must be >= 1, got {n_sweeps}")
+    encoder = build_encoder(encoder_config, encoder_weights, device)
+    encoder.eval()
+    with torch.no_grad():
+        sample = encoder.sample(pack(data, device=device), globals_.phi, mean=True)
+    sampler = GibbsSampler(data, hyper, seed, learn_globals=False)
+    state = sampler.local_state(globals_, 0, w=sample.w.float().cpu().numpy(),
+                                theta=[t.double().cpu().numpy() for t in sample.theta])
+    result = sampler.run(state, int(n_sweeps), 0)
+    return result.theta_mean

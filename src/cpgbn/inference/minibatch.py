@@ -1,0 +1,198 @@
+"""Minibatch Gibbs: local Gibbs sweeps on a minibatch with the globals fixed, then one
+TLASGR-MCMC step for D and every Phi^(t) (the authors' MNIST scheme; inference notes,
+section 6; issue 25's mode without the encoder).
+
+Step i (1-based) on a minibatch of B documents:
+
+1. a fresh local chain for the minibatch (:meth:`GibbsSampler.local_state`: w = 1, one
+   augmentation), its sweeps numbered from (i - 1) * (burn_in + collect) so that every sweep of
+   every minibatch draws from streams of its own (the seed and i fix them all);
+2. ``burn_in`` sweeps of the full Gibbs schedule with the globals fixed (no statistics), then
+   ``collect`` sweeps whose sufficient statistics (kernel counts n, Phi counts, r's tables) are
+   averaged (:class:`~cpgbn.inference.updates.AccumulateStatistics`): n~;
+3. one :class:`~cpgbn.inference.updates.TLASGRGlobalUpdate` with rho = N / B (and r drawn from
+   its rho-scaled conditional when ``hyper.sample_r``).
+
+The local part is the numba Gibbs schedule unchanged (:mod:`cpgbn.inference.gibbs`), only
+with a global update that keeps the globals fixed.  The defaults, 24 burn-in and 16 collected
+sweeps, are the authors'.  :func:`fit_minibatch_gibbs` runs it with the shared training loop
+(:func:`cpgbn.inference.training.train`: streaming, checkpoints, exact resume, progress).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..backends.numba.backend import NumbaBackend
+from ..errors import CPGBNInputError
+from .gibbs import GibbsSampler
+from .state import GlobalParameters, Hyperparameters
+from .tlasgr import TLASGRSchedule
+from .training import ConvDataBlocks, StepReport, TrainingTrace, derived_seed, train
+from .updates import AccumulateStatistics, TLASGRGlobalUpdate
+
+__all__ = ["MinibatchGibbs", "MinibatchResult", "fit_minibatch_gibbs", "initial_globals"]
+
+
+def initial_globals(layers, vocab_size: int, filter_width: int, hyper: Hyperparameters,
+                    seed: int) -> GlobalParameters:
+    """Random starting globals for the minibatch algorithms: every kernel and Phi column
+    ~ Dir(1) (numpy, seeded by (seed, INIT)), r = gamma0 / K_T."""
+    from ..simulate import sample_globals
+
+    layers = tuple(int(k) for k in layers)
+    flat = Hyperparameters(eta=(1.0,) * len(layers), gamma0=hyper.gamma0, c0=hyper.c0,
+                           sample_r=False)
+    rng = np.random.default_rng(derived_seed(seed, 0x1217))
+    return sample_globals(layers, int(vocab_size), int(filter_width), flat, rng)
+
+
+def _check_globals(g: GlobalParameters, layers, vocab_size: int, filter_width: int):
+    if tuple(g.layers) != tuple(layers) or g.D.shape[:2] != (vocab_size, filter_width):
+        raise CPGBNInputError(f"the globals have kernels {g.D.shape} and layers {g.layers}, "
+                              f"expected ({vocab_size}, {filter_width}, {layers[0]}) and {layers}")
+
+
+@dataclass
+class MinibatchResult:
+    """What a minibatch run returns.
+
+    globals : GlobalParameters -- D (V, F, K_1) float32, Phi^(2..T), r: the last TLASGR state
+        of the chain (not an average).
+    trace : TrainingTrace -- per step: loss (minus the minibatch's log-likelihood per
+        document at its last local sweep), KL (NaN: none), seconds.
+    tlasgr : dict of numpy arrays -- the TLASGR preconditioners and step counts (to continue).
+    n_steps : int
+    """
+
+    globals: GlobalParameters
+    trace: TrainingTrace
+    tlasgr: dict
+    n_steps: int
+
+
+class MinibatchGibbs:
+    """The minibatch-Gibbs algorithm for :func:`cpgbn.inference.training.train` (module
+    docstring).  Holds the globals (numpy) and the TLASGR state.
+
+    Parameters
+    ----------
+    layers, vocab_size, filter_width, hyper : the model's.
+    n_docs_total : int -- N (rho = N / |batch|).
+    seed : int
+    burn_in, collect : local sweeps per minibatch before and while collecting statistics.
+    schedule : TLASGRSchedule
+    globals_ : starting globals (default :func:`initial_globals`); copied.
+    """
+
+    def __init__(self, layers, vocab_size: int, filter_width: int, hyper: Hyperparameters, *,
+                 n_docs_total: int, seed: int, burn_in: int = 24, collect: int = 16,
+                 schedule: TLASGRSchedule = TLASGRSchedule(),
+                 globals_: GlobalParameters | None = None):
+        self.layers = tuple(int(k) for k in layers)
+        self.vocab_size, self.filter_width = int(vocab_size), int(filter_width)
+        self.hyper, self.seed = hyper, int(seed)
+        if int(burn_in) < 0 or int(collect) < 1:
+            raise CPGBNInputError(f"need burn_in >= 0 and collect >= 1 local sweeps, got "
+                                  f"burn_in={burn_in}, collect={collect}")
+        self.burn_in, self.collect = int(burn_in), int(collect)
+        self.schedule = schedule
+        if globals_ is None:
+            globals_ = initial_globals(self.layers, vocab_size, filter_width, hyper, seed)
+        else:
+            _check_globals(globals_, self.layers, self.vocab_size, self.filter_width)
+        self.globals = globals_.copy()
+        self.update = TLASGRGlobalUpdate(n_docs_total, self.seed, schedule=schedule,
+                                         update_r=hyper.sample_r)
+        self._sampler = None
+
+    def config(self) -> dict:
+        return {"mode": "minibatch-gibbs", "layers": self.layers, "V": self.vocab_size,
+                "F": self.filter_width, "hyper": repr(self.hyper), "seed": self.seed,
+                "burn_in": self.burn_in, "collect": self.collect, "schedule": repr(self.schedule),
+                "N": self.update.n_docs_total}
+
+    def _sampler_for(self, batch) -> GibbsSampler:
+        if self._sampler is None:
+            self._sampler = GibbsSampler(batch, self.hyper, self.seed, learn_globals=False,
+                                         backend=NumbaBackend(batch, self.seed))
+        else:
+            self._sampler.data = batch
+        return self._sampler
+
+    def step(self, i: int, batch) -> StepReport:
+        """Local sweeps on ``batch`` with the globals fixed, then one TLASGR step (step i)."""
+        sampler = self._sampler_for(batch)
+        first = (int(i) - 1) * (self.burn_in + self.collect)
+        state = sampler.local_state(self.globals, first)
+        sampler.global_update = None            # burn-in: no statistics needed
+        for _ in range(self.burn_in):
+            sampler.sweep_on_backend(state)
+        kept = AccumulateStatistics()
+        sampler.global_update = kept
+        for _ in range(self.collect):
+            sampler.sweep_on_backend(state)
+        sampler.global_update = None
+        loss = -float(state.loglik.sum()) / batch.n_docs
+        if np.isfinite(loss):
+            self.update.apply(sampler.backend, self.globals, kept.mean(), hyper=self.hyper,
+                              sweep=i)
+        return StepReport(loss, None, batch.n_docs)
+
+    # ---------------------------------------------------------------- checkpoints
+    def to_arrays(self) -> dict:
+        g = self.globals
+        arrays = {"D": g.D, "r": g.r}
+        arrays.update({f"phi_{t}": p for t, p in enumerate(g.phi)})
+        arrays.update(self.update.to_arrays())
+        return arrays
+
+    def meta(self) -> dict:
+        return {"mode": "minibatch-gibbs", "n_layers": len(self.layers)}
+
+    def load(self, arrays, meta) -> None:
+        T = int(meta["n_layers"])
+        self.globals = GlobalParameters(np.array(arrays["D"], dtype=np.float32),
+                                        [np.array(arrays[f"phi_{t}"]) for t in range(T - 1)],
+                                        np.array(arrays["r"]))
+        _check_globals(self.globals, self.layers, self.vocab_size, self.filter_width)
+        self.update.load_arrays(arrays, T)
+
+    def result(self, trace: TrainingTrace) -> MinibatchResult:
+        return MinibatchResult(self.globals.copy(), trace, self.update.to_arrays(),
+                               len(trace.loss))
+
+
+def fit_minibatch_gibbs(source, layers, vocab_size: int, hyper: Hyperparameters, *, seed: int,
+                        n_steps: int, batch_size: int, burn_in: int = 24, collect: int = 16,
+                        schedule: TLASGRSchedule = TLASGRSchedule(),
+                        globals_: GlobalParameters | None = None, checkpoint_dir=None,
+                        checkpoint_every: int = 50, resume: bool = False, progress=None,
+                        on_step=None) -> MinibatchResult:
+    """Fit the globals by minibatch Gibbs (module docstring).
+
+    ``source``: a ConvData (the corpus in memory) or a block source
+    (:class:`~cpgbn.inference.training.TextFileBlocks` for a file read in blocks).  The other
+    arguments are those of :class:`MinibatchGibbs` and :func:`~cpgbn.inference.training.train`.
+    Returns a :class:`MinibatchResult`.
+    """
+    if not hasattr(source, "read_block"):
+        source = ConvDataBlocks(source)
+    filter_width = _filter_width(source)
+    algorithm = MinibatchGibbs(layers, vocab_size, filter_width, hyper,
+                               n_docs_total=source.n_docs, seed=seed, burn_in=burn_in,
+                               collect=collect, schedule=schedule, globals_=globals_)
+    trace = train(algorithm, source, n_steps, batch_size=batch_size, seed=seed,
+                  checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every,
+                  resume=resume, progress=progress, on_step=on_step)
+    return algorithm.result(trace)
+
+
+def _filter_width(source) -> int:
+    if hasattr(source, "data"):
+        return int(source.data.filter_width)
+    if hasattr(source, "filter_width"):
+        return int(source.filter_width)
+    raise CPGBNInputError("the block source must say its filter_width")
