@@ -147,8 +147,10 @@ def batch_standard_error(x: np.ndarray, n_batches: int = N_BATCHES) -> np.ndarra
     return means.std(axis=0, ddof=1) / np.sqrt(n_batches)
 
 
-def run_geweke(case: Case, n_prior: int, n_chain: int, seed: int) -> np.ndarray:
-    """z-scores of the chain's statistic means against the prior's (one per statistic)."""
+def run_geweke(case: Case, n_prior: int, n_chain: int, seed: int,
+               make_sampler=GibbsSampler) -> np.ndarray:
+    """z-scores of the chain's statistic means against the prior's (one per statistic);
+    ``make_sampler(data, hyper, seed=...)`` builds the sampler under test (either backend)."""
     hyper = case.hyper
     rng = np.random.default_rng(seed)
     lengths = np.full(case.n_docs, case.doc_length)
@@ -170,7 +172,7 @@ def run_geweke(case: Case, n_prior: int, n_chain: int, seed: int) -> np.ndarray:
     for i in range(n_chain):
         # a sampler per data set (through the public constructor); the draws depend on
         # (seed, sweep, step), so distinct seeds keep every sweep's streams distinct
-        sampler = GibbsSampler(data, hyper, seed=seed * 1_000_003 + i)
+        sampler = make_sampler(data, hyper, seed=seed * 1_000_003 + i)
         sampler.sweep(state)
         sampler.draw_weights(state)  # w current again before it is read with the stack
         chain[i] = statistics(state.globals, state.w, state.theta, state.c)

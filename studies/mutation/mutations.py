@@ -1,9 +1,9 @@
 """The mutation table: one-line bugs planted, one at a time, in a copy of the sampler.
 
 Each record names a file relative to ``src/cpgbn``, an exact snippet that must occur exactly
-once in it, and its replacement.  When the code moves (the sweep's step order is leaving
-``inference/gibbs.py``), re-target ``path`` and ``old``: the runner refuses a snippet that is
-not found, or found more than once.
+once in it, and its replacement.  When the code moves, re-target ``path`` and ``old``: the
+runner refuses a snippet that is not found, or found more than once (``tests`` beside this
+file checks every snippet against the current sources).
 
 ``target`` says which conditional or speed path the bug sits in; ``origin`` is "issue 22"
 for the bugs listed in the issue (caught or missed by the tests of the time) and "added" for
@@ -32,8 +32,8 @@ MUTATIONS = [
              "alpha[k] = prior_shape[k]",
              "w's gamma shape a_jk instead of a_jk / S_j", "w | m (pooling prior)", "issue 22"),
     Mutation("theta_rate_1_plus_c", "inference/gibbs.py",
-             "counts_up[t - 1], state.c[t - 1] + q[t - 1], state.theta[t - 1])",
-             "counts_up[t - 1], 1.0 + state.c[t - 1], state.theta[t - 1])",
+             "state.c[t - 1] + q[t - 1],",
+             "1.0 + state.c[t - 1],",
              "theta^(t) rate 1 + c^(t+1) instead of c^(t+1) + q^(t)", "theta^(t) downward",
              "issue 22"),
     Mutation("candidate_range_off_by_one", "backends/numba/conv.py",
@@ -56,22 +56,22 @@ MUTATIONS = [
              "D_k ~ Dir(n_k + eta 1(n_k = 0)): eta dropped on the entries with counts",
              "D | n", "issue 22"),
     Mutation("r_rate_q_wrong_layer", "inference/gibbs.py",
-             "gbn.draw_gamma_vector(self.seed, _stream(s, _R), shape, hyper.c0 + q[T].sum(), g.r)",
-             "gbn.draw_gamma_vector(self.seed, _stream(s, _R), shape, hyper.c0 + q[T - 1].sum(), g.r)",
+             "r_tables, r_rate = b.column_sums(tables), q[T].sum()",
+             "r_tables, r_rate = b.column_sums(tables), q[T - 1].sum()",
              "r's rate c0 + sum_j q^(T) instead of q^(T+1)", "r", "issue 22"),
     Mutation("theta_rate_q_layer_above", "inference/gibbs.py",
-             "state.c[t - 1] + q[t - 1]",
-             "state.c[t - 1] + q[t]",
+             "state.c[t - 1] + q[t - 1],",
+             "state.c[t - 1] + q[t],",
              "theta^(t) rate c^(t+1) + q^(t+1) instead of q^(t)", "theta^(t) downward",
              "issue 22"),
-    Mutation("eta_wrong_layer", "inference/gibbs.py",
-             "hyper.eta[min(t, len(hyper.eta) - 1)], phi)",
-             "hyper.eta[t - 1], phi)",
+    Mutation("eta_wrong_layer", "inference/updates.py",
+             "return hyper.eta[min(t, len(hyper.eta) - 1)]",
+             "return hyper.eta[t - 1]",
              "Phi^(t+1) drawn with eta^(t) (the layer below's concentration)", "Phi^(t)",
              "issue 22"),
-    Mutation("w_rate_c", "inference/gibbs.py",
-             "rate = 1.0 + state.c[0]",
-             "rate = state.c[0]",
+    Mutation("w_rate_c", "backends/numba/backend.py",
+             "prior_shape, 1.0 + state.c[0], draw_w,",
+             "prior_shape, state.c[0], draw_w,",
              "w's rate c^(2) instead of 1 + c^(2) (hung the recovery test)", "w | m",
              "issue 22"),
     Mutation("p_floor_no_gamma_factor", "backends/numba/weights.py",
@@ -106,8 +106,8 @@ MUTATIONS = [
              "large-m CRT: acceptance (a + i) / (a + j) instead of / (a + j - 1)",
              "speed path: thinned CRT (large counts)"),
     Mutation("c_prior_e0_f0_swapped", "inference/gibbs.py",
-             "hyper.e0, hyper.f0, state.c[t - 1]",
-             "hyper.f0, hyper.e0, state.c[t - 1]",
+             "hyper.e0, hyper.f0,",
+             "hyper.f0, hyper.e0,",
              "c^(t+1)'s prior shape and rate swapped", "c^(t+1)"),
     Mutation("gamma_never_accepts", "backends/numba/distributions.py",
              "if v <= 0.0:",

@@ -253,7 +253,7 @@ class TrainingTrace:
 
 def _save(directory, algorithm, step: int, cursor: Cursor, trace: TrainingTrace,
           print_: str) -> None:
-    from ..io import write_directory_atomically
+    from ..files import write_directory_atomically
 
     arrays = dict(algorithm.to_arrays())
     arrays.update(trace.to_arrays())

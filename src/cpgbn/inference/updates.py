@@ -228,7 +228,7 @@ class TLASGRGlobalUpdate:
             from .tlasgr import tlasgr_step
             return tlasgr_step(param, np.asarray(counts, dtype=np.float64), state, rho=rho,
                                eta=eta, normal=normal, schedule=self.schedule)
-        from ..backends.torch.tlasgr import tlasgr_step_torch
+        from .tlasgr import tlasgr_step_torch
         return tlasgr_step_torch(param, backend.as_float(counts), state, rho=rho, eta=eta,
                                  normal=normal, schedule=self.schedule)
 
