@@ -110,7 +110,7 @@ class HybridTrainer:
         import torch
 
         from ..backends.torch.backend import resolve_device
-        from .minibatch import _check_globals, initial_globals
+        from .minibatch import check_globals, initial_globals
 
         self.layers = tuple(int(k) for k in layers)
         self.vocab_size, self.filter_width = int(vocab_size), int(filter_width)
@@ -132,7 +132,7 @@ class HybridTrainer:
         if globals_ is None:
             globals_ = initial_globals(self.layers, vocab_size, filter_width, hyper, seed)
         else:
-            _check_globals(globals_, self.layers, self.vocab_size, self.filter_width)
+            check_globals(globals_, self.layers, self.vocab_size, self.filter_width)
         self._set_globals(globals_)
         self.schedule = schedule
         self.update = TLASGRGlobalUpdate(n_docs_total, self.seed, schedule=schedule,
@@ -265,11 +265,11 @@ def fit_hybrid(source, layers, vocab_size: int, hyper: Hyperparameters, *, seed:
     (:class:`~cpgbn.inference.training.TextFileBlocks`).  Other arguments: those of
     :class:`HybridTrainer` and :func:`~cpgbn.inference.training.train`.
     """
-    from .minibatch import _filter_width
+    from .minibatch import filter_width_of
 
     if not hasattr(source, "read_block"):
         source = ConvDataBlocks(source)
-    algorithm = HybridTrainer(layers, vocab_size, _filter_width(source), hyper,
+    algorithm = HybridTrainer(layers, vocab_size, filter_width_of(source), hyper,
                               n_docs_total=source.n_docs, seed=seed,
                               learning_rate=learning_rate, device=device,
                               encoder_options=encoder_options, schedule=schedule,

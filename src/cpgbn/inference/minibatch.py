@@ -29,6 +29,7 @@ from ..backends.numba.backend import NumbaBackend
 from ..errors import CPGBNInputError
 from .gibbs import GibbsSampler
 from .state import GlobalParameters, Hyperparameters
+from .prior import sample_globals
 from .tlasgr import TLASGRSchedule
 from .training import ConvDataBlocks, StepReport, TrainingTrace, derived_seed, train
 from .updates import AccumulateStatistics, TLASGRGlobalUpdate
@@ -40,8 +41,6 @@ def initial_globals(layers, vocab_size: int, filter_width: int, hyper: Hyperpara
                     seed: int) -> GlobalParameters:
     """Random starting globals for the minibatch algorithms: every kernel and Phi column
     ~ Dir(1) (numpy, seeded by (seed, INIT)), r = gamma0 / K_T."""
-    from ..simulate import sample_globals
-
     layers = tuple(int(k) for k in layers)
     flat = Hyperparameters(eta=(1.0,) * len(layers), gamma0=hyper.gamma0, c0=hyper.c0,
                            sample_r=False)
@@ -49,7 +48,7 @@ def initial_globals(layers, vocab_size: int, filter_width: int, hyper: Hyperpara
     return sample_globals(layers, int(vocab_size), int(filter_width), flat, rng)
 
 
-def _check_globals(g: GlobalParameters, layers, vocab_size: int, filter_width: int):
+def check_globals(g: GlobalParameters, layers, vocab_size: int, filter_width: int):
     if tuple(g.layers) != tuple(layers) or g.D.shape[:2] != (vocab_size, filter_width):
         raise CPGBNInputError(f"the globals have kernels {g.D.shape} and layers {g.layers}, "
                               f"expected ({vocab_size}, {filter_width}, {layers[0]}) and {layers}")
@@ -102,7 +101,7 @@ class MinibatchGibbs:
         if globals_ is None:
             globals_ = initial_globals(self.layers, vocab_size, filter_width, hyper, seed)
         else:
-            _check_globals(globals_, self.layers, self.vocab_size, self.filter_width)
+            check_globals(globals_, self.layers, self.vocab_size, self.filter_width)
         self.globals = globals_.copy()
         self.update = TLASGRGlobalUpdate(n_docs_total, self.seed, schedule=schedule,
                                          update_r=hyper.sample_r)
@@ -157,7 +156,7 @@ class MinibatchGibbs:
         self.globals = GlobalParameters(np.array(arrays["D"], dtype=np.float32),
                                         [np.array(arrays[f"phi_{t}"]) for t in range(T - 1)],
                                         np.array(arrays["r"]))
-        _check_globals(self.globals, self.layers, self.vocab_size, self.filter_width)
+        check_globals(self.globals, self.layers, self.vocab_size, self.filter_width)
         self.update.load_arrays(arrays, T)
 
     def result(self, trace: TrainingTrace) -> MinibatchResult:
@@ -180,7 +179,7 @@ def fit_minibatch_gibbs(source, layers, vocab_size: int, hyper: Hyperparameters,
     """
     if not hasattr(source, "read_block"):
         source = ConvDataBlocks(source)
-    filter_width = _filter_width(source)
+    filter_width = filter_width_of(source)
     algorithm = MinibatchGibbs(layers, vocab_size, filter_width, hyper,
                                n_docs_total=source.n_docs, seed=seed, burn_in=burn_in,
                                collect=collect, schedule=schedule, globals_=globals_)
@@ -190,7 +189,7 @@ def fit_minibatch_gibbs(source, layers, vocab_size: int, hyper: Hyperparameters,
     return algorithm.result(trace)
 
 
-def _filter_width(source) -> int:
+def filter_width_of(source) -> int:
     if hasattr(source, "data"):
         return int(source.data.filter_width)
     if hasattr(source, "filter_width"):
