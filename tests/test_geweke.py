@@ -16,17 +16,18 @@ p^(t+1) = q^(t) / (c^(t+1) + q^(t)) per layer; w's fraction at the floor and its
 mean.  The cases use a distinct Dirichlet concentration per layer and e0 != f0, so a
 hyperparameter taken from the wrong layer (or e0 and f0 swapped) changes the law.  The
 ``counts`` case has cells of about 100 units (the split above 24 units and the thinned CRT
-run on most cells) and the ``walk`` case has shapes a_jk / S_j of 0.003-0.1 at positions
-without counts (the geometric walk over the floor runs on every document).
+run on most cells) and the ``walk`` case has the shape a_jk / S_j = 1/69 at every position
+(the geometric walk over the floor runs on every document, where p_floor is near e^-1).
 
 Standard errors: the prior's from its sample variance, the chain's from batch means
 (``N_BATCHES`` batches).  Power and false alarms were measured with the mutation check
-(``studies/mutation/run_mutations.py``, report in ``results/mutation/report.md``): the
-numbers quoted in each test's docstring come from there.  The threshold is |z| < 5 for each
-statistic; under a correct sampler the batch-means z is close to Student-t with N_BATCHES - 1
-degrees of freedom, so a test with n statistics raises a false alarm with probability at most
-n P(|t_99| > 5) = n 2.5e-6 (about 1e-4 per test, 1e-3 for the whole file); the unmutated
-sampler passed both tiers on seeds 0-4 (environment variable ``CPGBN_GEWEKE_SEED``).
+(``studies/mutation/run_mutations.py``, report in ``results/mutation/``): the threshold is
+|z| < 5.5 for each statistic; under a correct sampler the batch-means z is close to Student-t
+with N_BATCHES - 1 = 24 degrees of freedom, so a test with n statistics raises a false alarm
+with probability at most n P(|t_24| > 5.5) = n 1.2e-5: 2.7e-4 for the 23 statistics of
+``stack``, 9e-4 for the 76 of a whole tier.  The unmutated sampler passed the default tier
+with seed offsets 0-4 (environment variable ``CPGBN_GEWEKE_SEED``; largest |z| 4.4 of 380,
+measured with 100 batches, whose standard errors were too small) and the long tier with 0.
 
 Tiers: the default tier runs in ``make test``; the ``long`` tier (5x the sweeps, marked
 ``long`` and run by ``make test-long``) sees errors of a few percent.
@@ -40,15 +41,16 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 import pytest
-from scipy import stats as scipy_stats
 
 from cpgbn.backends.numba.weights import FLOOR
 from cpgbn.inference.gibbs import GibbsSampler
 from cpgbn.inference.state import GibbsState, Hyperparameters
 from cpgbn.simulate import sample_counts, sample_globals, sample_locals
 
-THRESHOLD = 5.0
-N_BATCHES = 100
+THRESHOLD = 5.5
+#: 25 batches of 600-1200 sweeps: with 100 batches of 150-300 the slow-mixing ``counts`` case's
+#: standard errors came out up to 1.5x too small (they grow with the batch length up to ~800)
+N_BATCHES = 25
 #: Added to every seed: the tests pass for any value (checked for 0-4); CI uses 0.
 SEED_OFFSET = int(os.environ.get("CPGBN_GEWEKE_SEED", "0"))
 #: Sweeps of the long tier per sweep of the default tier.
@@ -186,11 +188,6 @@ def run_geweke(case: Case, n_prior: int, n_chain: int, seed: int,
     return np.where(constant, 0.0, difference / np.where(constant, 1.0, se))
 
 
-def false_alarm_bound(n_statistics: int, threshold: float = THRESHOLD) -> float:
-    """Family-wise false-alarm bound of one test: n P(|t_(N_BATCHES - 1)| > threshold)."""
-    return n_statistics * 2.0 * scipy_stats.t.sf(threshold, N_BATCHES - 1)
-
-
 def check(case_name: str, n_sweeps: int, seed: int) -> None:
     case = CASES[case_name]
     z = run_geweke(case, n_prior=n_sweeps, n_chain=n_sweeps, seed=seed + SEED_OFFSET)
@@ -218,7 +215,12 @@ SEEDS = {"stack": 11, "binary": 12, "counts": 13, "walk": 14, "bag_of_words": 15
 @pytest.mark.slow
 @pytest.mark.parametrize("case_name", list(CASES))
 def test_geweke(case_name):
-    """Default tier (see the module docstring for the measured power)."""
+    """Default tier.  Measured power (results/mutation, 18 one-line bugs): ``stack`` fails
+    first on 12 of them (|z| 16-216 for the rates, shapes and concentrations of the stack;
+    runaways end by the time limit), ``binary`` on D's Dirichlet dropping eta on counts
+    (|z| 7.1; ``stack`` 5.3), ``counts`` on the split and CRT speed paths (14.0, 28.1),
+    ``walk`` on p_floor without 1 / Gamma(1 + a) (7.9).  False alarm at most n 1.2e-5 for n
+    statistics (module docstring); control runs: largest |z| 3.7."""
     check(case_name, SWEEPS[case_name], SEEDS[case_name])
 
 
@@ -226,5 +228,6 @@ def test_geweke(case_name):
 @pytest.mark.timeout(1800)
 @pytest.mark.parametrize("case_name", list(CASES))
 def test_geweke_long(case_name):
-    """Long tier: LONG_FACTOR times the sweeps, other seeds."""
+    """Long tier: LONG_FACTOR times the sweeps (z-scores of an error grow by sqrt(5) = 2.2),
+    other seeds; same false-alarm bound.  Control run: largest |z| 3.0."""
     check(case_name, LONG_FACTOR * SWEEPS[case_name], 100 + SEEDS[case_name])

@@ -33,6 +33,7 @@ import argparse
 import datetime
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -119,8 +120,19 @@ def run_tier(tier: str, src: Path, cache: Path, record: Path, seed_offset: int,
     text = log.read_text(encoding="utf-8", errors="replace")
     outcome, failed, watchdog = classify(text, rc, timed_out)
     return {"tier": tier, "outcome": outcome, "exit_code": rc, "failed": failed,
-            "watchdog": watchdog, "seconds": round(time.monotonic() - start, 1),
+            "watchdog": watchdog, "errors": first_errors(text), "seconds": round(time.monotonic() - start, 1),
             "tail": text.splitlines()[-6:]}
+
+
+def first_errors(text: str) -> list[str]:
+    """The first line of each error pytest reports ("E   ..."), in order, without repeats."""
+    seen = []
+    for line in text.splitlines():
+        if line.startswith("E   ") and "Error" in line or line.startswith("E   Failed"):
+            message = line[1:].strip()
+            if message not in seen:
+                seen.append(message)
+    return seen[:3]
 
 
 def classify(text: str, rc: int | None, timed_out: bool) -> tuple[str, list[str], list[str]]:
@@ -136,6 +148,9 @@ def classify(text: str, rc: int | None, timed_out: bool) -> tuple[str, list[str]
         outcome = "caught"
     elif rc is not None and rc < 0 and "Fatal Python error" in text:
         outcome = f"caught (crash: {text.split('Fatal Python error: ', 1)[1].splitlines()[0]})"
+        # the crashed test, from faulthandler's stack of the main thread
+        frames = re.findall(r'File "[^"]*/(tests/test_\w+\.py)", line \d+ in (test_\w+)', text)
+        failed = [f"{frames[0][0]}::{frames[0][1]}"] if frames else []
     else:
         outcome = f"error (exit {rc})"
     return outcome, failed, watchdog
@@ -217,6 +232,7 @@ def reclassify(out_dir: Path, work: Path) -> None:
             text = (work / f"log-{row['id']}-{t['tier']}.txt").read_text(errors="replace")
             t["outcome"], t["failed"], t["watchdog"] = classify(text, t["exit_code"],
                                                                 t["exit_code"] is None)
+            t["errors"] = first_errors(text)
         summarize(row)
     write_report(out_dir, meta, rows)
 
@@ -240,11 +256,14 @@ def write_report(out_dir: Path, meta: dict, rows: list[dict]) -> None:
              "max |z|: the largest Geweke z-score of the tests that ran (threshold 5).", "",
              "| mutation | origin | target | outcome | caught by | max abs z | seconds |",
              "|---|---|---|---|---|---|---|"]
+    def cell(text) -> str:
+        return str(text or "").replace("|", "\\|")
+
     for row in rows:
         seconds = sum(t["seconds"] for t in row["tiers"])
         z = "" if row["max_abs_z"] is None else f"{row['max_abs_z']:.1f}"
-        lines.append(f"| {row['id']} | {row.get('origin', '')} | {row.get('target', '')} | "
-                     f"{row['outcome']} | {row['caught_by'] or ''} | {z} | {seconds:.0f} |")
+        lines.append(f"| {row['id']} | {cell(row.get('origin'))} | {cell(row.get('target'))} | "
+                     f"{cell(row['outcome'])} | {cell(row['caught_by'])} | {z} | {seconds:.0f} |")
     lines += ["", "Per mutation: the change and the z-scores of each Geweke test that ran.", ""]
     for row in rows:
         lines.append(f"## {row['id']}")
@@ -255,6 +274,9 @@ def write_report(out_dir: Path, meta: dict, rows: list[dict]) -> None:
         for r in row["geweke"]:
             lines.append(f"- {r['case']} ({r['n_sweeps']} sweeps, seed {r['seed']}): max |z| "
                          f"{r['max_abs_z']} ({r['worst_statistic']})")
+        errors = [line for t in row["tiers"] for line in t.get("errors", [])]
+        if errors:
+            lines.append(f"- error raised: `{errors[0][:160]}`")
         for t in row["tiers"]:
             lines.append(f"- {t['tier']} tier: {t['outcome']} in {t['seconds']} s"
                          + (f"; failed: {', '.join(t['failed'])}" if t["failed"] else "")
