@@ -138,3 +138,13 @@ def data_dir():
     if path is None or not (path / "TREC" / "train.tsv").is_file():
         pytest.skip("real datasets not found: set CPGBN_DATA to the data directory")
     return path
+
+
+@pytest.fixture(scope="module")
+def torch_one_thread():
+    """torch on one thread for a module's tests (the machine may be shared)."""
+    import torch
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)

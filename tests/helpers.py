@@ -62,3 +62,11 @@ def files_under(root: Path) -> set[str]:
     """Every path below ``root`` (files and folders, hidden ones included), relative to it."""
     root = Path(root)
     return {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
+def random_token_documents(lengths, vocab_size: int, seed: int = 0):
+    """(tokens int32, offsets int64) of documents with the given lengths, ids uniform on
+    0..vocab_size - 1 (the flat layout of :class:`cpgbn.text.Corpus`)."""
+    rng = np.random.default_rng(seed)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    return rng.integers(0, vocab_size, offsets[-1]).astype(np.int32), offsets

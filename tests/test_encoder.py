@@ -14,6 +14,7 @@
 import numpy as np
 import pytest
 import torch
+from helpers import random_token_documents
 import torch.nn.functional as nnf
 
 from cpgbn.backends.torch.elbo import elbo_terms
@@ -27,18 +28,11 @@ V, F = 11, 3
 LAYERS = (5, 4, 3)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 
 def _documents(lengths, seed=0):
-    rng = np.random.default_rng(seed)
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    return rng.integers(0, V, offsets[-1]).astype(np.int32), offsets
+    return random_token_documents(lengths, V, seed)
 
 
 def _encoder(layers=LAYERS, seed=0, pooling="mean", vocab=V, width=F, **options):

@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from ..layers.cells import ObservationModel
 from .coherence import DEFAULT_TOP_N, DEFAULT_WINDOW, CoherenceResult, model_coherence
 from .hierarchy import HIDDEN, MIN_COLUMN_SHARE, shown_columns
 from .phrases import KernelSummary, assign_kernels, kernel_table, sort_kernels
@@ -24,11 +23,6 @@ def _padding_note(padding: int) -> str:
     if not padding:
         return ""
     return f", {padding} empty column{'s' if padding > 1 else ''} around every document (padding)"
-
-
-def observation_model(token_count) -> str:
-    """How the tokens are observed, in words (:meth:`ObservationModel.describe`)."""
-    return ObservationModel.of(token_count).describe()
 
 
 def usage_concentration(usage) -> tuple[float, float]:
