@@ -240,9 +240,10 @@ class MixingMonitor:
     def observe(self, backend, state, trace: MixingTrace) -> None:
         """Append the sweep just made to ``trace`` (:meth:`start` first)."""
         start = time.perf_counter()
-        counts, self._memory = backend.assignment_changes(state.m, self._memory)
+        with backend.sweep_context():  # numba: BLAS on one thread, as in the sweep
+            counts, self._memory = backend.assignment_changes(state.m, self._memory)
+            sums = backend.to_numpy(self._weights_on @ state.theta[0], np.float64)
         moved, switched = shares_of(counts)
-        sums = backend.to_numpy(self._weights_on @ state.theta[0], np.float64)
         trace.moved.append(moved)
         trace.switched.append(switched)
         trace.feature_sums.append(np.array(sums, dtype=np.float64))

@@ -39,20 +39,22 @@ def compare_assignments(m, previous, previous_dominant):
         both = 0
         largest = 0
         for p in range(block * ROW_BLOCK, min(n_rows, (block + 1) * ROW_BLOCK)):
-            best = -1
-            best_count = 0
-            for k in range(n_kernels):
+            top = 0
+            for k in range(n_kernels):  # branch-free, so that the compiler vectorises it
                 x = np.int64(m[p, k])
                 y = np.int64(previous[p, k])
                 moved += abs(x - y)
                 now += x
                 before += y
-                if x > best_count:
-                    best_count = x
-                    best = k
+                top = max(top, x)
                 previous[p, k] = x
-            if best_count > largest:
-                largest = best_count
+            best = -1
+            if top > 0:
+                for k in range(n_kernels):
+                    if m[p, k] == top:
+                        best = k
+                        break
+            largest = max(largest, top)
             if best >= 0 and previous_dominant[p] >= 0:
                 both += 1
                 if best != previous_dominant[p]:
