@@ -26,8 +26,9 @@ The order is written once, in :meth:`GibbsSampler.sweep_on_backend`; a backend
 ``draw_first_layer`` (step 1, returning the kernel counts and the first layer's tables),
 ``draw_kernels``, ``draw_doc_scales``, ``layer_tables``, ``split_tables``, ``draw_phi``,
 ``draw_gamma_vector``, ``draw_doc_gammas``; and, for global updates other than the exact
-draws, ``total_kernel_counts``, ``kernel_counts_from_total`` and ``as_float``.  Each draw takes
-an explicit stream (:mod:`cpgbn.inference.streams`).
+draws, ``total_kernel_counts``, ``kernel_counts_from_total`` and ``as_float``; for the mixing
+diagnostic (:mod:`cpgbn.inference.mixing`), ``assignment_changes``.  Each draw takes an
+explicit stream (:mod:`cpgbn.inference.streams`).
 
 The global draws (steps 2 and 5) are pluggable (:mod:`cpgbn.inference.updates`): the local
 steps reduce the documents to sufficient statistics summed over them (kernel counts, Phi
