@@ -204,6 +204,8 @@ def test_transductive_evaluation_fits_once_for_all_folds(tmp_path):
     assert len({r["fit_seconds"] for r in runs}) == 1  # one fit shared by the folds
     assert all(r["n_train"] + r["n_test"] == 40 for r in runs)
     assert 0.0 <= result["accuracy_mean"] <= 1.0
+    # every run records the training chain's mixing: one share per sweep, 2 averaged
+    assert all(len(r["mixing"]["moved"]) == 4 and r["mixing"]["n_collected"] == 2 for r in runs)
 
 
 def test_evaluate_passes_model_params_and_rejects_bad_ones(tmp_path, monkeypatch):

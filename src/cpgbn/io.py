@@ -4,7 +4,9 @@
   for arrays, so loading a model never executes code.
 * Versioned: ``format_version`` is checked on load; a newer format is refused with a message
   naming both versions; the library version that wrote the model is recorded.  Version 2 added
-  the ``padding`` parameter (a version-1 model has none: padding 0).
+  the ``padding`` parameter (a version-1 model has none: padding 0).  The mixing diagnostic
+  (``mixing_*`` arrays, ``mixing_n_collected``) is optional within version 2: a model saved
+  before it loads without ``mixing_``, and an older reader ignores it.
 * Atomic: everything is written to a temporary sibling directory that replaces the target
   by rename, so an interrupted save leaves the old model (or nothing), never half a model.
 * Checked: the sha256 of ``arrays.npz`` is stored in ``model.json``; truncation or corruption
@@ -23,6 +25,7 @@ import numpy as np
 from .version import VERSION
 from .errors import ModelFormatError
 from .files import MODEL_MARKER, write_directory_atomically
+from .inference.mixing import Mixing
 from .inference.state import GlobalParameters, Hyperparameters
 from .text.vocabulary import Vocabulary
 
@@ -55,6 +58,9 @@ def save_model(model, directory) -> None:
     arrays = {"D": g.D, "r": g.r, "kernel_usage": model.kernel_usage()}
     for i, p in enumerate(g.phi):
         arrays[f"phi_{i + 2}"] = p
+    mixing = getattr(model, "mixing_", None)
+    if mixing is not None:
+        arrays.update(mixing.arrays())
 
     def write(tmp: Path) -> None:
         np.savez(tmp / _ARRAYS, **arrays)
@@ -70,6 +76,7 @@ def save_model(model, directory) -> None:
             "n_train_tokens": int(model.n_train_tokens_),
             "loglik_trace": [float(x) for x in model.loglik_trace_],
             "sweep_seconds": [float(x) for x in model.sweep_seconds_],
+            "mixing_n_collected": None if mixing is None else int(mixing.n_collected),
             "vocabulary": model.vocabulary_.to_dict(),
         }
         with open(tmp / _META, "w", encoding="utf-8") as fh:
@@ -132,6 +139,7 @@ def load_model(cls, directory):
         loglik_trace = np.asarray(meta["loglik_trace"], dtype=np.float64)
         sweep_seconds = np.asarray(meta["sweep_seconds"], dtype=np.float64)
         usage = np.asarray(arrays["kernel_usage"], dtype=np.float64)
+        mixing = Mixing.from_arrays(arrays, meta.get("mixing_n_collected") or 0)
         model = cls(**params)
     except (KeyError, TypeError, ValueError, zipfile.BadZipFile, OSError) as exc:
         raise ModelFormatError(f"model in {directory} is corrupted: {exc.__class__.__name__}: {exc}") from None
@@ -147,6 +155,8 @@ def load_model(cls, directory):
     model.loglik_trace_ = loglik_trace
     model.sweep_seconds_ = sweep_seconds
     model.kernel_usage_ = usage
+    if mixing is not None:
+        model.mixing_ = mixing
     model.format_version_ = meta["format_version"]
     model.saved_by_version_ = meta.get("library_version")
     return model

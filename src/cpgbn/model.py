@@ -23,6 +23,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 
 from .errors import CPGBNInputError
 from .inference.gibbs import GibbsSampler, RunResult
+from .inference.mixing import MixingMonitor
 from .inference.state import GlobalParameters, Hyperparameters
 from .layers.cells import ConvData, ObservationModel, from_bag_of_words, from_token_sequences
 from .text.corpus import Corpus
@@ -126,6 +127,9 @@ class CPGBN(TransformerMixin, BaseEstimator):
     sweep_seconds_ : ndarray (n_iter,)
     kernel_usage_ : ndarray (K_1,)
         Share of each kernel in the training documents' theta^(1).
+    mixing_ : cpgbn.inference.mixing.Mixing
+        How the training chain mixed: per sweep, the share of token units and of positions
+        whose kernel changed, and the effective sample size of the features (``summary()``).
     seed_ : int
         The resolved seed.
     """
@@ -321,11 +325,14 @@ class CPGBN(TransformerMixin, BaseEstimator):
                 on_sweep = save_every
             if state is None:
                 state = sampler.initial_state(self.layers_, len(self.vocabulary_))
+            weights = (None if self.feature_normalization == "none"
+                       else 1.0 / np.maximum(data.true_length, 1))  # as in the features
             with self._progress(params["n_iter"], "fit") as bar:
                 if bar is not None:
                     bar.update(state.sweep)
                 result = sampler.run(state, params["n_iter"], params["burn_in"], progress=bar,
-                                     collector=collector, on_sweep=on_sweep)
+                                     collector=collector, on_sweep=on_sweep,
+                                     monitor=MixingMonitor(weights))
         if checkpoint_dir is not None:
             shutil.rmtree(checkpoint_dir, ignore_errors=True)
         self.globals_ = result.globals_mean
@@ -335,6 +342,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
         self.kernel_usage_ = usage / usage.sum()
         self.loglik_trace_ = np.asarray(result.loglik)
         self.sweep_seconds_ = np.asarray(result.seconds)
+        self.mixing_ = result.mixing
         self.n_train_tokens_ = int(corpus.lengths.sum())
         return self
 

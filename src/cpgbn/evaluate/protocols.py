@@ -158,7 +158,8 @@ def evaluate(dataset: str, *, layers=(200,), protocol: str = "authors", seeds=(0
              device=None, features: str = "inductive", model_params: dict | None = None) -> dict:
     """Train on the training split, infer the test split, score an SVM; repeat for each seed.
 
-    Returns a JSON-ready dict: settings, per-run accuracy and timing, mean and std.
+    Returns a JSON-ready dict: settings, per-run accuracy, timing and (CPGBN, PGBN) the training
+    chain's mixing diagnostic (:meth:`cpgbn.inference.mixing.Mixing.as_record`), mean and std.
     ``save_model``: a directory where the model of the last run is saved.  ``model``: "cpgbn",
     or a baseline in the same harness: "pgbn" (bag-of-words PGBN, token_count multiplies the
     word counts) or "lda" (scikit-learn, at most 100 variational iterations).  ``device``: None
@@ -200,6 +201,9 @@ def evaluate(dataset: str, *, layers=(200,), protocol: str = "authors", seeds=(0
                        fit_seconds=round(seconds[0], 2), transform_seconds=round(seconds[1], 2),
                        median_sweep_seconds=float(np.median(estimator.sweep_seconds_)),
                        n_train=len(y_train), n_test=len(y_test))
+            mixing = getattr(estimator, "mixing_", None)  # CPGBN and PGBN: the training chain's
+            if mixing is not None:
+                run["mixing"] = mixing.as_record()
             runs.append(run)
             if save_model is not None and model != "lda":
                 estimator.save(save_model)

@@ -38,7 +38,7 @@ def usage_concentration(usage) -> tuple[float, float]:
 def summary_facts(model, *, corpus=None, labels=None, coherence: CoherenceResult | None = None,
                   assignments=None, min_column_share: float = MIN_COLUMN_SHARE
                   ) -> list[tuple[str, str]]:
-    """(label, value) pairs: model, vocabulary, observation model, training, fit, usage, the
+    """(label, value) pairs: model, vocabulary, observation model, training, fit, mixing, usage, the
     kernels' near-empty columns (below ``min_column_share`` of their mass), and with ``corpus``
     (an encoded :class:`~cpgbn.text.Corpus`) the data, with ``assignments`` the phrase widths,
     with ``coherence`` NPMI."""
@@ -73,6 +73,9 @@ def summary_facts(model, *, corpus=None, labels=None, coherence: CoherenceResult
         facts.append(("log-likelihood", f"{per_token[-1]:.4f} per token at the last sweep "
                                         f"(first sweep {per_token[0]:.4f}; last 10% of sweeps "
                                         f"{tail.mean():.4f} +- {tail.std():.4f})"))
+    mixing = getattr(model, "mixing_", None)  # None for a model saved before it was measured
+    if mixing is not None:
+        facts.extend(mixing.describe())
     effective, top_share = usage_concentration(model.kernel_usage())
     facts.append(("kernel usage", f"effective number of kernels {effective:.1f} of {K}; the "
                                   f"top 10% carry {100 * top_share:.1f}% of theta^(1)"))

@@ -1,9 +1,10 @@
 """Checkpoints of a Gibbs run: the sampler state and the collector, written atomically.
 
 A checkpoint directory holds ``checkpoint.json`` (sweep, fingerprint, format) and
-``state.npz`` (every array of the state and the collector; no pickle).  Since every draw is a
-function of (seed, sweep, step, block), a run resumed from a checkpoint ends in exactly the
-model an uninterrupted run would have produced.  The fingerprint (a hash of the data and of the
+``state.npz`` (every array of the state and the collector, with the mixing diagnostic's trace
+when it is measured; no pickle).  Since every draw is a function of (seed, sweep, step,
+block), a run resumed from a checkpoint ends in exactly the model an uninterrupted run would
+have produced.  The fingerprint (a hash of the data and of the
 parameters that change the chain) keeps a checkpoint from being resumed with other inputs.
 """
 
@@ -19,6 +20,7 @@ import numpy as np
 from ..errors import CPGBNInputError, ModelFormatError
 from ..files import write_directory_atomically
 from .driver import Collector
+from .mixing import MixingTrace
 from .state import GibbsState, GlobalParameters
 
 FORMAT = "cpgbn-checkpoint"
@@ -46,6 +48,8 @@ def save_checkpoint(directory, state: GibbsState, collector: Collector, print_: 
               "trace_seconds": np.asarray(collector.seconds, dtype=np.float64)}
     for i, p in enumerate(g.phi):
         arrays[f"phi_{i}"] = p
+    if collector.mixing is not None:
+        arrays.update(collector.mixing.arrays(state.m.shape[1]))
     for i, (t, c, acc) in enumerate(zip(state.theta, state.c, collector.theta_sum)):
         arrays[f"theta_{i}"], arrays[f"c_{i}"], arrays[f"theta_sum_{i}"] = t, c, acc
     if collector.globals_sum is not None:
@@ -85,7 +89,7 @@ def load_checkpoint(directory, print_: str) -> tuple[GibbsState, Collector]:
                  if meta["has_globals_sum"] else None)
         collector = Collector([a[f"theta_sum_{i}"] for i in range(T)], g_sum,
                               int(meta["n_collected"]), a["trace_loglik"].tolist(),
-                              a["trace_seconds"].tolist())
+                              a["trace_seconds"].tolist(), MixingTrace.from_arrays(a))
     except (OSError, KeyError, ValueError, json.JSONDecodeError, zipfile.BadZipFile) as exc:
         raise ModelFormatError(f"checkpoint {directory} is unreadable ({exc.__class__.__name__}: "
                                f"{exc}); delete it or run without --resume") from None

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .mixing import Mixing, MixingTrace
 from .state import GibbsState, GlobalParameters, state_on, write_back
 
 
@@ -30,6 +31,8 @@ class RunResult:
     seconds: list[float] = field(default_factory=list)
     """Wall time of each sweep."""
     n_collected: int = 0
+    mixing: Mixing | None = None
+    """The mixing diagnostic of every sweep (:mod:`cpgbn.inference.mixing`), when a monitor ran."""
 
 
 @dataclass
@@ -40,6 +43,7 @@ class Collector:
     theta_sum : list of (N, K_t) float64 -- sum of theta^(t) over collected sweeps.
     globals_sum : GlobalParameters of float64 sums, or None (globals fixed).
     n_collected : int; loglik, seconds : per-sweep trace.
+    mixing : MixingTrace or None -- the mixing diagnostic's per-sweep values, when measured.
     """
 
     theta_sum: list[np.ndarray]
@@ -47,6 +51,7 @@ class Collector:
     n_collected: int = 0
     loglik: list[float] = field(default_factory=list)
     seconds: list[float] = field(default_factory=list)
+    mixing: MixingTrace | None = None
 
     @classmethod
     def empty(cls, state: GibbsState, collect_globals: bool) -> "Collector":
@@ -65,7 +70,9 @@ class Collector:
             g = self.globals_sum
             g_mean = (GlobalParameters((g.D / n).astype(np.float32), [p / n for p in g.phi], g.r / n)
                       if n else state.globals.copy())
-        return RunResult(theta, g_mean, list(self.loglik), list(self.seconds), n)
+        mixing = (None if self.mixing is None
+                  else self.mixing.result(n, state.theta[0].shape[1]))
+        return RunResult(theta, g_mean, list(self.loglik), list(self.seconds), n, mixing)
 
 
 class _Sums:
@@ -106,7 +113,7 @@ class _Sums:
 
 def run_chain(algorithm, state: GibbsState, n_iter: int, burn_in: int, *, progress=None,
               collect_globals: bool = True, collector: Collector | None = None,
-              on_sweep=None) -> RunResult:
+              on_sweep=None, monitor=None) -> RunResult:
     """Run ``algorithm.sweep_on_backend`` until ``state.sweep == n_iter``; average theta (and,
     with ``collect_globals``, D, Phi, r) over the sweeps after ``burn_in``.
 
@@ -115,6 +122,8 @@ def run_chain(algorithm, state: GibbsState, n_iter: int, burn_in: int, *, progre
     identical to an uninterrupted one.  ``progress`` is an optional object with ``update(n)``
     (a tqdm bar); ``on_sweep(state, collector)`` is called after each sweep with the numpy
     state and sums (on a GPU that copies them to the host: use it sparingly).
+    ``monitor``, a :class:`~cpgbn.inference.mixing.MixingMonitor`, measures the mixing after
+    every sweep into ``collector.mixing`` (outside the sweep's timed part; it only reads).
     ``state`` (and ``collector``) hold the final values when the run returns.
     """
     backend = algorithm.backend
@@ -122,6 +131,11 @@ def run_chain(algorithm, state: GibbsState, n_iter: int, burn_in: int, *, progre
         collector = Collector.empty(state, collect_globals)
     current = state_on(backend, state)
     sums = _Sums(backend, collector)
+    if monitor is not None:
+        if collector.mixing is None:
+            collector.mixing = MixingTrace()
+        collector.mixing.pad_to(current.sweep, current.theta[0].shape[1])
+        monitor.start(backend, current)
 
     def flush() -> None:
         sums.flush()
@@ -136,6 +150,8 @@ def run_chain(algorithm, state: GibbsState, n_iter: int, burn_in: int, *, progre
         if current.sweep > burn_in:
             collector.n_collected += 1
             sums.add(current)
+        if monitor is not None:
+            monitor.observe(backend, current, collector.mixing)
         if progress is not None:
             progress.update(1)
         if on_sweep is not None:

@@ -26,8 +26,9 @@ The order is written once, in :meth:`GibbsSampler.sweep_on_backend`; a backend
 ``draw_first_layer`` (step 1, returning the kernel counts and the first layer's tables),
 ``draw_kernels``, ``draw_doc_scales``, ``layer_tables``, ``split_tables``, ``draw_phi``,
 ``draw_gamma_vector``, ``draw_doc_gammas``; and, for global updates other than the exact
-draws, ``total_kernel_counts``, ``kernel_counts_from_total`` and ``as_float``.  Each draw takes
-an explicit stream (:mod:`cpgbn.inference.streams`).
+draws, ``total_kernel_counts``, ``kernel_counts_from_total`` and ``as_float``; for the mixing
+diagnostic (:mod:`cpgbn.inference.mixing`), ``assignment_changes``.  Each draw takes an
+explicit stream (:mod:`cpgbn.inference.streams`).
 
 The global draws (steps 2 and 5) are pluggable (:mod:`cpgbn.inference.updates`): the local
 steps reduce the documents to sufficient statistics summed over them (kernel counts, Phi
@@ -289,13 +290,15 @@ class GibbsSampler:
     # ------------------------------------------------------------------ runs
     def run(self, state: GibbsState, n_iter: int, burn_in: int, *, progress=None,
             collect_globals: bool | None = None, collector: Collector | None = None,
-            on_sweep=None) -> RunResult:
+            on_sweep=None, monitor=None) -> RunResult:
         """Run sweeps until ``state.sweep == n_iter``; average theta (and the globals) over the
-        sweeps after ``burn_in`` (see :func:`cpgbn.inference.driver.run_chain`)."""
+        sweeps after ``burn_in``; ``monitor`` measures the mixing (see
+        :func:`cpgbn.inference.driver.run_chain`)."""
         if collect_globals is None:
             collect_globals = self.learn_globals
         return run_chain(self, state, n_iter, burn_in, progress=progress,
-                         collect_globals=collect_globals, collector=collector, on_sweep=on_sweep)
+                         collect_globals=collect_globals, collector=collector, on_sweep=on_sweep,
+                         monitor=monitor)
 
     # ------------------------------------------------------------------ helpers
     def draw_weights(self, state: GibbsState) -> GibbsState:

@@ -4,13 +4,17 @@ Bytes for a corpus with N documents, P = sum_j S_j positions, C cells, vocabular
 width F, layers K_1..K_T and n_threads numba threads:
 
     positions   P * K_1 * (4 + 4)                 w (float32) and m (int32)
+              + P * (K_1 * 2 + 8)                  the mixing diagnostic's copy of m (int16
+                                                   while the counts fit) and dominant kernels
+                                                   (training only)
     kernels     V * F * K_1 * (4 + 4 * n_threads)  D (float32), per-thread count slabs (int32)
               + V * F * K_1 * 8                    running sum of D (training only)
     documents   N * sum_t K_t * 8 * 3              theta, its running sum, shapes/tables
               + N * K_1 * 4 + N * T * 8            A, c
     cells       C * 12                             word, column, count ids
 
-Transform (globals fixed) needs neither the count slabs nor the running sum of D.
+Transform (globals fixed) needs neither the count slabs, nor the running sum of D, nor the
+mixing diagnostic.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from ..errors import CPGBNInputError
 def estimate_bytes(n_docs: int, n_positions: int, n_cells: int, vocab_size: int, filter_width: int,
                    layers, n_threads: int, training: bool = True) -> int:
     K1 = layers[0]
-    total = n_positions * K1 * 8
+    total = n_positions * K1 * 8 + (n_positions * (K1 * 2 + 8) if training else 0)
     total += vocab_size * filter_width * K1 * (4 + (4 * n_threads + 8 if training else 0))
     total += n_docs * sum(layers) * 8 * 3 + n_docs * K1 * 4 + n_docs * len(layers) * 8
     total += n_cells * 12

@@ -17,6 +17,7 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from . import conv, gbn
+from .mixing import compare_assignments
 from .shared_shape import shared_shape_table
 
 #: Documents per RNG block.  Part of what a seed means: changing it changes the draws.
@@ -241,3 +242,18 @@ class NumbaBackend:
         """theta_jk ~ Gam(shape_jk + counts_jk, 1 / rate_j)."""
         gbn.draw_doc_gammas(self.seed, stream, DOC_BLOCK, shape, counts, rate, out)
         return out
+
+    # ------------------------------------------------------------------ mixing diagnostic
+    @staticmethod
+    def assignment_changes(m: np.ndarray, memory):
+        """How m moved since the last call: int64[6] sums of :data:`.mixing.FIELDS`, and the
+        backend's memory of this m for the next call (``memory`` None at the first call: the
+        sums then compare m with zeros).  m is kept as int16 while its counts fit (2 bytes per
+        entry beside the 8 of w and m), else as int32."""
+        if memory is None:
+            memory = (np.zeros(m.shape, dtype=np.int16), np.full(m.shape[0], -1, dtype=np.int64))
+        previous, dominant = memory
+        sums = compare_assignments(m, previous, dominant)
+        if sums[5] > np.iinfo(previous.dtype).max:  # the copy was truncated: keep it wider
+            previous = np.array(m, dtype=np.int32)
+        return sums, (previous, dominant)
