@@ -163,11 +163,13 @@ def test_minibatch_gibbs_resume_is_exact(tmp_path):
 torch = pytest.importorskip("torch")
 
 
-def test_hybrid_resume_is_exact_and_reproducible(tmp_path):
+@pytest.mark.parametrize("statistics", ["gibbs", "encoder"])
+def test_hybrid_resume_is_exact_and_reproducible(tmp_path, statistics):
     from cpgbn.inference.hybrid import fit_hybrid
 
     data, hyper = small_corpus(n_docs=50)
-    kw = dict(seed=4, n_steps=5, batch_size=20, learning_rate=0.01, progress=False)
+    kw = dict(seed=4, n_steps=5, batch_size=20, learning_rate=0.01, progress=False,
+              global_statistics=statistics, local_sweeps=(2, 2))
     whole = fit_hybrid(data, (3, 2), V, hyper, **kw)
     again = fit_hybrid(data, (3, 2), V, hyper, **kw)
     with pytest.raises(KeyboardInterrupt):
@@ -209,6 +211,36 @@ def test_hybrid_non_finite_loss_stops_with_one_line_and_keeps_checkpoint(tmp_pat
     step, _, trace, _, arrays = read_checkpoint(tmp_path / "ck")
     assert step == 2 and len(trace.loss) == 2
     assert all(np.isfinite(v).all() for k, v in arrays.items() if k.startswith("encoder/"))
+
+
+def test_hybrid_options_are_checked():
+    from cpgbn.inference.hybrid import HybridTrainer
+
+    data, hyper = small_corpus(n_docs=10)
+    kw = dict(n_docs_total=10, seed=0)
+    for bad, name in [(dict(global_statistics="mean"), "global_statistics"),
+                      (dict(local_sweeps=(2, 0)), "local_sweeps"),
+                      (dict(max_grad_norm=0.0), "max_grad_norm")]:
+        with pytest.raises(CPGBNInputError, match=name):
+            HybridTrainer((3, 2), V, F, hyper, **kw, **bad)
+
+
+def test_hybrid_gibbs_statistics_are_minibatch_gibbs_globals():
+    """With ``global_statistics="gibbs"`` the globals' chain is minibatch Gibbs with the same
+    local sweeps and seed, whatever the encoder does (the encoder only reads the globals)."""
+    from cpgbn.inference.hybrid import fit_hybrid
+
+    data, hyper = small_corpus(n_docs=40)
+    kw = dict(seed=3, n_steps=4, batch_size=20, progress=False)
+    hybrid = fit_hybrid(data, (3, 2), V, hyper, local_sweeps=(2, 3), learning_rate=0.05, **kw)
+    plain = fit_minibatch_gibbs(data, (3, 2), V, hyper, burn_in=2, collect=3, **kw)
+    np.testing.assert_allclose(hybrid.globals.D, plain.globals.D, rtol=1e-6)
+    np.testing.assert_allclose(hybrid.globals.phi[0], plain.globals.phi[0], rtol=1e-12)
+    np.testing.assert_allclose(hybrid.globals.r, plain.globals.r, rtol=1e-12)
+    assert not np.allclose(hybrid.globals.D, fit_hybrid(data, (3, 2), V, hyper,
+                                                        local_sweeps=(2, 3),
+                                                        global_statistics="encoder",
+                                                        **kw).globals.D)
 
 
 def test_encoder_features_and_gibbs_refinement():
@@ -336,7 +368,7 @@ def test_hybrid_global_step_recovers_planted_globals_from_true_locals():
                                       np.full(recovery.N_DOCS, recovery.DOC_LENGTH), hyper,
                                       seed=1, globals_=planted)
     trainer = HybridTrainer((K1, K2), recovery.V, recovery.F, hyper, n_docs_total=data.n_docs,
-                            seed=0)
+                            seed=0, global_statistics="encoder")
     start_tv, _ = recovery.match_kernels(D, trainer.globals.D.numpy())
     assert start_tv.min() > 0.5
     batches, positions = Minibatches(ConvDataBlocks(data), 50, 0), data.doc_positions
