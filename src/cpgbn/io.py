@@ -4,7 +4,10 @@
   for arrays, so loading a model never executes code.
 * Versioned: ``format_version`` is checked on load; a newer format is refused with a message
   naming both versions; the library version that wrote the model is recorded.  Version 2 added
-  the ``padding`` parameter (a version-1 model has none: padding 0).
+  the ``padding`` parameter (a version-1 model has none: padding 0); version 3 the minibatch
+  inference modes: their parameters (absent: ``inference="gibbs"``), per-step traces and, for
+  ``inference="hybrid"``, the encoder (its config in the JSON, its weights as arrays named
+  ``encoder/<parameter>`` in the npz).
 * Atomic: everything is written to a temporary sibling directory that replaces the target
   by rename, so an interrupted save leaves the old model (or nothing), never half a model.
 * Checked: the sha256 of ``arrays.npz`` is stored in ``model.json``; truncation or corruption
@@ -27,9 +30,11 @@ from .inference.state import GlobalParameters, Hyperparameters
 from .text.vocabulary import Vocabulary
 
 FORMAT = "cpgbn-model"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 _META = MODEL_MARKER
 _ARRAYS = "arrays.npz"
+_ENCODER = "encoder/"
+_MINIBATCH_TRACES = ("loss_trace_", "kl_trace_", "step_seconds_")
 
 
 def _sha256(path: Path) -> str:
@@ -55,6 +60,12 @@ def save_model(model, directory) -> None:
     arrays = {"D": g.D, "r": g.r, "kernel_usage": model.kernel_usage()}
     for i, p in enumerate(g.phi):
         arrays[f"phi_{i + 2}"] = p
+    for name in _MINIBATCH_TRACES:   # the minibatch modes' per-step traces
+        if hasattr(model, name):
+            arrays[name] = np.asarray(getattr(model, name), dtype=np.float64)
+    weights = getattr(model, "encoder_weights_", None)
+    if weights is not None:
+        arrays.update({f"{_ENCODER}{name}": np.asarray(w) for name, w in weights.items()})
 
     def write(tmp: Path) -> None:
         np.savez(tmp / _ARRAYS, **arrays)
@@ -72,6 +83,8 @@ def save_model(model, directory) -> None:
             "sweep_seconds": [float(x) for x in model.sweep_seconds_],
             "vocabulary": model.vocabulary_.to_dict(),
         }
+        if weights is not None:
+            meta["encoder_config"] = {k: _jsonable(v) for k, v in model.encoder_config_.items()}
         with open(tmp / _META, "w", encoding="utf-8") as fh:
             json.dump(meta, fh)
 
@@ -132,6 +145,12 @@ def load_model(cls, directory):
         loglik_trace = np.asarray(meta["loglik_trace"], dtype=np.float64)
         sweep_seconds = np.asarray(meta["sweep_seconds"], dtype=np.float64)
         usage = np.asarray(arrays["kernel_usage"], dtype=np.float64)
+        traces = {name: arrays[name] for name in _MINIBATCH_TRACES if name in arrays}
+        encoder_weights = {k[len(_ENCODER):]: v for k, v in arrays.items()
+                           if k.startswith(_ENCODER)}
+        encoder_config = meta.get("encoder_config")
+        if bool(encoder_weights) != (encoder_config is not None):
+            raise ValueError("the encoder's weights and config must come together")
         model = cls(**params)
     except (KeyError, TypeError, ValueError, zipfile.BadZipFile, OSError) as exc:
         raise ModelFormatError(f"model in {directory} is corrupted: {exc.__class__.__name__}: {exc}") from None
@@ -147,6 +166,10 @@ def load_model(cls, directory):
     model.loglik_trace_ = loglik_trace
     model.sweep_seconds_ = sweep_seconds
     model.kernel_usage_ = usage
+    for name, value in traces.items():
+        setattr(model, name, value)
+    if encoder_config is not None:
+        model.encoder_config_, model.encoder_weights_ = encoder_config, encoder_weights
     model.format_version_ = meta["format_version"]
     model.saved_by_version_ = meta.get("library_version")
     return model
