@@ -1,10 +1,14 @@
-"""Exceptions raised for bad user input.
+"""Exceptions raised for bad user input, and the checks of parameter values that raise them.
 
 Every error a user can cause by giving the library or the command line bad input is a
 :class:`CPGBNInputError` (a ``ValueError``), whose message is one line that names the
 problem.  The command line prints that line and exits with status 2; anything else that
 escapes is a bug.
 """
+
+from numbers import Integral, Real
+
+import numpy as np
 
 
 class CPGBNInputError(ValueError):
@@ -23,3 +27,23 @@ def one_line(value) -> str:
     """``str(value)`` on one line (runs of white space become one space), or the type's name
     if that is empty: for an exception's text inside a one-line error message."""
     return " ".join(str(value).split()) or type(value).__name__
+
+
+def check_int(name: str, value, low: int) -> int:
+    """``value`` as an int if it is an integer (not a bool) >= ``low``; else a CPGBNInputError
+    naming the parameter ``name`` and the value."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, Integral):
+        raise CPGBNInputError(f"{name} must be an integer, got {value!r}")
+    if value < low:
+        raise CPGBNInputError(f"{name} must be >= {low}, got {value}")
+    return int(value)
+
+
+def check_positive(name: str, value) -> float:
+    """``value`` as a float if it is a finite number > 0; else a CPGBNInputError naming the
+    parameter ``name`` and the value."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real) or not value > 0:
+        raise CPGBNInputError(f"{name} must be a positive number, got {value!r}")
+    if not np.isfinite(value):
+        raise CPGBNInputError(f"{name} must be finite, got {value!r}")
+    return float(value)

@@ -4,9 +4,12 @@
   for arrays, so loading a model never executes code.
 * Versioned: ``format_version`` is checked on load; a newer format is refused with a message
   naming both versions; the library version that wrote the model is recorded.  Version 2 added
-  the ``padding`` parameter (a version-1 model has none: padding 0).  The mixing diagnostic
-  (``mixing_*`` arrays, ``mixing_n_collected``) is optional within version 2: a model saved
-  before it loads without ``mixing_``, and an older reader ignores it.
+  the ``padding`` parameter (a version-1 model has none: padding 0); version 3 the minibatch
+  inference modes: their parameters (absent: ``inference="gibbs"``), per-step traces and, for
+  ``inference="hybrid"``, the encoder (its config in the JSON, its weights as arrays named
+  ``encoder/<parameter>`` in the npz).  The mixing diagnostic (``mixing_*`` arrays,
+  ``mixing_n_collected``) is optional within versions 2 and 3: a model saved before it
+  loads without ``mixing_``, and an older reader ignores it.
 * Atomic: everything is written to a temporary sibling directory that replaces the target
   by rename, so an interrupted save leaves the old model (or nothing), never half a model.
 * Checked: the sha256 of ``arrays.npz`` is stored in ``model.json``; truncation or corruption
@@ -30,9 +33,11 @@ from .inference.state import GlobalParameters, Hyperparameters
 from .text.vocabulary import Vocabulary
 
 FORMAT = "cpgbn-model"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 _META = MODEL_MARKER
 _ARRAYS = "arrays.npz"
+_ENCODER = "encoder/"
+_MINIBATCH_TRACES = ("loss_trace_", "kl_trace_", "step_seconds_")
 
 
 def _sha256(path: Path) -> str:
@@ -61,6 +66,12 @@ def save_model(model, directory) -> None:
     mixing = getattr(model, "mixing_", None)
     if mixing is not None:
         arrays.update(mixing.arrays())
+    for name in _MINIBATCH_TRACES:   # the minibatch modes' per-step traces
+        if hasattr(model, name):
+            arrays[name] = np.asarray(getattr(model, name), dtype=np.float64)
+    weights = getattr(model, "encoder_weights_", None)
+    if weights is not None:
+        arrays.update({f"{_ENCODER}{name}": np.asarray(w) for name, w in weights.items()})
 
     def write(tmp: Path) -> None:
         np.savez(tmp / _ARRAYS, **arrays)
@@ -79,6 +90,8 @@ def save_model(model, directory) -> None:
             "mixing_n_collected": None if mixing is None else int(mixing.n_collected),
             "vocabulary": model.vocabulary_.to_dict(),
         }
+        if weights is not None:
+            meta["encoder_config"] = {k: _jsonable(v) for k, v in model.encoder_config_.items()}
         with open(tmp / _META, "w", encoding="utf-8") as fh:
             json.dump(meta, fh)
 
@@ -140,6 +153,12 @@ def load_model(cls, directory):
         sweep_seconds = np.asarray(meta["sweep_seconds"], dtype=np.float64)
         usage = np.asarray(arrays["kernel_usage"], dtype=np.float64)
         mixing = Mixing.from_arrays(arrays, meta.get("mixing_n_collected") or 0)
+        traces = {name: arrays[name] for name in _MINIBATCH_TRACES if name in arrays}
+        encoder_weights = {k[len(_ENCODER):]: v for k, v in arrays.items()
+                           if k.startswith(_ENCODER)}
+        encoder_config = meta.get("encoder_config")
+        if bool(encoder_weights) != (encoder_config is not None):
+            raise ValueError("the encoder's weights and config must come together")
         model = cls(**params)
     except (KeyError, TypeError, ValueError, zipfile.BadZipFile, OSError) as exc:
         raise ModelFormatError(f"model in {directory} is corrupted: {exc.__class__.__name__}: {exc}") from None
@@ -157,6 +176,10 @@ def load_model(cls, directory):
     model.kernel_usage_ = usage
     if mixing is not None:
         model.mixing_ = mixing
+    for name, value in traces.items():
+        setattr(model, name, value)
+    if encoder_config is not None:
+        model.encoder_config_, model.encoder_weights_ = encoder_config, encoder_weights
     model.format_version_ = meta["format_version"]
     model.saved_by_version_ = meta.get("library_version")
     return model

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import shutil
 import warnings
 from collections.abc import Sequence
-from numbers import Integral, Real
+from numbers import Integral
 from pathlib import Path
 
 import numba
@@ -21,7 +21,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
 
-from .errors import CPGBNInputError
+from .errors import CPGBNInputError, check_int as _check_int, check_positive as _check_positive
 from .inference.gibbs import GibbsSampler, RunResult
 from .inference.mixing import MixingMonitor
 from .inference.state import GlobalParameters, Hyperparameters
@@ -48,22 +48,6 @@ class Inference:
     """Their cells and positions (``data.doc_positions`` indexes the rows of w and m)."""
     result: RunResult | None
     """Posterior means of theta^(1..T) over the collected sweeps, and the trace."""
-
-
-def _check_int(name, value, low):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, Integral):
-        raise CPGBNInputError(f"{name} must be an integer, got {value!r}")
-    if value < low:
-        raise CPGBNInputError(f"{name} must be >= {low}, got {value}")
-    return int(value)
-
-
-def _check_positive(name, value):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real) or not value > 0:
-        raise CPGBNInputError(f"{name} must be a positive number, got {value!r}")
-    if not np.isfinite(value):
-        raise CPGBNInputError(f"{name} must be finite, got {value!r}")
-    return float(value)
 
 
 class CPGBN(TransformerMixin, BaseEstimator):
@@ -113,18 +97,32 @@ class CPGBN(TransformerMixin, BaseEstimator):
         None: the numba sampler (CPU).  A torch device ("cpu", "cuda", "cuda:1") selects the
         PyTorch sampler of :mod:`cpgbn.backends.torch` (same conditionals, same order;
         reproducible for a seed and device, equal to the numba sampler in distribution, not bit
-        for bit).  Needs ``pip install 'cpgbn[torch]'``.
+        for bit).  Needs ``pip install 'cpgbn[torch]'``.  With ``inference="hybrid"``: the
+        encoder's device (None: the CPU).
+    inference : {"gibbs", "minibatch-gibbs", "hybrid"}, default "gibbs"
+        "gibbs": the sampler above.  The minibatch modes learn the globals by TLASGR-MCMC with
+        local Gibbs sweeps ("minibatch-gibbs", numba) or the paper's Weibull encoder ("hybrid",
+        Algorithm 1, PyTorch); there ``n_iter``/``burn_in`` only set Gibbs inference's sweeps.
+        See :mod:`cpgbn.inference_modes`.
+    batch_size, n_epochs : int, default 100, 10
+        Minibatch modes: documents per minibatch, and passes over the training corpus.
+    learning_rate : float, default 1e-3
+        Hybrid: Adam's step size for the encoder.
+    refine_iter : int, default 0
+        Hybrid ``transform``: Gibbs sweeps (globals fixed) after the encoder's mean theta.
 
     Attributes
     ----------
     vocabulary_ : Vocabulary
     globals_ : GlobalParameters
         Posterior means over the collected sweeps of D (V, F, K_1), Phi^(t), r.
-    train_features_ : ndarray (n_docs, K_1)
-        Features of the training documents from the training chain.
-    loglik_trace_ : ndarray (n_iter,)
-        Training log-likelihood after each sweep.
-    sweep_seconds_ : ndarray (n_iter,)
+    train_features_, train_theta_ : ndarray (n_docs, K_1), list of (n_docs, K_t)
+        Features and theta^(1..T) of the training documents from the training chain (minibatch
+        modes: as ``transform`` gives them).
+    loglik_trace_, sweep_seconds_ : ndarray (n_iter,)
+        Training log-likelihood and seconds of each sweep (empty in the minibatch modes).
+    loss_trace_, kl_trace_, step_seconds_, encoder_config_, encoder_weights_
+        Minibatch modes (:func:`cpgbn.inference_modes.fit_model`).
     kernel_usage_ : ndarray (K_1,)
         Share of each kernel in the training documents' theta^(1).
     mixing_ : cpgbn.inference.mixing.Mixing
@@ -138,7 +136,8 @@ class CPGBN(TransformerMixin, BaseEstimator):
                  token_count=DEFAULT_TOKEN_COUNT, padding=0, eta=0.05, e0=0.1, f0=0.1,
                  sample_r=True, n_iter=200, burn_in=150, transform_iter=None, transform_burn_in=None,
                  feature_normalization="length", random_state=None, n_threads=None,
-                 memory_limit=None, progress=False, device=None):
+                 memory_limit=None, progress=False, device=None, inference="gibbs",
+                 batch_size=100, n_epochs=10, learning_rate=1e-3, refine_iter=0):
         self.layers = layers
         self.filter_width = filter_width
         self.vocab_size = vocab_size
@@ -158,6 +157,11 @@ class CPGBN(TransformerMixin, BaseEstimator):
         self.memory_limit = memory_limit
         self.progress = progress
         self.device = device
+        self.inference = inference
+        self.batch_size = batch_size
+        self.n_epochs = n_epochs
+        self.learning_rate = learning_rate
+        self.refine_iter = refine_iter
 
     # ------------------------------------------------------------------ validation
     def _validated(self) -> dict:
@@ -203,7 +207,10 @@ class CPGBN(TransformerMixin, BaseEstimator):
         if padding > filter_width - 1:
             raise CPGBNInputError(f"padding must be <= filter_width - 1 = {filter_width - 1} (a "
                                   f"kernel must cover at least one word), got {padding}")
+        from .inference_modes import check_params
         return dict(
+            **check_params(self.inference, self.batch_size, self.n_epochs, self.learning_rate,
+                           self.refine_iter, self.device),
             layers=layers,
             filter_width=filter_width,
             vocab_size=_check_int("vocab_size", self.vocab_size, 2),
@@ -283,12 +290,13 @@ class CPGBN(TransformerMixin, BaseEstimator):
     # ------------------------------------------------------------------ fitting
     def fit(self, X, y=None, *, checkpoint_dir=None, checkpoint_every: int = 10,
             resume: bool = False):
-        """Run the Gibbs sampler on the documents ``X`` (strings or an encoded Corpus).
+        """Run the Gibbs sampler on the documents ``X`` (strings or an encoded Corpus), or the
+        minibatch mode that ``inference`` names (:func:`cpgbn.inference_modes.fit_model`).
 
         With ``checkpoint_dir``, the sampler state is saved there (atomically) every
-        ``checkpoint_every`` sweeps; ``resume=True`` continues from it if it exists and was made
-        from the same data and parameters, ending in exactly the model an uninterrupted fit
-        gives.  The checkpoint is deleted when the fit completes.
+        ``checkpoint_every`` sweeps (minibatch steps); ``resume=True`` continues from it if it
+        exists and was made from the same data and parameters, ending in exactly the model an
+        uninterrupted fit gives.  The checkpoint is deleted when the fit completes.
         """
         params = self._validated()
         corpus = self._corpus(X, None, params["vocab_size"])
@@ -303,12 +311,28 @@ class CPGBN(TransformerMixin, BaseEstimator):
         self.seed_ = (int(np.random.SeedSequence().entropy % _MAX_SEED)
                       if self.random_state is None else _check_int("random_state",
                                                                    self.random_state, 0))
+        from .inference_modes import FITTED_ATTRIBUTES
+        for name in FITTED_ATTRIBUTES:   # a refit forgets an earlier minibatch fit
+            self.__dict__.pop(name, None)
         self.vocabulary_ = corpus.vocabulary
         self.layers_ = params["layers"]
         self.hyper_ = params["hyper"]
         data = self._data(corpus, params["filter_width"])
-        self._check_memory(data, self.layers_, len(self.vocabulary_), training=True)
+        self._check_memory(data, self.layers_, len(self.vocabulary_),
+                           training=params["inference"] == "gibbs")
         checkpoint_every = _check_int("checkpoint_every", checkpoint_every, 1)
+        if params["inference"] != "gibbs":   # the training features: as transform gives them
+            from .inference_modes import fit_model
+            self.__dict__.pop("mixing_", None)   # measured on a Gibbs chain only
+            with self._threads():
+                fit_model(self, data, params, self._chain_params(), checkpoint_dir=checkpoint_dir,
+                          checkpoint_every=checkpoint_every, resume=resume)
+            self.train_theta_, data = self._thetas(corpus, data)
+            self.train_features_ = self._features(self.train_theta_, data)
+            usage = self.train_theta_[0].sum(axis=0)
+            self.kernel_usage_ = usage / usage.sum()
+            self.n_train_tokens_ = int(corpus.lengths.sum())
+            return self
         with self._threads():
             sampler = self._sampler(data, self.seed_, learn_globals=True)
             state, collector, on_sweep = None, None, None
@@ -336,7 +360,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
         if checkpoint_dir is not None:
             shutil.rmtree(checkpoint_dir, ignore_errors=True)
         self.globals_ = result.globals_mean
-        self.train_features_ = self._features(result, data)
+        self.train_features_ = self._features(result.theta_mean, data)
         self.train_theta_ = result.theta_mean
         usage = result.theta_mean[0].sum(axis=0)
         self.kernel_usage_ = usage / usage.sum()
@@ -350,8 +374,11 @@ class CPGBN(TransformerMixin, BaseEstimator):
         """The parameters that change the Markov chain (not threads or progress bars)."""
         params = self.get_params()
         for name in ("progress", "n_threads", "memory_limit", "transform_iter",
-                     "transform_burn_in", "feature_normalization"):
+                     "transform_burn_in", "feature_normalization", "refine_iter"):
             params.pop(name, None)
+        if params.get("inference", "gibbs") == "gibbs":   # minibatch settings: no part of it
+            for name in ("inference", "batch_size", "n_epochs", "learning_rate"):
+                params.pop(name, None)
         return params
 
     def fit_transform(self, X, y=None, **fit_params):
@@ -359,13 +386,15 @@ class CPGBN(TransformerMixin, BaseEstimator):
 
         The averages of theta^(1) collected while the globals were being learned (the
         authors' protocol); ``fit(X).transform(X)`` instead re-infers them with the globals fixed.
+        The minibatch modes have no such chain: there the two are equal.
         """
         return self.fit(X, **fit_params).train_features_
 
     def infer(self, X, *, n_iter: int | None = None, burn_in: int | None = None,
               seed: int | None = None, on_sweep=None) -> Inference:
         """Run the sampler on the documents ``X`` with the fitted globals held fixed (paper
-        section 4), as :meth:`transform` does, and return everything the run produced.
+        section 4), as :meth:`transform` does (except with ``inference="hybrid"``, whose
+        transform reads the encoder), and return everything the run produced.
 
         ``n_iter`` and ``burn_in`` default to ``transform_iter`` and ``transform_burn_in``,
         ``seed`` to the seed ``transform`` uses.  ``on_sweep(state, inference)``, if given, is
@@ -397,18 +426,36 @@ class CPGBN(TransformerMixin, BaseEstimator):
         return inferred
 
     def transform(self, X, *, all_layers: bool = False) -> np.ndarray:
-        """Features of the documents ``X``: mean theta^(1) over collected sweeps (globals fixed).
+        """Features of the documents ``X``: mean theta^(1) over collected sweeps (globals fixed);
+        with ``inference="hybrid"`` the encoder's mean theta^(1) (then ``refine_iter`` Gibbs
+        sweeps, if > 0).
 
         Empty documents keep their row (features drawn from the prior).  With ``all_layers``
         the features of every layer are concatenated [theta^(1), ..., theta^(T)].
         """
-        inferred = self.infer(X)
-        return self._features(inferred.result, inferred.data, all_layers=all_layers)
+        self._check_fitted()
+        return self._features(*self._thetas(X), all_layers=all_layers)
+
+    def _thetas(self, X, data: ConvData | None = None):
+        """(theta^(1..T), cells) of the documents ``X`` as ``transform`` infers them
+        (``data``: their cells, when already built)."""
+        if self.inference != "hybrid":
+            inferred = self.infer(X)
+            return inferred.result.theta_mean, inferred.data
+        from .inference_modes import encoder_thetas
+        data = self._data(self.encode(X), self.globals_.D.shape[1]) if data is None else data
+        with self._threads():
+            return encoder_thetas(self, data, refine_iter=self._validated()["refine_iter"],
+                                  seed=self._transform_seed()), data
 
     def log_likelihood(self, X=None) -> float:
         """Log-likelihood per token: of the training data at the last sweep (X=None), or of
         new documents X, averaged over the collected sweeps of inference with the globals fixed."""
         self._check_fitted()
+        if X is None and len(self.loglik_trace_) == 0:
+            raise CPGBNInputError(f"inference={self.inference!r} records no training log-"
+                                  "likelihood (it never sweeps the whole corpus); pass documents "
+                                  "X, or read the training loss in loss_trace_")
         if X is None:
             return float(self.loglik_trace_[-1] / max(self.n_train_tokens_, 1))
         inferred = self.infer(X)
@@ -416,8 +463,8 @@ class CPGBN(TransformerMixin, BaseEstimator):
         collected = result.loglik[-max(result.n_collected, 1):]
         return float(np.mean(collected) / max(int(inferred.data.true_length.sum()), 1))
 
-    def _features(self, result: RunResult, data: ConvData, all_layers: bool = False) -> np.ndarray:
-        thetas = result.theta_mean if all_layers else result.theta_mean[:1]
+    def _features(self, thetas, data: ConvData, all_layers: bool = False) -> np.ndarray:
+        thetas = thetas if all_layers else thetas[:1]
         feats = np.hstack(thetas)
         if self.feature_normalization == "length":
             feats = feats / np.maximum(data.true_length, 1)[:, None]
@@ -526,7 +573,8 @@ class PGBN(CPGBN):
     word counts, so the bottom layer is Poisson factor analysis (``layers=(200,)``: PFA) and the
     stack above it is identical.  Word order is ignored.  ``token_count`` multiplies every word
     count (1 = the plain model; larger values temper the likelihood like CPGBN's pseudo-count).
-    ``filter_width`` is ignored (always 1).
+    ``filter_width`` is ignored (always 1).  The minibatch ``inference`` modes apply as for
+    CPGBN (the hybrid's encoder then reads each document's word counts).
     """
 
     #: One column per document: nothing to pad (not a parameter, so not in ``get_params``).
@@ -535,14 +583,17 @@ class PGBN(CPGBN):
     def __init__(self, layers=(200,), *, filter_width=1, vocab_size=8000, token_count=1, eta=0.05,
                  e0=0.1, f0=0.1, sample_r=True, n_iter=200, burn_in=150, transform_iter=None,
                  transform_burn_in=None, feature_normalization="length", random_state=None,
-                 n_threads=None, memory_limit=None, progress=False, device=None):
+                 n_threads=None, memory_limit=None, progress=False, device=None,
+                 inference="gibbs", batch_size=100, n_epochs=10, learning_rate=1e-3,
+                 refine_iter=0):
         super().__init__(layers, filter_width=filter_width, vocab_size=vocab_size,
                          token_count=token_count, eta=eta, e0=e0, f0=f0, sample_r=sample_r,
                          n_iter=n_iter, burn_in=burn_in, transform_iter=transform_iter,
                          transform_burn_in=transform_burn_in,
                          feature_normalization=feature_normalization, random_state=random_state,
                          n_threads=n_threads, memory_limit=memory_limit, progress=progress,
-                         device=device)
+                         device=device, inference=inference, batch_size=batch_size,
+                         n_epochs=n_epochs, learning_rate=learning_rate, refine_iter=refine_iter)
 
     def _observation(self) -> ObservationModel:
         """Word counts, multiplied by ``token_count`` (an integer; the link is not offered)."""

@@ -11,9 +11,10 @@ import os
 from pathlib import Path
 
 from ..errors import CPGBNInputError
+from ..inference_modes import MODES
 
-__all__ = ["add_data_args", "add_run_args", "layer_sizes", "positive_int", "read_documents",
-           "token_count"]
+__all__ = ["add_data_args", "add_inference_args", "add_run_args", "inference_params",
+           "layer_sizes", "positive_float", "positive_int", "read_documents", "token_count"]
 
 
 def layer_sizes(text: str) -> tuple[int, ...]:
@@ -48,6 +49,38 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
     return value
+
+
+def positive_float(text: str) -> float:
+    """argparse type of a finite number that must be > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not (value > 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def add_inference_args(p):
+    """``--inference``, ``--batch-size``, ``--epochs`` and ``--learning-rate``: how a model is
+    fitted (:func:`inference_params` turns them into estimator parameters)."""
+    p.add_argument("--inference", choices=MODES, default="gibbs",
+                   help="gibbs: full-batch Gibbs sampling (default); minibatch-gibbs: local Gibbs "
+                        "sweeps + TLASGR-MCMC per minibatch; hybrid: the paper's Weibull encoder "
+                        "+ TLASGR-MCMC (needs PyTorch)")
+    p.add_argument("--batch-size", type=positive_int, default=100,
+                   help="documents per minibatch (minibatch modes; default 100)")
+    p.add_argument("--epochs", type=positive_int, default=10,
+                   help="passes over the training documents (minibatch modes; default 10)")
+    p.add_argument("--learning-rate", type=positive_float, default=1e-3,
+                   help="the encoder's Adam step size (hybrid; default 0.001)")
+
+
+def inference_params(args) -> dict:
+    """The estimator parameters of :func:`add_inference_args`'s options."""
+    return dict(inference=args.inference, batch_size=args.batch_size, n_epochs=args.epochs,
+                learning_rate=args.learning_rate)
 
 
 def add_data_args(p, *, split_help="split of a named dataset"):

@@ -5,7 +5,8 @@ import sys
 import time
 from pathlib import Path
 
-from .common import add_data_args, add_run_args, layer_sizes, read_documents, token_count
+from .common import (add_data_args, add_inference_args, add_run_args, inference_params,
+                     layer_sizes, read_documents, token_count)
 
 __all__ = ["add_fit_parser", "add_transform_parser", "cmd_fit", "cmd_transform"]
 
@@ -20,7 +21,7 @@ def cmd_fit(args) -> int:
                   n_iter=args.iterations,
                   burn_in=args.iterations * 3 // 4 if args.burn_in is None else args.burn_in,
                   random_state=args.seed, n_threads=args.threads, device=args.device,
-                  progress=not args.quiet)
+                  progress=not args.quiet, **inference_params(args))
     checkpoint = Path(f"{args.out}.checkpoint")
     if args.resume and (checkpoint / "checkpoint.json").is_file():
         print(f"resuming from {checkpoint}", file=sys.stderr)
@@ -29,10 +30,16 @@ def cmd_fit(args) -> int:
               resume=args.resume)
     seconds = time.perf_counter() - start
     model.save(args.out)
-    print(f"fitted CPGBN {'-'.join(map(str, model.layers_))} on {len(texts)} documents "
+    if args.inference == "gibbs":
+        figure = f"log-likelihood per token {model.log_likelihood():.4f}"
+    else:   # the minibatch modes' loss, named (it is no log-likelihood)
+        from ..inference_modes import LOSS_NAMES
+        figure = (f"{len(model.loss_trace_)} minibatch steps; last step's "
+                  f"{LOSS_NAMES[args.inference]} {model.loss_trace_[-1]:.4g}")
+    mode = "" if args.inference == "gibbs" else f" ({args.inference})"
+    print(f"fitted CPGBN {'-'.join(map(str, model.layers_))}{mode} on {len(texts)} documents "
           f"({model.n_train_tokens_} tokens, V={len(model.vocabulary_)}) in {seconds:.1f}s; "
-          f"log-likelihood per token {model.log_likelihood():.4f} "
-          f"({model.observation_model.describe()}); saved to {args.out}")
+          f"{figure} ({model.observation_model.describe()}); saved to {args.out}")
     return 0
 
 
@@ -45,6 +52,8 @@ def cmd_transform(args) -> int:
     if args.iterations is not None:
         burn_in = args.iterations * 3 // 4 if args.burn_in is None else args.burn_in
         model.set_params(transform_iter=args.iterations, transform_burn_in=burn_in)
+    if args.refine_iter is not None:
+        model.set_params(refine_iter=args.refine_iter)
     texts, _ = read_documents(args.data, args.split, args.data_dir, args.format)
     features = model.transform(texts, all_layers=args.all_layers)
     import numpy as np
@@ -71,13 +80,17 @@ def add_fit_parser(sub):
                    help="empty columns before and after every document, so kernels may overhang "
                         "the edges (0 to F-1; default 0, the paper's model)")
     p.add_argument("--eta", type=float, default=0.05, help="Dirichlet concentration (default 0.05)")
-    p.add_argument("--iterations", type=int, default=200, help="Gibbs sweeps (default 200)")
+    p.add_argument("--iterations", type=int, default=200,
+                   help="Gibbs sweeps (default 200); in the minibatch modes those of inference "
+                        "(transform)")
     p.add_argument("--burn-in", type=int, default=None,
                    help="sweeps before averaging (default: 3/4 of --iterations)")
+    add_inference_args(p)
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--out", required=True, metavar="MODEL_DIR", help="where to save the model")
     p.add_argument("--checkpoint-every", type=int, default=10,
-                   help="save the sampler state to MODEL_DIR.checkpoint every N sweeps (default 10)")
+                   help="save the sampler state to MODEL_DIR.checkpoint every N sweeps, or N "
+                        "minibatch steps in the minibatch modes (default 10)")
     p.add_argument("--device", default=None,
                    help="run the PyTorch sampler on this device (cpu, cuda, cuda:1); default: numba")
     p.add_argument("--resume", action="store_true",
@@ -99,6 +112,9 @@ def add_transform_parser(sub):
     p.add_argument("--all-layers", action="store_true", help="concatenate the features of every layer")
     p.add_argument("--iterations", type=int, default=None, help="sweeps (default: as in training)")
     p.add_argument("--burn-in", type=int, default=None, help="burn-in sweeps (with --iterations)")
+    p.add_argument("--refine-iter", type=int, default=None,
+                   help="a model fitted with --inference hybrid: Gibbs sweeps after the "
+                        "encoder's mean (default: as saved, 0)")
     add_run_args(p)
     p.set_defaults(func=cmd_transform)
     return p

@@ -199,7 +199,8 @@ def evaluate(dataset: str, *, layers=(200,), protocol: str = "authors", seeds=(0
             accuracy = float(classifier.score(f_test, np.asarray(y_test)))
             run = dict(seed=int(seed), split=split_name, accuracy=accuracy,
                        fit_seconds=round(seconds[0], 2), transform_seconds=round(seconds[1], 2),
-                       median_sweep_seconds=float(np.median(estimator.sweep_seconds_)),
+                       median_sweep_seconds=(float(np.median(estimator.sweep_seconds_))
+                                             if len(estimator.sweep_seconds_) else None),
                        n_train=len(y_train), n_test=len(y_test))
             mixing = getattr(estimator, "mixing_", None)  # CPGBN and PGBN: the training chain's
             if mixing is not None:

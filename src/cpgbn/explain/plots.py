@@ -66,6 +66,21 @@ def loglik_png(loglik_trace, n_tokens: int | None = None, burn_in: int | None = 
     return _png(fig)
 
 
+def loss_png(loss, name: str) -> bytes:
+    """A minibatch mode's training loss after each step; ``name`` says what it is."""
+    y = np.asarray(loss, dtype=np.float64)
+    if y.ndim != 1 or len(y) == 0:
+        raise CPGBNInputError("the loss trace is empty")
+    fig = _figure(6.4, 3.2)
+    ax = fig.add_subplot()
+    ax.plot(np.arange(1, len(y) + 1), y, color=_BLUE, lw=1.5)
+    ax.set_xlabel("minibatch step")
+    ax.set_ylabel("loss")
+    ax.set_title(f"Training loss: {name}", fontsize=9)
+    ax.grid(alpha=0.3)
+    return _png(fig)
+
+
 def usage_png(usage, top: int = 30, labels=None) -> bytes:
     """Bar chart of the ``top`` most used kernels (share of theta^(1), in %), most used first.
     ``labels[k]`` (e.g. a kernel's best phrase) is added to its tick."""

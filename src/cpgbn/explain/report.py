@@ -288,8 +288,14 @@ def build_report(model, texts=None, labels=None, *, title: str | None = None, so
     title = title or f"CPGBN {'-'.join(map(str, layers))}"
 
     # plots
-    figures = [_img(plots.loglik_png(model.loglik_trace_, model.n_train_tokens_,
-                                     getattr(model, "burn_in", None)), "training log-likelihood")]
+    if len(model.loglik_trace_):
+        png = plots.loglik_png(model.loglik_trace_, model.n_train_tokens_,
+                               getattr(model, "burn_in", None))
+        figures = [_img(png, "training log-likelihood")]
+    else:   # a minibatch mode: its per-step loss (not a log-likelihood)
+        from ..inference_modes import LOSS_NAMES
+        figures = [_img(plots.loss_png(model.loss_trace_, LOSS_NAMES.get(model.inference, "loss")),
+                        "training loss")]
     # label the usage bars by what the kernel does in the data when known, else its best phrase
     best = {r.kernel: (f'"{r.corpus_phrases[0].text}"' if r.corpus_phrases
                        else r.phrases[0].text if r.phrases else "") for r in rows}

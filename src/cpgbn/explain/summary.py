@@ -35,6 +35,49 @@ def usage_concentration(usage) -> tuple[float, float]:
     return effective, float(np.sort(usage)[::-1][:top].sum())
 
 
+def _training_facts(model) -> list[tuple[str, str]]:
+    """The training, the training data, the time and the training figure: the Gibbs chain's
+    log-likelihood, or in the minibatch modes their per-step loss (no log-likelihood;
+    :data:`cpgbn.inference_modes.LOSS_NAMES` says what it is)."""
+    mode = getattr(model, "inference", "gibbs")
+    gibbs = not hasattr(model, "loss_trace_")   # set by the minibatch modes only
+    trace = np.asarray(model.loglik_trace_ if gibbs else model.loss_trace_, dtype=np.float64)
+    n = len(trace)
+    if gibbs:
+        burn_in = int(getattr(model, "burn_in", 0) or 0)
+        training = (f"{n} Gibbs sweeps ({min(burn_in, n)} burn-in, {max(n - burn_in, 0)} "
+                    f"averaged), seed {model.seed_}")
+    else:
+        training = (f"inference={mode!r}: {n} minibatch steps of up to {model.batch_size} "
+                    f"documents ({model.n_epochs} epochs), seed {model.seed_}")
+    facts = [("training", training)]
+    n_docs = getattr(model, "train_features_", None)
+    docs = f"{_thousands(n_docs.shape[0])} documents, " if n_docs is not None else ""
+    facts.append(("training data", f"{docs}{_thousands(model.n_train_tokens_)} tokens"))
+    seconds = np.asarray(model.sweep_seconds_ if gibbs else model.step_seconds_, dtype=np.float64)
+    unit = "sweep" if gibbs else "step"
+    if len(seconds):
+        facts.append(("time", f"{np.median(seconds):.3f} s per {unit} (median), "
+                              f"{seconds.sum():.1f} s in all"))
+    if n and gibbs:
+        per_token = trace / max(int(model.n_train_tokens_), 1)
+        tail = per_token[-max(1, n // 10):]
+        facts.append(("log-likelihood", f"{per_token[-1]:.4f} per token at the last sweep "
+                                        f"(first sweep {per_token[0]:.4f}; last 10% of sweeps "
+                                        f"{tail.mean():.4f} +- {tail.std():.4f})"))
+    elif n:
+        from ..inference_modes import LOSS_NAMES
+        tail = trace[-max(1, n // 10):]
+        name = LOSS_NAMES.get(mode, "loss")
+        facts.append(("training loss", f"{name}: {trace[-1]:.4g} at the last step "
+                                       f"(first step {trace[0]:.4g}; last 10% of steps "
+                                       f"{tail.mean():.4g} +- {tail.std():.4g})"))
+    mixing = getattr(model, "mixing_", None)  # None for a model saved before it was measured
+    if mixing is not None:
+        facts.extend(mixing.describe())
+    return facts
+
+
 def summary_facts(model, *, corpus=None, labels=None, coherence: CoherenceResult | None = None,
                   assignments=None, min_column_share: float = MIN_COLUMN_SHARE
                   ) -> list[tuple[str, str]]:
@@ -55,27 +98,7 @@ def summary_facts(model, *, corpus=None, labels=None, coherence: CoherenceResult
     eta = ", ".join(f"{e:g}" for e in hyper.eta)
     facts.append(("priors", f"eta = {eta}; e0 = {hyper.e0:g}, f0 = {hyper.f0:g}; "
                             f"r {'sampled' if hyper.sample_r else 'fixed at 1/K_T'}"))
-    trace = np.asarray(model.loglik_trace_, dtype=np.float64)
-    n_sweeps = len(trace)
-    burn_in = int(getattr(model, "burn_in", 0) or 0)
-    facts.append(("training", f"{n_sweeps} Gibbs sweeps ({min(burn_in, n_sweeps)} burn-in, "
-                              f"{max(n_sweeps - burn_in, 0)} averaged), seed {model.seed_}"))
-    n_docs = getattr(model, "train_features_", None)
-    docs = f"{_thousands(n_docs.shape[0])} documents, " if n_docs is not None else ""
-    facts.append(("training data", f"{docs}{_thousands(model.n_train_tokens_)} tokens"))
-    seconds = np.asarray(model.sweep_seconds_, dtype=np.float64)
-    if len(seconds):
-        facts.append(("time", f"{np.median(seconds):.3f} s per sweep (median), "
-                              f"{seconds.sum():.1f} s in all"))
-    if n_sweeps:
-        per_token = trace / max(int(model.n_train_tokens_), 1)
-        tail = per_token[-max(1, n_sweeps // 10):]
-        facts.append(("log-likelihood", f"{per_token[-1]:.4f} per token at the last sweep "
-                                        f"(first sweep {per_token[0]:.4f}; last 10% of sweeps "
-                                        f"{tail.mean():.4f} +- {tail.std():.4f})"))
-    mixing = getattr(model, "mixing_", None)  # None for a model saved before it was measured
-    if mixing is not None:
-        facts.extend(mixing.describe())
+    facts += _training_facts(model)
     effective, top_share = usage_concentration(model.kernel_usage())
     facts.append(("kernel usage", f"effective number of kernels {effective:.1f} of {K}; the "
                                   f"top 10% carry {100 * top_share:.1f}% of theta^(1)"))
