@@ -4,7 +4,8 @@
   for arrays, so loading a model never executes code.
 * Versioned: ``format_version`` is checked on load; a newer format is refused with a message
   naming both versions; the library version that wrote the model is recorded.  Version 2 added
-  the ``padding`` parameter (a version-1 model has none: padding 0).
+  the ``padding`` parameter (a version-1 model has none: padding 0); version 3 added
+  ``pooling_concentration`` (older models have none: None, the tied pooling prior).
 * Atomic: everything is written to a temporary sibling directory that replaces the target
   by rename, so an interrupted save leaves the old model (or nothing), never half a model.
 * Checked: the sha256 of ``arrays.npz`` is stored in ``model.json``; truncation or corruption
@@ -27,7 +28,7 @@ from .inference.state import GlobalParameters, Hyperparameters
 from .text.vocabulary import Vocabulary
 
 FORMAT = "cpgbn-model"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 _META = MODEL_MARKER
 _ARRAYS = "arrays.npz"
 
