@@ -69,6 +69,11 @@ def assert_globals_equal(a, b):
     (dict(filter_width=0), "filter_width"),
     (dict(n_threads=0), "n_threads"),
     (dict(random_state=-1), "random_state"),
+    (dict(pooling_concentration=0), "pooling_concentration"),
+    (dict(pooling_concentration=-0.5), "pooling_concentration"),
+    (dict(pooling_concentration=float("inf")), "pooling_concentration"),
+    (dict(pooling_concentration="1"), "pooling_concentration"),
+    (dict(pooling_concentration=True), "pooling_concentration"),
 ])
 def test_bad_parameter_names_itself(params, name):
     model = small(**params)
@@ -122,11 +127,14 @@ def test_same_seed_same_model_and_features():
 
 
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs at least 2 numba threads")
-def test_thread_count_does_not_change_results():
+@pytest.mark.parametrize("pooling_concentration", [None, 1.5])
+def test_thread_count_does_not_change_results(pooling_concentration):
     before = numba.get_num_threads()
-    one = small(layers=(4, 2), random_state=7, n_threads=1).fit(TEXTS)
+    one = small(layers=(4, 2), random_state=7, n_threads=1,
+                pooling_concentration=pooling_concentration).fit(TEXTS)
     assert numba.get_num_threads() == before  # restored after fit
-    two = small(layers=(4, 2), random_state=7, n_threads=2).fit(TEXTS)
+    two = small(layers=(4, 2), random_state=7, n_threads=2,
+                pooling_concentration=pooling_concentration).fit(TEXTS)
     assert numba.get_num_threads() == before
     assert_globals_equal(one.globals_, two.globals_)
     np.testing.assert_array_equal(one.train_features_, two.train_features_)
@@ -225,7 +233,8 @@ def test_pipeline_with_svm_separates_phrase_classes():
 
 def test_clone_and_get_params():
     model = CPGBN(layers=(6, 3), filter_width=2, vocab_size=50, token_count="bernoulli-poisson",
-                  eta=(0.1, 0.2), e0=0.5, f0=2.0, sample_r=False, n_iter=9, burn_in=3,
+                  eta=(0.1, 0.2), e0=0.5, f0=2.0, sample_r=False, pooling_concentration=2.0,
+                  n_iter=9, burn_in=3,
                   transform_iter=5, transform_burn_in=2, feature_normalization="none",
                   random_state=11, n_threads=1)
     params = model.get_params()

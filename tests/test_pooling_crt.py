@@ -6,6 +6,8 @@ computed on a grid.  The sampler's augmentation l = sum_s CRT(m_s, a / S) follow
 a | l ~ Gam(alpha0 + l, 1 / (1 + q)), q = ln(1 + 1/c), is a Gibbs sampler of that posterior.
 The shortcut CRT(sum_s m_s, a) ignores the Dirichlet-multinomial factor of how the counts are
 spread over positions; the test checks that it is detectably wrong here, so it has power.
+With the free positional split (``pooling_concentration``, end of the file) the roles swap:
+CRT(sum_s m_s, a) is exact and the per-position tables are detectably wrong.
 """
 
 import numpy as np
@@ -65,4 +67,44 @@ def test_position_tables_sample_the_exact_posterior(m, listed):
 def test_summed_crt_shortcut_is_detectably_wrong():
     m = np.array([12, 0, 0, 0, 0, 0, 0, 0])
     p_value = stats.kstest(run_chain(m, use_positions=False), exact_cdf(m)).pvalue
+    assert p_value < 1e-6
+
+
+# ---- the free positional split (``pooling_concentration`` = beta): w_s = theta pi_s with
+# theta ~ Gam(a, 1/c) and pi ~ Dir(beta).  Marginally A = sum_s m_s ~ NB(a, 1/(1 + c)) and the
+# split m | A is Dirichlet-multinomial(beta), free of a, so the exact posterior of a depends on
+# A alone and the tables are CRT(A, a) (gbn.pooled_tables).
+
+def exact_cdf_free_split(m):
+    grid = np.linspace(1e-6, 60.0, 200001)
+    A = m.sum()
+    log_post = ((ALPHA0 - 1) * np.log(grid) - grid - Q * grid
+                + gammaln(A + grid) - gammaln(grid))
+    dens = np.exp(log_post - log_post.max())
+    cdf = np.cumsum(dens)
+    cdf /= cdf[-1]
+    return lambda x: np.interp(x, grid, cdf)
+
+
+def run_pooled_chain(m, n=30000, seed=0):
+    rng = np.random.default_rng(seed)
+    state = seed_state(np.empty(4, dtype=np.uint64), seed, 0, 0)
+    A = np.array([m.sum()], dtype=np.int32)
+    out = np.zeros(1, dtype=np.int64)
+    a, draws = 1.0, np.empty(n)
+    for i in range(n):
+        gbn.pooled_tables(state, A, np.array([a]), out)
+        a = rng.gamma(ALPHA0 + out[0]) / (1.0 + Q)
+        draws[i] = a
+    return draws[1000::10]
+
+
+@pytest.mark.parametrize("m", [np.array([12, 0, 0, 0, 0, 0, 0, 0]), np.array([2, 1, 2, 1, 2, 1, 2, 1])])
+def test_pooled_tables_sample_the_free_split_posterior(m):
+    assert stats.kstest(run_pooled_chain(m), exact_cdf_free_split(m)).pvalue > 1e-3
+
+
+def test_position_tables_are_detectably_wrong_for_the_free_split():
+    m = np.array([12, 0, 0, 0, 0, 0, 0, 0])
+    p_value = stats.kstest(run_chain(m, use_positions=True), exact_cdf_free_split(m)).pvalue
     assert p_value < 1e-6

@@ -65,7 +65,7 @@ def test_sweep_splits_a_cell_over_heavy_and_floor_candidates_by_weight(w_row):
                         data.cell_col, data.cell_count, data.mode, data.fixed_count, D, row_sums,
                         np.ones((1, n_kernels)), np.ones(1), False, True, w.copy(), m,
                         w.astype(np.float64), A, np.zeros((0, 0, 0, 0), np.int32), np.zeros(1),
-                        np.zeros((0, n_kernels), np.int64))
+                        np.zeros((0, n_kernels), np.int64), 0.0)
         assert m.sum() == n_units and np.array_equal(A, m)
         totals += m[0]
     expected = p * n_units * reps

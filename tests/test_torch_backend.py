@@ -154,13 +154,16 @@ def test_multinomial_units_law():
 
 # ---------------------------------------------------------------------- Geweke
 @pytest.mark.slow
-@pytest.mark.parametrize("case_name,n_sweeps", [("binary", 10000), ("counts", 20000)])
+@pytest.mark.parametrize("case_name,n_sweeps", [("binary", 10000), ("counts", 20000),
+                                                 ("split", 10000), ("split_counts", 20000)])
 def test_geweke_torch_sweep(case_name, n_sweeps):
-    """Two of tests/test_geweke.py's cases: the Bernoulli-Poisson link under a two-layer stack
+    """Four of tests/test_geweke.py's cases: the Bernoulli-Poisson link under a two-layer stack
     with one eta per layer, with 10000 prior draws and sweeps (the torch sweep of a tiny model
-    is dominated by per-operation overhead), and cells of ~100 units with the numba test's
-    20000.  The large cells mix slowly: at 10000 sweeps the batch-means standard error comes
-    out too small, and in a trial both backends, numba included, exceeded the threshold."""
+    is dominated by per-operation overhead), cells of ~100 units with the numba test's
+    20000 (the large cells mix slowly: at 10000 sweeps the batch-means standard error comes
+    out too small, and in a trial both backends, numba included, exceeded the threshold), and
+    the free positional split (``pooling_concentration``) with beta = 0.5 under three layers
+    and with beta = 5 and cells of 10-30 units (the case that sees the tables' law)."""
     z = run_geweke(CASES[case_name], n_prior=n_sweeps, n_chain=n_sweeps, seed=11,
                    make_sampler=TorchGibbsSampler)
     assert np.all(np.isfinite(z))
@@ -172,8 +175,9 @@ _AGREE_LAYERS = (3,)
 _AGREE_V, _AGREE_F = 12, 2
 
 
-def _agreement_corpus():
-    hyper = Hyperparameters(eta=(0.3,), e0=3.0, f0=3.0)
+def _agreement_corpus(pooling_concentration=None):
+    hyper = Hyperparameters(eta=(0.3,), e0=3.0, f0=3.0,
+                            pooling_concentration=pooling_concentration)
     rng = np.random.default_rng(2024)
     g = sample_globals(_AGREE_LAYERS, _AGREE_V, _AGREE_F, hyper, rng)
     g.r = np.full(3, 8.0)
@@ -230,8 +234,10 @@ def _welch_z(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.slow
-def test_agrees_with_numba_in_distribution():
-    """Both backends give the same law of the chain, sweep by sweep.
+@pytest.mark.parametrize("pooling_concentration", [None, 1.5])
+def test_agrees_with_numba_in_distribution(pooling_concentration):
+    """Both backends give the same law of the chain, sweep by sweep, with the tied pooling
+    prior and with a free positional split (``pooling_concentration`` = 1.5).
 
     Data: 40 documents of 10 columns (observed counts), V = 12, F = 2, K = 3, drawn from the
     model.  Each backend runs 16 independent chains (seeds 1..16) of 150 sweeps from the same
@@ -248,7 +254,7 @@ def test_agrees_with_numba_in_distribution():
     chain means, which must be below the Geweke threshold 4.5 (about 30 degrees of freedom:
     p < 1e-4 per summary, family-wise < 2e-3 for the 14 summaries).
     """
-    hyper, g, data = _agreement_corpus()
+    hyper, g, data = _agreement_corpus(pooling_concentration)
     n_sweeps, burn, seeds = 150, 50, range(1, 17)
     chain_means = {backend: np.array([
         _agreement_chain(backend, seed, hyper, g, data, n_sweeps, burn).mean(axis=0)

@@ -7,7 +7,8 @@
   the ``padding`` parameter (a version-1 model has none: padding 0); version 3 the minibatch
   inference modes: their parameters (absent: ``inference="gibbs"``), per-step traces and, for
   ``inference="hybrid"``, the encoder (its config in the JSON, its weights as arrays named
-  ``encoder/<parameter>`` in the npz).  The mixing diagnostic (``mixing_*`` arrays,
+  ``encoder/<parameter>`` in the npz) and ``pooling_concentration`` (absent: None, the tied
+  pooling prior).  The mixing diagnostic (``mixing_*`` arrays,
   ``mixing_n_collected``) is optional within versions 2 and 3: a model saved before it
   loads without ``mixing_``, and an older reader ignores it.
 * Atomic: everything is written to a temporary sibling directory that replaces the target

@@ -78,6 +78,12 @@ class CPGBN(TransformerMixin, BaseEstimator):
         Gamma prior of every c^(t)_j.
     sample_r : bool, default True
         Draw the top-layer shapes r (True) or keep r = 1/K_T (the authors' code).
+    pooling_concentration : float > 0 or None, default None
+        beta, the Dirichlet concentration of the pooling layer's positional split.  None: the
+        paper's tied prior (eq. 3), w_jks ~ Gam(a_jk / S_j, 1/c^(2)_j), whose split over the
+        S_j positions is Dir(a_jk / S_j, ...).  A number: theta^(1)_jk ~ Gam(a_jk, 1/c^(2)_j)
+        and (w_jk1..w_jkS_j) = theta^(1)_jk pi_jk with pi_jk ~ Dir(beta, ..., beta), a
+        pseudo-count per position in the units of the token counts (see ``token_count``).
     n_iter, burn_in : int, default 200, 150
         Training sweeps, and how many of them come before the averages are collected.
     transform_iter, transform_burn_in : int or None
@@ -134,8 +140,9 @@ class CPGBN(TransformerMixin, BaseEstimator):
 
     def __init__(self, layers=(200,), *, filter_width=3, vocab_size=8000,
                  token_count=DEFAULT_TOKEN_COUNT, padding=0, eta=0.05, e0=0.1, f0=0.1,
-                 sample_r=True, n_iter=200, burn_in=150, transform_iter=None, transform_burn_in=None,
-                 feature_normalization="length", random_state=None, n_threads=None,
+                 sample_r=True, pooling_concentration=None, n_iter=200, burn_in=150,
+                 transform_iter=None, transform_burn_in=None, feature_normalization="length",
+                 random_state=None, n_threads=None,
                  memory_limit=None, progress=False, device=None, inference="gibbs",
                  batch_size=100, n_epochs=10, learning_rate=1e-3, refine_iter=0):
         self.layers = layers
@@ -147,6 +154,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
         self.e0 = e0
         self.f0 = f0
         self.sample_r = sample_r
+        self.pooling_concentration = pooling_concentration
         self.n_iter = n_iter
         self.burn_in = burn_in
         self.transform_iter = transform_iter
@@ -217,7 +225,11 @@ class CPGBN(TransformerMixin, BaseEstimator):
             n_iter=n_iter, burn_in=burn_in, transform_iter=t_iter, transform_burn_in=t_burn,
             observation=observation,
             hyper=Hyperparameters(eta=etas, e0=_check_positive("e0", self.e0),
-                                  f0=_check_positive("f0", self.f0), sample_r=bool(self.sample_r)),
+                                  f0=_check_positive("f0", self.f0), sample_r=bool(self.sample_r),
+                                  pooling_concentration=(
+                                      None if self.pooling_concentration is None else
+                                      _check_positive("pooling_concentration",
+                                                      self.pooling_concentration))),
         )
 
     # ------------------------------------------------------------------ data
@@ -575,6 +587,8 @@ class PGBN(CPGBN):
     count (1 = the plain model; larger values temper the likelihood like CPGBN's pseudo-count).
     ``filter_width`` is ignored (always 1).  The minibatch ``inference`` modes apply as for
     CPGBN (the hybrid's encoder then reads each document's word counts).
+    ``pooling_concentration`` is not offered: with one position per document the split is
+    trivial and both pooling priors are the same model.
     """
 
     #: One column per document: nothing to pad (not a parameter, so not in ``get_params``).

@@ -29,7 +29,11 @@ class LocalParameters:
 
 def sample_locals(g: GlobalParameters, doc_positions: np.ndarray, hyper: Hyperparameters,
                   rng: np.random.Generator) -> LocalParameters:
-    """c^(t+1)_j ~ Gam(e0, 1/f0); theta^(T) ~ Gam(r, 1/c^(T+1)); ... ; w_jks ~ Gam(a_jk/S_j, 1/c^(2)_j)."""
+    """c^(t+1)_j ~ Gam(e0, 1/f0); theta^(T) ~ Gam(r, 1/c^(T+1)); ... ; w_jks ~ Gam(a_jk/S_j, 1/c^(2)_j).
+
+    With ``hyper.pooling_concentration`` beta: theta^(1)_jk ~ Gam(a_jk, 1/c^(2)_j),
+    pi_jk ~ Dir(beta 1_{S_j}) and w_jks = theta^(1)_jk pi_jks (floored; theta^(1) as drawn).
+    """
     n_docs = len(doc_positions) - 1
     layers = g.layers
     T = len(layers)
@@ -41,11 +45,33 @@ def sample_locals(g: GlobalParameters, doc_positions: np.ndarray, hyper: Hyperpa
         shape = theta[t - 1] @ g.phi[t - 2].T
     S = np.diff(doc_positions)
     doc_of_pos = np.repeat(np.arange(n_docs), S)
+    if hyper.pooling_concentration is not None:
+        w, theta[0] = _split_weights(shape, c[0], hyper.pooling_concentration, doc_of_pos, rng)
+        return LocalParameters(w, theta, c)
     w_shape = shape[doc_of_pos] / S[doc_of_pos, None]
     w = np.maximum(rng.gamma(w_shape) / c[0][doc_of_pos, None], FLOOR).astype(np.float32)
     theta[0] = np.zeros((n_docs, layers[0]))
     np.add.at(theta[0], doc_of_pos, w.astype(np.float64))
     return LocalParameters(w, theta, c)
+
+
+def _split_weights(shape, c, beta: float, doc_of_pos, rng):
+    """(w, theta^(1)) of the pooling prior with a free positional concentration beta: the
+    Dirichlet of each (j, k) over its positions as log-gamma variates (ln G(b + 1) + ln(U) / b,
+    no underflow for tiny b), normalised by log-sum-exp."""
+    n_docs, K = shape.shape
+    log_theta = np.log(np.maximum(rng.gamma(shape), 1e-300)) - np.log(c)[:, None]
+    # (a gamma that underflows to 0 has every w at the floor, whatever its exact value)
+    n_pos = len(doc_of_pos)
+    log_g = (np.log(rng.gamma(beta + 1.0, size=(n_pos, K)))
+             + np.log1p(-rng.uniform(size=(n_pos, K))) / beta)
+    top = np.full((n_docs, K), -np.inf)
+    np.maximum.at(top, doc_of_pos, log_g)
+    total = np.zeros((n_docs, K))
+    np.add.at(total, doc_of_pos, np.exp(log_g - top[doc_of_pos]))
+    log_w = log_g + (log_theta - top - np.log(total))[doc_of_pos]
+    w = np.maximum(np.exp(log_w), FLOOR).astype(np.float32)
+    return w, np.maximum(np.exp(log_theta), TINY)
 
 
 def sample_counts(g: GlobalParameters, w: np.ndarray, doc_length: np.ndarray, filter_width: int,

@@ -99,7 +99,10 @@ class ExpectedCountsNumbaBackend(NumbaBackend):
     redistribute = False
 
     def draw_first_layer(self, state, *, prior_shape, stream, table_stream, draw_w=True,
-                         augment=True, with_counts=False, with_tables=False):
+                         augment=True, with_counts=False, with_tables=False,
+                         pooling_concentration=None):
+        if pooling_concentration is not None:
+            raise NotImplementedError("the expected-counts study has the tied pooling prior only")
         data, g = self.data, state.globals
         counts = (self.count_slabs(g.D.shape) if with_counts
                   else np.zeros((0, 0, 0, 0), dtype=np.float64))

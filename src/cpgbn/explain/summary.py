@@ -98,6 +98,11 @@ def summary_facts(model, *, corpus=None, labels=None, coherence: CoherenceResult
     eta = ", ".join(f"{e:g}" for e in hyper.eta)
     facts.append(("priors", f"eta = {eta}; e0 = {hyper.e0:g}, f0 = {hyper.f0:g}; "
                             f"r {'sampled' if hyper.sample_r else 'fixed at 1/K_T'}"))
+    beta = hyper.pooling_concentration
+    facts.append(("pooling", "tied prior w_jks ~ Gam(a_jk / S_j, 1/c_j) (paper eq. 3)"
+                  if beta is None else
+                  f"pooling_concentration = {beta:g}: theta^(1)_jk ~ Gam(a_jk, 1/c_j), "
+                  f"positional split ~ Dir({beta:g}, ..., {beta:g})"))
     facts += _training_facts(model)
     effective, top_share = usage_concentration(model.kernel_usage())
     facts.append(("kernel usage", f"effective number of kernels {effective:.1f} of {K}; the "

@@ -4,13 +4,36 @@ One sweep (paper section 3.1 and the GBN upward-downward sampler; layer 1 is con
 
 1. for each document: w | m, a, c^(2) (pooling prior, eq. 3), then every cell is re-augmented,
    m | w, D, giving m_{jks}, A_{jk} = m_{jk..} and the kernel counts n_{kvf};
+   with a free positional concentration beta (``Hyperparameters.pooling_concentration``, below)
+   w is theta^(1) pi with theta^(1) | A and pi | m drawn apart;
 2. D_k | n ~ Dir(n_k + eta^(1));
 3. c^(t+1)_j | theta^(t)_j, theta^(t+1)_j for t = 1..T, while every theta is current;
 4. upward pass with theta^(1..T) marginalised: l ~ CRT(m^(t), Phi^(t+1) theta^(t+1)), split
    over layer t+1 (counts for Phi^(t+1) and m^(t+1)); at the top l ~ CRT(m^(T), r); the first
-   layer's tables are sum_s CRT(m_jks, a_jk / S_j);
+   layer's tables are sum_s CRT(m_jks, a_jk / S_j) (CRT(A_jk, a_jk) with a free beta);
 5. Phi^(t) | counts ~ Dir(counts + eta^(t)); r | l ~ Gam(gamma0/K_T + l_.k, 1/(c0 + sum_j q^(T+1)_j));
 6. downward pass: theta^(t)_j | m^(t) ~ Gam(Phi^(t+1) theta^(t+1)_j + m^(t)_j, 1/(c^(t+1)_j + q^(t)_j)).
+
+The pooling layer with a free positional concentration beta (``pooling_concentration``):
+theta^(1)_jk ~ Gam(a_jk, 1/c^(2)_j), pi_jk ~ Dir(beta 1_{S_j}), w_jks = theta^(1)_jk pi_jks.
+The conditionals, derived here because the paper has only the tied prior.  A kernel sums to
+1 over its V*F entries and every placement lies inside the document, so the counts at
+position s, m_jks = sum_{v,f} m_jkvfs with m_jkvfs ~ Pois(w_jks d_kvf), are Pois(w_jks) given w,
+and the likelihood of w given m is prod_s w_jks^{m_jks} e^{-w_jks} (times terms free of w).  With
+w_jks = theta pi_s and sum_s pi_s = 1 this is theta^{A_jk} e^{-theta} prod_s pi_s^{m_jks}, so
+with the prior theta^{a_jk - 1} e^{-c^(2)_j theta} prod_s pi_s^{beta - 1} the two factor:
+theta^(1)_jk | . ~ Gam(a_jk + A_jk, 1/(1 + c^(2)_j)) and pi_jk | . ~ Dir(beta + m_jk1, ...,
+beta + m_jkS_j), drawn independently (the prior is on (theta, pi) itself, so no Jacobian enters;
+the augmentation then reads w = theta pi, floored as the tied prior's w).  Integrating theta and pi
+out, p(m_jk. | a_jk) = NB(A_jk; a_jk, 1/(1 + c^(2)_j)) DirMult(m_jk. | A_jk, beta): only the
+negative binomial depends on a_jk, so the first layer's tables are CRT(A_jk, a_jk) exactly (the
+tied prior's Dirichlet-multinomial has concentration a_jk / S_j, hence its sum_s CRT(m_jks,
+a_jk / S_j)), and q^(2) = ln(1 + 1/c^(2)) is unchanged.  c^(2)_j sees theta^(1)_j only through
+prod_k c^{a_jk} e^{-c theta^(1)_jk}, as in the tied model, so its conditional
+Gam(e0 + sum_k a_jk, 1/(f0 + sum_k theta^(1)_jk)) is unchanged too; with the free split it reads
+the drawn theta^(1) (not sum_s w, which the floor raises by at most S_j FLOOR).  The tied prior
+is the special case beta = a_jk / S_j (i.i.d. Gam(a_jk / S_j) weights sum to Gam(a_jk) and split
+as Dir(a_jk / S_j)), which is why it needs the per-position tables.
 
 The marginalised steps (4-6) are followed by the draw of the variable they integrate out
 (w, hence theta^(1), at the start of the next sweep) before anything conditions on it, so the
@@ -45,6 +68,8 @@ parameters of new documents (paper section 4: test documents).
 """
 
 from __future__ import annotations
+
+from numbers import Real
 
 from ..backends.numba.backend import NumbaBackend
 from ..errors import CPGBNInputError
@@ -84,6 +109,11 @@ class GibbsSampler:
 
     def __init__(self, data, hyper: Hyperparameters, seed: int, *, learn_globals: bool = True,
                  backend=None, global_update=None):
+        beta = hyper.pooling_concentration
+        if beta is not None and (isinstance(beta, bool) or not isinstance(beta, Real)
+                                 or not 0 < beta < float("inf")):
+            raise CPGBNInputError(f"pooling_concentration must be None or a positive number, "
+                                  f"got {beta!r}")
         self.hyper = hyper
         self.seed = int(seed)
         self.learn_globals = learn_globals
@@ -179,7 +209,8 @@ class GibbsSampler:
         )
         with b.sweep_context():
             b.draw_first_layer(state, prior_shape=self._first_layer_shape(state),
-                               stream=init_stream, table_stream=-1, draw_w=False)
+                               stream=init_stream, table_stream=-1, draw_w=False,
+                               pooling_concentration=self.hyper.pooling_concentration)
         return state
 
     def _first_layer_shape(self, state: GibbsState):
@@ -239,7 +270,8 @@ class GibbsSampler:
         kernel_counts, tables = b.draw_first_layer(
             state, prior_shape=self._first_layer_shape(state), stream=stream(s, streams.CONV),
             table_stream=stream(s, streams.UPWARD), draw_w=draw_w, with_counts=collect,
-            with_tables=T > 1 or (collect and hyper.sample_r))
+            with_tables=T > 1 or (collect and hyper.sample_r),
+            pooling_concentration=hyper.pooling_concentration)
 
         # 3. c^(t+1) | theta^(t), theta^(t+1), all current
         if draw_scales:
@@ -313,7 +345,8 @@ class GibbsSampler:
         with self.backend.sweep_context():
             self.backend.draw_first_layer(current, prior_shape=self._first_layer_shape(current),
                                           stream=stream(current.sweep, streams.REFRESH),
-                                          table_stream=-1, augment=False)
+                                          table_stream=-1, augment=False,
+                                          pooling_concentration=self.hyper.pooling_concentration)
         return write_back(self.backend, current, state, with_globals=False)
 
 

@@ -143,6 +143,11 @@ class HybridTrainer:
         self.layers = tuple(int(k) for k in layers)
         self.vocab_size, self.filter_width = int(vocab_size), int(filter_width)
         self.hyper, self.seed = hyper, int(seed)
+        if hyper.pooling_concentration is not None:
+            # the encoder's w and the ELBO's KL are written for the tied prior Gam(a_jk / S_j, .)
+            raise CPGBNInputError("the hybrid inference has the tied pooling prior only: "
+                                  "pooling_concentration must be None, got "
+                                  f"{hyper.pooling_concentration!r}")
         if not (np.isfinite(learning_rate) and learning_rate > 0):
             raise CPGBNInputError(f"learning_rate must be a positive number, got {learning_rate}")
         self.learning_rate = float(learning_rate)

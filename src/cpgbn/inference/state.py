@@ -31,6 +31,15 @@ class Hyperparameters:
     c0: float = 1.0
     sample_r: bool = True
     """Draw r from its conditional (True) or keep it at its initial value gamma0 / K_T (the authors' code)."""
+    pooling_concentration: float | None = None
+    """beta > 0, or None.  None: the paper's tied pooling prior (eq. 3),
+    w_jks ~ Gam(a_jk / S_j, 1/c^(2)_j), whose positional split
+    (w_jk1..w_jkS_j) / theta^(1)_jk is Dir(a_jk / S_j, ...): its concentration is tied to the
+    shape a_jk = (Phi^(2) theta^(2)_j)_k.  beta: the split gets a concentration of its own,
+    theta^(1)_jk ~ Gam(a_jk, 1/c^(2)_j), (pi_jk1..pi_jkS_j) ~ Dir(beta, ..., beta),
+    w_jks = theta^(1)_jk pi_jks -- a pseudo-count per position, in the units of the counts
+    m_jks (the conditionals are in :mod:`cpgbn.inference.gibbs`).  theta^(1) has the same
+    prior Gam(a_jk, 1/c^(2)_j) either way."""
 
 
 @dataclass
@@ -61,7 +70,9 @@ class GibbsState:
     globals : GlobalParameters
     w : float32 (P, K_1) -- per-position weights w_{j,k,s}, ragged over documents (P = sum_j S_j).
     m : int32 (P, K_1) -- latent counts m_{j,k,s} from the last augmentation (summed over v, f).
-    theta : list, theta[t-1] float64 (N, K_t) -- theta^(t)_j; theta[0] = sum_s w_{j,k,s} (pooling).
+    theta : list, theta[t-1] float64 (N, K_t) -- theta^(t)_j; theta[0] = sum_s w_{j,k,s} (pooling;
+        with a ``pooling_concentration`` theta^(1) is drawn itself and w = theta^(1) pi, floored,
+        so sum_s w_{j,k,s} differs from it by float32 rounding and at most S_j FLOOR).
     c : list, c[t-1] float64 (N,) -- c^(t+1)_j, the gamma rate of layer t's prior, t = 1..T.
     A : int32 (N, K_1) -- m_{j,k,.,.}, the counts of document j on kernel k.
     loglik : float64 (N,) -- per-document log-likelihood at the last augmentation.

@@ -140,7 +140,7 @@ class NumbaBackend:
     # ------------------------------------------------------------------ step 1
     def draw_first_layer(self, state, *, prior_shape, stream: int, table_stream: int,
                          draw_w: bool = True, augment: bool = True, with_counts: bool = False,
-                         with_tables: bool = False):
+                         with_tables: bool = False, pooling_concentration: float | None = None):
         """w | m, a, c^(2), then m | w, D for every cell (see :func:`conv.sweep_positions`).
 
         Writes w, theta^(1), m, A and loglik of ``state``.  Returns ``(counts, tables)``: the
@@ -148,7 +148,9 @@ class NumbaBackend:
         layer's tables sum_s CRT(m_jks, a_jk / S_j) or None.  The tables are drawn in the same
         pass (``stream``; ``table_stream`` is unused here), and always when w is drawn after
         an augmentation: they share the documents' random streams, so leaving them out would
-        change the other draws of a seed.
+        change the other draws of a seed.  ``pooling_concentration`` beta (None: the tied prior)
+        draws theta^(1) ~ Gam(a + A, 1/(1 + c^(2))), pi_jk ~ Dir(beta + m_jk.), w = theta^(1) pi,
+        and the tables CRT(A_jk, a_jk).
         """
         data, g = self.data, state.globals
         counts = self.count_slabs(g.D.shape) if with_counts else self._no_counts()
@@ -163,7 +165,8 @@ class NumbaBackend:
             data.cell_col, data.cell_count, data.mode, data.fixed_count, g.D, row_sums,
             prior_shape, 1.0 + state.c[0], draw_w, augment, state.w, state.m, state.theta[0],
             state.A, counts, state.loglik,
-            tables if tables is not None else np.empty((0, g.D.shape[2]), dtype=np.int64))
+            tables if tables is not None else np.empty((0, g.D.shape[2]), dtype=np.int64),
+            0.0 if pooling_concentration is None else float(pooling_concentration))
         return (counts if with_counts else None), tables
 
     def count_slabs(self, shape) -> np.ndarray:

@@ -38,9 +38,9 @@ from ...layers.cells import BERNOULLI_POISSON, FIXED_COUNT, OBSERVED_COUNT
 from .distributions import (binomial, categorical_cumulative, multinomial_cumulative,
                             zero_truncated_poisson)
 from .rng import borrow, seed_state
-from .gbn import listed_tables, longest_document
+from .gbn import listed_tables, longest_document, pooled_tables
 from .shared_shape import gamma_counts_shared
-from .weights import FLOOR, draw_document_weights, list_heavy_kernels
+from .weights import FLOOR, draw_document_split, draw_document_weights, list_heavy_kernels
 
 __all__ = ["FLOOR", "cell_units", "split_units", "spread_light_units", "kernel_row_sums",
            "sweep_positions", "draw_kernels", "reset_counts"]
@@ -225,14 +225,16 @@ def _light_candidates(w, D, p0, v, col, f_lo, f_hi, light_idx, light_cum):
 @njit(parallel=True, cache=True)
 def sweep_positions(seed, stream, block_size, doc_cells, doc_positions, cell_word, cell_col,
                     cell_count, mode, fixed_count, D, D_row_sums, prior_shape, rate, draw_w,
-                    augment, w, m, theta, A, counts, loglik, tables):
+                    augment, w, m, theta, A, counts, loglik, tables, pooling_concentration):
     """One pass over all documents: draw w | m, then re-augment every cell m | w, D.
 
     For document j (prior shape a_jk, rate 1 + c_j^(2)):
 
     1. if ``draw_w``: w_jks ~ Gam(m_jks + a_jk / S_j, 1 / rate_j) for every position s and
        kernel k (the pooling prior, paper eq. 3; :func:`draw_document_weights`);
-       theta^(1)_jk = sum_s w_jks;
+       theta^(1)_jk = sum_s w_jks.  With ``pooling_concentration`` beta > 0 instead
+       theta^(1)_jk ~ Gam(a_jk + A_jk, 1 / rate_j), pi_jk ~ Dir(beta + m_jk.) and
+       w_jks = theta^(1)_jk pi_jks (:func:`draw_document_split`);
     2. for each cell (v, l): candidates are (f, k) with s = l - f a valid position, weight
        w_jks d_kvf; lambda = sum of weights; the cell's count is zero-truncated Poisson(lambda)
        (Bernoulli-Poisson link), the pseudo-count, or the observed count; it is split over the
@@ -248,11 +250,14 @@ def sweep_positions(seed, stream, block_size, doc_cells, doc_positions, cell_wor
     4. if ``tables`` has a row per document: the pooling layer's tables
        tables_jk = sum_s CRT(m_jks, a_jk / S_j) of the new counts
        (:func:`cpgbn.backends.numba.gbn.listed_tables` over the counts placed in step 2; the upward
-       pass's first step), while the document's rows of m are in cache.
+       pass's first step), while the document's rows of m are in cache; with
+       ``pooling_concentration`` > 0, tables_jk = CRT(A_jk, a_jk)
+       (:func:`cpgbn.backends.numba.gbn.pooled_tables`).
 
     ``counts`` of shape (0, 0, 0, 0) skips the kernel counts (inference with D fixed);
     ``tables`` of shape (0, K) skips step 4; ``augment=False`` only draws w (and theta),
-    leaving m, A and loglik as they were.
+    leaving m, A and loglik as they were.  ``pooling_concentration`` <= 0 is the tied pooling
+    prior (beta = a_jk / S_j), whose draws do not depend on the branch added for beta.
     """
     n_docs = len(doc_positions) - 1
     n_kernels = D.shape[2]
@@ -263,12 +268,14 @@ def sweep_positions(seed, stream, block_size, doc_cells, doc_positions, cell_wor
     want_tables = tables.shape[0] > 0
     log_fixed_factorial = lgamma(fixed_count + 1.0)
     max_pos = longest_document(doc_positions)
+    free_split = pooling_concentration > 0.0
     for block in prange(n_blocks):
         state = np.empty(4, dtype=np.uint64)
         seed_state(state, seed, stream, block)
         heavy_k = np.empty((max_pos, n_kernels), dtype=np.int32)
         n_heavy_at = np.empty(max_pos, dtype=np.int32)
         weight_scratch = np.empty((4, n_kernels), dtype=np.float64)
+        log_split = np.empty((max_pos if free_split else 0, n_kernels), dtype=np.float64)
         slow = np.empty(n_kernels, dtype=np.int32)
         nonzero = np.empty(max_pos * n_kernels, dtype=np.int64)
         split = np.empty(n_candidates, dtype=np.int64)
@@ -290,7 +297,11 @@ def sweep_positions(seed, stream, block_size, doc_cells, doc_positions, cell_wor
             p0 = doc_positions[j]
             n_pos = doc_positions[j + 1] - p0
             n_nonzero = -1  # not listed
-            if draw_w:
+            if draw_w and free_split:  # m is then reset at every position (n_nonzero = -1)
+                draw_document_split(state, m_b, w_b, p0, n_pos, prior_b[j], np.log(rate[j]),
+                                    pooling_concentration, theta_b[j], weight_scratch, log_split,
+                                    heavy_k, n_heavy_at)
+            elif draw_w:
                 n_nonzero = draw_document_weights(state, m_b, w_b, p0, n_pos, prior_b[j],
                                                   np.log(rate[j]), theta_b[j], weight_scratch,
                                                   slow, heavy_k, n_heavy_at, nonzero)
@@ -368,7 +379,9 @@ def sweep_positions(seed, stream, block_size, doc_cells, doc_positions, cell_wor
                     if update_counts:
                         counts[slab, v, f, k] += n_here
             loglik[j] = ll
-            if want_tables:
+            if want_tables and free_split:
+                pooled_tables(state, A[j], prior_b[j], tables_b[j])
+            elif want_tables:
                 listed_tables(state, m_b, p0, n_pos, prior_b[j], nonzero, n_nonzero, tables_b[j])
 
 

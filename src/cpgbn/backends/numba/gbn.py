@@ -133,6 +133,16 @@ def listed_tables(state, m, p0, n_pos, shape, listed, n_listed, out):
         out[k] += crt(state, m[p0 + s, k], max(shape[k] / n_pos, TINY))
 
 
+@njit(cache=True)
+def pooled_tables(state, counts, shape, out):
+    """out[k] = CRT(counts[k], shape[k]) for one document: the pooling layer's tables when the
+    positional split has its own concentration (its Dirichlet-multinomial factor is then
+    free of a_jk, so the summed counts A_jk carry everything about a_jk)."""
+    state, counts, shape, out = borrow(state), borrow(counts), borrow(shape), borrow(out)
+    for k in range(shape.shape[0]):
+        out[k] = crt(state, counts[k], max(shape[k], TINY))
+
+
 @njit(parallel=True, cache=True)
 def split_tables(seed, stream, block_size, tables, phi, theta_above, m_out, phi_counts):
     """Split each l_jk over the topics k' of the layer above, in proportion to Phi[k, k'] theta_above[j, k'].

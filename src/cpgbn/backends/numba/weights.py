@@ -6,6 +6,16 @@ FLOOR.  Almost every w_jks of real text is at the floor (on MR about 6% of the p
 pairs are above it), so :func:`draw_document_weights` draws the positions with counts one by
 one and walks from one above-floor position to the next with geometric gaps, and lists the
 kernels above the floor at each position for the token augmentation.
+
+With a free positional concentration beta (``CPGBN(pooling_concentration=beta)``: the prior
+theta^(1)_jk ~ Gam(a_jk, 1/c^(2)_j), pi_jk ~ Dir(beta 1_{S_j}), w_jks = theta^(1)_jk pi_jks),
+:func:`draw_document_split` draws theta^(1)_jk ~ Gam(a_jk + A_jk, 1 / rate_j) and the split
+pi_jk ~ Dir(beta + m_jk1, ..., beta + m_jkS_j) independently, and w_jks = theta^(1)_jk pi_jks.
+Why: given w the position totals m_jks are Pois(w_jks) (each kernel sums to 1), so the
+likelihood theta^{A_jk} e^{-theta} prod_s pi_s^{m_jks} factors into a gamma and a Dirichlet
+kernel (the derivation is in :mod:`cpgbn.inference.gibbs`).  The tied prior is the case
+beta = a_jk / S_j, which :func:`draw_document_weights` draws position by position: independent
+Gam(m_jks + a_jk / S_j) weights sum to Gam(A_jk + a_jk) and split as Dir(m_jk. + a_jk / S_j).
 """
 
 from __future__ import annotations
@@ -16,6 +26,7 @@ import numpy as np
 from numba import njit
 
 from .distributions import gamma, log_gamma
+from .gbn import TINY
 from .rng import borrow, exponential_inline, uniform_inline, seed_state
 from .vector_math import LGAMMA1P_MAX, expm1_in_place, lgamma1p_small_in_place
 
@@ -172,6 +183,70 @@ def draw_document_weights(state, m, w, p0, n_pos, prior_shape, log_rate, theta, 
                 heavy_k[si, n_heavy_at[si]] = k
                 n_heavy_at[si] += 1
     return n_nonzero
+
+
+@njit(cache=True)
+def draw_document_split(state, m, w, p0, n_pos, prior_shape, log_rate, beta, theta, scratch,
+                        log_split, heavy_k, n_heavy_at):
+    """theta^(1)_jk ~ Gam(a_jk + A_jk, 1 / rate_j), pi_jk ~ Dir(beta + m_jk1, ..., beta + m_jkS)
+    and w_jks = theta^(1)_jk pi_jks, floored, for one document (the pooling layer with its
+    positional concentration beta free of a_jk; see :mod:`cpgbn.inference.gibbs`).
+
+    In numpy terms, for each kernel k: ``A = m[:, k].sum()``,
+    ``theta[k] = rng.gamma(a[k] + A) / rate`` (floored at TINY),
+    ``w[:, k] = np.maximum(theta[k] * rng.dirichlet(beta + m[:, k]), FLOOR)`` as float32.
+    A_jk is summed from m here (not read from the state: the Geweke test replaces m alone).
+    The Dirichlet is a vector of log-gamma variates (:func:`log_gamma`, exact for tiny
+    shapes) normalised by log-sum-exp.  When theta^(1)_jk <= FLOOR every w_jks is at the floor
+    whatever pi_jk is, so that split is not drawn.  Every other split costs one log-gamma
+    draw per position: there is no walk over the floor as in :func:`draw_document_weights`
+    (so a sweep costs O(K sum_j S_j) log-gamma draws; with a tiny beta most of them land at
+    the floor, and a walk would be the speed-up to write).  Writes rows ``p0 .. p0 + n_pos - 1`` of ``w``, ``theta``
+    (K,) and the heavy lists as :func:`draw_document_weights` does; ``scratch`` is float64
+    (>= 3, K) and ``log_split`` float64 (>= S_j, K).
+    """
+    # views without reference counting (see rng.borrow): no atomic operations per call
+    state, m, w, prior_shape = borrow(state), borrow(m), borrow(w), borrow(prior_shape)
+    theta, scratch, log_split = borrow(theta), borrow(scratch), borrow(log_split)
+    heavy_k, n_heavy_at = borrow(heavy_k), borrow(n_heavy_at)
+    n_kernels = w.shape[1]
+    log_theta, top, total = scratch[0], scratch[1], scratch[2]
+    for k in range(n_kernels):
+        total[k] = 0.0
+    for s in range(n_pos):
+        for k in range(n_kernels):
+            total[k] += m[p0 + s, k]
+    for k in range(n_kernels):
+        value = log_gamma(state, prior_shape[k] + total[k]) - log_rate
+        log_theta[k] = value
+        theta[k] = max(np.exp(value), TINY)
+        top[k] = -np.inf  # stays -inf for a kernel whose w are all at the floor
+        total[k] = 0.0
+    for s in range(n_pos):
+        for k in range(n_kernels):
+            if log_theta[k] > _LOG_FLOOR:
+                value = log_gamma(state, beta + m[p0 + s, k])
+                log_split[s, k] = value
+                top[k] = max(top[k], value)
+    for s in range(n_pos):
+        for k in range(n_kernels):
+            if top[k] > -np.inf:
+                total[k] += np.exp(log_split[s, k] - top[k])
+    for k in range(n_kernels):
+        if top[k] > -np.inf:  # ln theta - ln sum_s G_s: w_jks = exp(ln G_s + this)
+            log_theta[k] -= top[k] + np.log(total[k])
+    for s in range(n_pos):
+        row = p0 + s
+        n_here = 0
+        for k in range(n_kernels):
+            w[row, k] = FLOOR
+            if top[k] > -np.inf:
+                stored = np.float32(np.exp(log_split[s, k] + log_theta[k]))
+                if stored > FLOOR:  # as the heavy lists read w (float32)
+                    w[row, k] = stored
+                    heavy_k[s, n_here] = k
+                    n_here += 1
+        n_heavy_at[s] = n_here
 
 
 @njit(cache=True)

@@ -3,12 +3,14 @@ cells, positions and documents so that they run on a GPU (``device="cuda"``) or,
 small problems, on the CPU.  :class:`cpgbn.inference.gibbs.GibbsSampler` drives it (the order of
 the steps lives there):
 
-1. w | m, a, c^(2) (pooling prior; the floor-aware exact draw for empty positions), then every
+1. w | m, a, c^(2) (pooling prior; the floor-aware exact draw for empty positions; or, with a
+   free positional concentration beta, theta^(1) | A and pi | m apart), then every
    cell is re-augmented, m | w, D (zero-truncated Poisson / pseudo-count / observed count, split
    over the candidates (f, k) by one multinomial draw), giving m, A, n and the log-likelihood;
 2. D_k | n ~ Dir(n_k + eta^(1));
 3. c^(t+1) | theta^(t), theta^(t+1) for t = 1..T, while every theta is current;
-4. upward pass: first-layer tables sum_s CRT(m_jks, a_jk / S_j), higher layers
+4. upward pass: first-layer tables sum_s CRT(m_jks, a_jk / S_j) (CRT(A_jk, a_jk) with a free
+   beta), higher layers
    CRT(m^(t), Phi^(t+1) theta^(t+1)), each split over layer t+1;
 5. Phi^(t) | counts, r | tables;
 6. downward pass theta^(T), ..., theta^(2).
@@ -153,6 +155,7 @@ class TorchBackend:
         S = np.diff(positions)
         cells = np.asarray(data.doc_cells, dtype=np.int64)
         self._S = torch.tensor(S, dtype=I64, device=dev)
+        self._positions = positions  # on the host: chunks of whole documents
         self._p0 = torch.tensor(positions[:-1], dtype=I64, device=dev)
         self._pos_doc = torch.tensor(np.repeat(np.arange(n_docs), S), dtype=I64, device=dev)
         self._cell_doc = torch.tensor(np.repeat(np.arange(n_docs), np.diff(cells)), dtype=I64,
@@ -235,18 +238,23 @@ class TorchBackend:
     # ------------------------------------------------------------------ the draws
     def draw_first_layer(self, state, *, prior_shape, stream: int, table_stream: int,
                          draw_w: bool = True, augment: bool = True, with_counts: bool = False,
-                         with_tables: bool = False):
+                         with_tables: bool = False, pooling_concentration: float | None = None):
         """w | m, a, c^(2) (``stream``), then m | w, D; the pooling tables
         sum_s CRT(m_jks, a_jk / S_j) from ``table_stream`` when ``with_tables``.  Returns
-        (kernel counts n or None, tables or None)."""
+        (kernel counts n or None, tables or None).  With ``pooling_concentration`` beta:
+        theta^(1) ~ Gam(a + A, 1/(1 + c^(2))), pi_jk ~ Dir(beta + m_jk.), w = theta^(1) pi, and
+        the tables CRT(A_jk, a_jk)."""
         self.random.reseed(stream)
-        if draw_w:
+        if draw_w and pooling_concentration is not None:
+            self._draw_w_split(state, prior_shape, float(pooling_concentration))
+        elif draw_w:
             self._draw_w(state, prior_shape)
         counts = self._augment(state, with_counts) if augment else None
         tables = None
         if augment and with_tables:
             self.random.reseed(table_stream)
-            tables = self.position_tables(state.m, prior_shape)
+            tables = (self.position_tables(state.m, prior_shape) if pooling_concentration is None
+                      else self.random.crt(state.A, prior_shape.clamp_min(TINY)))
         return counts, tables
 
     def draw_kernels(self, D, counts, eta: float, stream: int) -> torch.Tensor:
@@ -332,6 +340,42 @@ class TorchBackend:
             theta.index_add_(0, doc, w_chunk.to(F64))
         ts.w = w
         ts.theta[0] = theta
+
+    def _document_chunks(self, K: int):
+        """(first position, end position, first document, end document) of runs of whole
+        documents with at most ``max_elements`` / K positions (or one longer document)."""
+        positions, n_docs = self._positions, self.data.n_docs
+        step = max(1, self.max_elements // max(K, 1))
+        d_lo = 0
+        while d_lo < n_docs:
+            d_hi = int(np.searchsorted(positions, positions[d_lo] + step, side="right")) - 1
+            d_hi = min(max(d_hi, d_lo + 1), n_docs)
+            yield int(positions[d_lo]), int(positions[d_hi]), d_lo, d_hi
+            d_lo = d_hi
+
+    def _draw_w_split(self, ts, prior_shape: torch.Tensor, beta: float) -> None:
+        """theta^(1)_jk ~ Gam(a_jk + A_jk, 1 / (1 + c_j)) (floored at TINY),
+        pi_jk ~ Dir(beta + m_jk1, ..., beta + m_jkS) as normalised log-gamma variates, and
+        w = theta^(1) pi floored (numba: weights.draw_document_split); A is summed from m."""
+        n_docs, K = ts.theta[0].shape
+        A = torch.zeros((n_docs, K), dtype=ts.m.dtype, device=self.device)
+        A.index_add_(0, self._pos_doc, ts.m)
+        log_theta = (self.random.log_gamma(prior_shape + A.to(F64))
+                     - torch.log1p(ts.c[0])[:, None])
+        live = log_theta > _LOG_FLOOR  # otherwise every w_jks is at the floor
+        w = torch.empty_like(ts.w)
+        for lo, hi, d_lo, d_hi in self._document_chunks(K):
+            doc = self._pos_doc[lo:hi] - d_lo
+            lg = self.random.log_gamma(beta + ts.m[lo:hi].to(F64))           # (P_c, K)
+            top = torch.full((d_hi - d_lo, K), -math.inf, dtype=F64, device=self.device)
+            top.scatter_reduce_(0, doc[:, None].expand(-1, K), lg, reduce="amax")
+            total = torch.zeros((d_hi - d_lo, K), dtype=F64, device=self.device)
+            total.index_add_(0, doc, torch.exp(lg - top[doc]))
+            shift = log_theta[d_lo:d_hi] - top - torch.log(total)
+            value = torch.where(live[d_lo:d_hi][doc], torch.exp(lg + shift[doc]), 0.0)
+            w[lo:hi] = torch.where(value > FLOOR, value, FLOOR).to(F32)
+        ts.w = w
+        ts.theta[0] = torch.exp(log_theta).clamp_min(TINY)
 
     def split_units(self, cum: torch.Tensor, units: torch.Tensor):
         """Multinomial(units[i]) over the candidates of every cell i (inclusive cumulative
