@@ -50,14 +50,19 @@ def variant(model: str = "cpgbn", layers=(200, 100, 50), **params) -> dict:
     return {"model": model, "layers": list(layers), **params}
 
 
-#: The candidates.  Add one as ``"name": variant(...)``, e.g. a prior on the pooling weights
-#: once CPGBN has the parameter: ``"cpgbn-pooling-0.1": variant(pooling_concentration=0.1)``.
+#: The candidates.  Add one as ``"name": variant(...)``.
 #: A name is part of every record's file name: never reuse one for other parameters.
 VARIANTS = {
     "cpgbn-default": variant(),                              # 200-100-50 at token_count 800
     "pgbn-plain": variant("pgbn"),                           # as results/table2's PGBN, tc = 1
     "cpgbn-count-25": variant(token_count=25),
     "cpgbn-count-100": variant(token_count=100),
+    # the positional split's own concentration beta, in count units (a token carries
+    # token_count = 800 units): beta >> the counts of a position makes w_jks ~ theta^(1)_jk / S_j,
+    # the document's kernel weights shared by all of its positions
+    "cpgbn-pooling-10": variant(pooling_concentration=10.0),
+    "cpgbn-pooling-100": variant(pooling_concentration=100.0),
+    "cpgbn-pooling-1000": variant(pooling_concentration=1000.0),
 }
 
 
