@@ -76,6 +76,10 @@ def expected_counts_torch_backend():
         def position_tables(self, m, shape):
             return super().position_tables(torch.round(m).to(torch.int64), shape)
 
+        def assignment_changes(self, m, memory):
+            # the mixing diagnostic counts whole units: of the expected counts, their rounding
+            return super().assignment_changes(torch.round(m).to(torch.int64), memory)
+
     return ExpectedCountsTorchBackend
 
 
