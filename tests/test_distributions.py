@@ -716,3 +716,15 @@ def test_crt_edge_cases():
     i = np.arange(1, 10**6 + 1)
     p = 1e4 / (1e4 + i - 1)
     assert z_mean(x.astype(float), p.sum(), (p * (1 - p)).sum()) < Z_CRIT
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("a", [1e-17, 1e-19, 1e-60, 1e-300])
+def test_crt_terminates_for_vanishing_concentration(a):
+    """For a below about 1e-18 the thinning path's geometric gap passes 2^63; an int64 floor
+    once wrapped it to a negative index and the draw never returned (a minibatch chain with
+    r_k near 1e-100 hung in its first sweep).  Extra tables have probability about
+    a * ln(m) here, so every draw is exactly 1."""
+    st = _state(123)
+    for m in (17, 1000, 10**6):
+        assert all(crt(st, m, a) == 1 for _ in range(200))

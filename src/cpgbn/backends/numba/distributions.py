@@ -510,7 +510,9 @@ def crt(state, m, a):
     i = 1.0  # indices 1..i examined
     while True:
         q = a / (a + i)  # p_{i+1}, dominates p_j for all j > i
-        g = math.floor(math.log(uniform_inline(state)) / math.log1p(-q))  # failures before success
+        # failures before success; np.floor keeps the float: for a below about 1e-18 the gap
+        # passes 2^63, where math.floor's int64 wrapped to a negative j and the loop never ended
+        g = np.floor(math.log(uniform_inline(state)) / math.log1p(-q))
         j = i + 1.0 + g
         if j > mf:
             return count
