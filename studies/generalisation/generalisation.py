@@ -156,10 +156,11 @@ def report_text(records: list[dict]) -> str:
               "|---|---|---|---|---|---|---|---|"]
     for name in names:
         for d in datasets:
-            cells = groups.get((name, d), [])
+            # the minibatch modes run no full Gibbs chain: no mixing, no sweep time
+            cells = [c for c in groups.get((name, d), []) if c.get("mixing")]
             if not cells:
                 continue
-            mixing = [c["mixing"] or {} for c in cells]
+            mixing = [c["mixing"] for c in cells]
 
             def mean_of(key):
                 values = [m.get(key) for m in mixing if m.get(key) is not None]
