@@ -387,3 +387,16 @@ def test_real_process_exit_codes_and_stderr(tmp_path):
     assert run.stderr.splitlines() == [
         "cpgbn: warning: 2 document(s) shorter than filter_width=3 are padded with empty columns"]
     assert (model / "model.json").is_file() and (model / "arrays.npz").is_file()
+
+
+def test_fit_pooling_concentration_reaches_the_model_and_bad_values_say_so(tmp_path, capsys,
+                                                                          corpus_file):
+    model = tmp_path / "model"
+    assert main(["fit", str(corpus_file), "--out", str(model), "--pooling-concentration", "2.5",
+                 *TINY]) == 0
+    capsys.readouterr()
+    assert CPGBN.load(model).pooling_concentration == 2.5
+    with pytest.raises(SystemExit):
+        main(["fit", str(corpus_file), "--out", str(tmp_path / "bad"),
+              "--pooling-concentration", "-1", *TINY])
+    assert "--pooling-concentration" in capsys.readouterr().err

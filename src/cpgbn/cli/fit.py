@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 from .common import (add_data_args, add_inference_args, add_run_args, inference_params,
-                     layer_sizes, read_documents, token_count)
+                     layer_sizes, positive_float, read_documents, token_count)
 
 __all__ = ["add_fit_parser", "add_transform_parser", "cmd_fit", "cmd_transform"]
 
@@ -18,7 +18,7 @@ def cmd_fit(args) -> int:
     texts, _ = read_documents(args.data, args.split, args.data_dir, args.format)
     model = CPGBN(layers=args.layers, filter_width=args.filter_width, vocab_size=args.vocab_size,
                   token_count=args.token_count, padding=args.padding, eta=args.eta,
-                  n_iter=args.iterations,
+                  pooling_concentration=args.pooling_concentration, n_iter=args.iterations,
                   burn_in=args.iterations * 3 // 4 if args.burn_in is None else args.burn_in,
                   random_state=args.seed, n_threads=args.threads, device=args.device,
                   progress=not args.quiet, **inference_params(args))
@@ -80,6 +80,9 @@ def add_fit_parser(sub):
                    help="empty columns before and after every document, so kernels may overhang "
                         "the edges (0 to F-1; default 0, the paper's model)")
     p.add_argument("--eta", type=float, default=0.05, help="Dirichlet concentration (default 0.05)")
+    p.add_argument("--pooling-concentration", type=positive_float, default=None, metavar="BETA",
+                   help="the pooling layer's own positional concentration, in count units "
+                        "(default: the paper's tied prior)")
     p.add_argument("--iterations", type=int, default=200,
                    help="Gibbs sweeps (default 200); in the minibatch modes those of inference "
                         "(transform)")
