@@ -63,6 +63,8 @@ VARIANTS = {
     "cpgbn-pooling-10": variant(pooling_concentration=10.0),
     "cpgbn-pooling-100": variant(pooling_concentration=100.0),
     "cpgbn-pooling-1000": variant(pooling_concentration=1000.0),
+    "cpgbn-pooling-10000": variant(pooling_concentration=1e4),
+    "cpgbn-pooling-100000": variant(pooling_concentration=1e5),
     # the hybrid (TLASGR globals from minibatch Gibbs statistics, Weibull encoder): features
     # from the encoder's mean path, or from 20 Gibbs sweeps started there
     "cpgbn-hybrid-5ep": variant(inference="hybrid", n_epochs=5, learning_rate=3e-3),
