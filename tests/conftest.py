@@ -140,10 +140,22 @@ def data_dir():
     return path
 
 
+@pytest.fixture
+def numba_one_thread():
+    """numba on one thread for a test: results do not depend on the count (tests/test_model.py
+    checks it), and the launch of numba's parallel regions dominates the tiny models' sweeps,
+    at several times the cost with two threads on a busy machine."""
+    import numba
+    previous = numba.get_num_threads()
+    numba.set_num_threads(1)
+    yield
+    numba.set_num_threads(previous)
+
+
 @pytest.fixture(scope="module")
 def torch_one_thread():
-    """torch on one thread for a module's tests (the machine may be shared)."""
-    import torch
+    """torch on one thread for a module's tests (the machine may be shared); skips without torch."""
+    torch = pytest.importorskip("torch")
     previous = torch.get_num_threads()
     torch.set_num_threads(1)
     yield

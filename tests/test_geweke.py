@@ -44,7 +44,6 @@ import json
 import os
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 import pytest
 
@@ -64,13 +63,8 @@ LONG_FACTOR = 5
 
 
 @pytest.fixture(autouse=True)
-def _one_thread():
-    # a sweep of these tiny models is mostly the launch of numba's parallel regions, which
-    # costs 8x more with two threads on a busy machine; results do not depend on the count
-    before = numba.get_num_threads()
-    numba.set_num_threads(1)
-    yield
-    numba.set_num_threads(before)
+def _one_thread(numba_one_thread):
+    """One numba thread (conftest)."""
 
 
 @dataclass(frozen=True)

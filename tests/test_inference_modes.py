@@ -8,7 +8,6 @@ import json
 import sys
 import warnings
 
-import numba
 import numpy as np
 import pytest
 
@@ -27,11 +26,8 @@ MODES = ("minibatch-gibbs", "hybrid")
 
 
 @pytest.fixture(autouse=True)
-def _one_thread(torch_one_thread):
-    before = numba.get_num_threads()
-    numba.set_num_threads(1)
-    yield
-    numba.set_num_threads(before)
+def _one_thread(numba_one_thread, torch_one_thread):
+    """One numba thread (conftest)."""
 
 
 @pytest.fixture(scope="module", params=MODES)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import gzip
 import tracemalloc
 
-import numba
 import numpy as np
 import pytest
 
@@ -25,11 +24,8 @@ V, F = 12, 2
 
 
 @pytest.fixture(autouse=True)
-def _one_thread():
-    before = numba.get_num_threads()
-    numba.set_num_threads(1)
-    yield
-    numba.set_num_threads(before)
+def _one_thread(numba_one_thread):
+    """One numba thread (conftest)."""
 
 
 def small_corpus(n_docs=40, layers=(3, 2), seed=0):

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 from itertools import permutations
 
-import numba
 import numpy as np
 import pytest
 
@@ -47,11 +46,8 @@ PHI = np.array([[0.45, 0.05],
 
 
 @pytest.fixture(autouse=True)
-def _one_thread():
-    before = numba.get_num_threads()
-    numba.set_num_threads(1)
-    yield
-    numba.set_num_threads(before)
+def _one_thread(numba_one_thread):
+    """One numba thread (conftest)."""
 
 
 def worst_phi_tv(candidate):
@@ -73,23 +69,15 @@ def test_minibatch_gibbs_recovers_planted_kernels_and_phi():
     assert phi_tv < recovery.PHI_TV_TOL, f"Phi^(2) column TV {phi_tv:.3f}"
 
 
-def test_hybrid_recovers_planted_kernels_and_phi():
-    pytest.importorskip("torch")
-    import torch
-
+def test_hybrid_recovers_planted_kernels_and_phi(torch_one_thread):
     from cpgbn.inference.hybrid import fit_hybrid
 
     D = recovery.planted_kernels(K1)
     data, hyper = recovery.simulate(GlobalParameters(D.astype(np.float32), [PHI.copy()],
                                                      np.full(K2, recovery.R_PLANTED)))
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        result = fit_hybrid(data, (K1, K2), recovery.V, hyper, seed=0, n_steps=300,
-                            batch_size=50, learning_rate=3e-3, local_sweeps=(5, 5),
-                            encoder_options=dict(w_shape_above="pooled"), progress=False)
-    finally:
-        torch.set_num_threads(threads)
+    result = fit_hybrid(data, (K1, K2), recovery.V, hyper, seed=0, n_steps=300,
+                        batch_size=50, learning_rate=3e-3, local_sweeps=(5, 5),
+                        encoder_options=dict(w_shape_above="pooled"), progress=False)
     distances, order = recovery.match_kernels(D, result.globals.D)
     assert (distances < recovery.KERNEL_TV_TOL).all(), f"kernel TV {np.round(distances, 3)}"
     phi_tv = worst_phi_tv(result.globals.phi[0][order])

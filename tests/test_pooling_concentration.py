@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 
-import numba
 import numpy as np
 import pytest
 from scipy import stats
@@ -42,11 +41,8 @@ SMALL = dict(vocab_size=30, n_iter=8, burn_in=4, random_state=0, n_threads=1)
 
 
 @pytest.fixture(autouse=True)
-def _one_thread():
-    before = numba.get_num_threads()
-    numba.set_num_threads(1)
-    yield
-    numba.set_num_threads(before)
+def _one_thread(numba_one_thread):
+    """One numba thread (conftest)."""
 
 
 def _moment_z(x, expected):

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 from itertools import permutations
 
-import numba
 import numpy as np
 import pytest
 from scipy.optimize import linear_sum_assignment
@@ -60,13 +59,8 @@ MAX_COUNTS_PER_DOC = 200
 
 
 @pytest.fixture(autouse=True)
-def _one_thread():
-    # Results do not depend on the thread count (tests/test_model.py checks that); one thread
-    # avoids OpenMP stalls when the machine is busy.
-    before = numba.get_num_threads()
-    numba.set_num_threads(1)
-    yield
-    numba.set_num_threads(before)
+def _one_thread(numba_one_thread):
+    """One numba thread (conftest)."""
 
 
 def planted_kernels(K: int) -> np.ndarray:
