@@ -256,6 +256,17 @@ def test_encoder_features_and_gibbs_refinement():
     assert [m.shape for m in refined] == [(30, 3), (30, 2)]
     assert all(np.isfinite(m).all() and (m > 0).all() for m in refined)
 
+    # in blocks: block b's documents are refined as if alone, with the chain seeded by (seed, b)
+    from cpgbn.layers.batches import subset_cells
+    blocked = refine_with_gibbs(fit.encoder_config, fit.encoder_weights, fit.globals, data,
+                                hyper, n_sweeps=2, seed=0, block_docs=12, batch_size=5)
+    first = refine_with_gibbs(fit.encoder_config, fit.encoder_weights, fit.globals,
+                              subset_cells(data, np.arange(12)), hyper, n_sweeps=2, seed=0)
+    for a, b in zip(blocked, first):
+        np.testing.assert_allclose(a[:12], b, rtol=1e-5)
+    assert [m.shape for m in blocked] == [(30, 3), (30, 2)]
+    assert all(np.isfinite(m).all() and (m > 0).all() for m in blocked)
+
 
 # ---------------------------------------------------------------------- streaming
 def test_block_reader_holds_one_block(tmp_path):
@@ -390,3 +401,38 @@ def test_hybrid_global_step_recovers_planted_globals_from_true_locals():
     phi_tv = min(max(recovery.tv(phi[:, j], learned[:, p[j]]) for j in range(K2))
                  for p in permutations(range(K2)))
     assert phi_tv < recovery.PHI_TV_TOL, f"Phi^(2) column TV {phi_tv:.3f}"
+
+
+def test_minibatch_sweeps_on_the_batch_words_only_are_exact():
+    """A batch swept against D[words] (its own words) gives the same local chain and the same
+    kernel counts, on those rows, as against the whole D (zeros on the other rows)."""
+    from cpgbn.inference.minibatch import initial_globals
+    from cpgbn.inference.state import GlobalParameters
+    from cpgbn.inference.updates import AccumulateStatistics
+    from cpgbn.layers.batches import restrict_vocabulary, subset_cells
+
+    data, hyper = small_corpus(n_docs=40)
+    batch = subset_cells(data, np.arange(8))
+    g = initial_globals((3, 2), V, 2, hyper, 5)
+    words, local = restrict_vocabulary(batch)
+    assert 0 < len(words) < V                         # some words are absent: a real test
+    np.testing.assert_array_equal(words[local.cell_word], batch.cell_word)
+
+    def chain(cells, globals_):
+        sampler = GibbsSampler(cells, hyper, 11, learn_globals=False)
+        state = sampler.local_state(globals_, 0)
+        kept = AccumulateStatistics()
+        sampler.global_update = kept
+        for _ in range(3):
+            sampler.sweep_on_backend(state)
+        return state, kept.mean()
+
+    full_state, full = chain(batch, g)
+    part_state, part = chain(local, GlobalParameters(np.ascontiguousarray(g.D[words]),
+                                                     g.phi, g.r))
+    np.testing.assert_array_equal(part_state.m, full_state.m)
+    np.testing.assert_array_equal(part_state.w, full_state.w)
+    np.testing.assert_array_equal(part.kernel_counts, full.kernel_counts[words])
+    assert not np.delete(full.kernel_counts, words, axis=0).any()
+    for a, b in zip(part.phi_counts, full.phi_counts):
+        np.testing.assert_array_equal(a, b)

@@ -21,12 +21,13 @@ sweeps, are the authors'.  :func:`fit_minibatch_gibbs` runs it with the shared t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..backends.numba.backend import NumbaBackend
 from ..errors import CPGBNInputError
+from ..layers.batches import restrict_vocabulary
 from .gibbs import GibbsSampler
 from .state import GlobalParameters, Hyperparameters
 from .prior import sample_globals
@@ -123,9 +124,13 @@ class MinibatchGibbs:
 
     def step(self, i: int, batch) -> StepReport:
         """Local sweeps on ``batch`` with the globals fixed, then one TLASGR step (step i)."""
-        sampler = self._sampler_for(batch)
+        # swept against the rows of D of the batch's own words (exact: layers.batches)
+        words, local_batch = restrict_vocabulary(batch)
+        g = self.globals
+        sampler = self._sampler_for(local_batch)
         first = (int(i) - 1) * (self.burn_in + self.collect)
-        state = sampler.local_state(self.globals, first)
+        state = sampler.local_state(GlobalParameters(np.ascontiguousarray(g.D[words]), g.phi,
+                                                     g.r), first)
         sampler.global_update = None            # burn-in: no statistics needed
         for _ in range(self.burn_in):
             sampler.sweep_on_backend(state)
@@ -136,8 +141,11 @@ class MinibatchGibbs:
         sampler.global_update = None
         loss = -float(state.loglik.sum()) / batch.n_docs
         if np.isfinite(loss):
-            self.update.apply(sampler.backend, self.globals, kept.mean(), hyper=self.hyper,
-                              sweep=i)
+            stats = kept.mean()
+            counts = np.zeros(g.D.shape, dtype=np.float64)
+            counts[words] = stats.kernel_counts
+            self.update.apply(sampler.backend, g, replace(stats, kernel_counts=counts),
+                              hyper=self.hyper, sweep=i)
         return StepReport(loss, None, batch.n_docs)
 
     # ---------------------------------------------------------------- checkpoints

@@ -8,12 +8,14 @@ only: the numba and the PyTorch paths both use it.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from ..errors import CPGBNInputError
 from .cells import OBSERVED_COUNT, ConvData
 
-__all__ = ["subset_cells"]
+__all__ = ["subset_cells", "restrict_vocabulary"]
 
 
 def subset_cells(data: ConvData, docs) -> ConvData:
@@ -43,3 +45,17 @@ def subset_cells(data: ConvData, docs) -> ConvData:
         doc_cells=doc_cells, doc_length=lengths, doc_positions=positions,
         filter_width=data.filter_width, mode=data.mode, fixed_count=data.fixed_count,
         true_length=np.asarray(data.true_length, dtype=np.int64)[docs], padding=data.padding)
+
+
+def restrict_vocabulary(data: ConvData) -> tuple[np.ndarray, ConvData]:
+    """(words, local): the distinct vocabulary ids of ``data``'s cells, sorted, and the same
+    documents with every cell's word renumbered to its index in ``words``.
+
+    Given the kernels, a document's local conditionals read only the rows D[v] of its own
+    words, so a minibatch can be swept against ``D[words]`` (U rows instead of V): the kernel
+    counts it returns are then the rows ``words`` of the (V, F, K_1) counts, all others zero.
+    For a batch of 100 IMDB reviews U is about a fifth of V = 30,000, and the per-sweep work
+    that scales with the kernels' size (count slabs, row sums) shrinks with it.
+    """
+    words, local = np.unique(np.asarray(data.cell_word), return_inverse=True)
+    return words, replace(data, cell_word=local.astype(np.asarray(data.cell_word).dtype))
