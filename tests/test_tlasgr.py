@@ -229,3 +229,21 @@ def test_torch_twin_matches_numpy():
                              rho=4.0, eta=0.05, generator=generator)
     assert c.dtype == torch.float32 and c.shape == (V, F, K)
     _assert_on_simplex(c.numpy(), atol=1e-5)
+
+
+def test_step_in_column_blocks_equals_the_whole_arithmetic():
+    """tlasgr_step works COLUMN_BLOCK columns at a time (memory); the result is the arithmetic
+    of simplex_langevin_step on all columns at once, to the bit."""
+    from cpgbn.inference.tlasgr import COLUMN_BLOCK, TLASGRSchedule, simplex_langevin_step
+    rng = np.random.default_rng(4)
+    K = 2 * COLUMN_BLOCK + 5
+    phi = rng.dirichlet(np.ones(30), size=K).T
+    counts = rng.poisson(2.0, size=phi.shape).astype(float)
+    normal = rng.standard_normal(phi.shape)
+    state = TLASGRState.initial(K)
+    new, after = tlasgr_step(phi, counts, state, rho=7.0, eta=0.1, normal=normal)
+    schedule = TLASGRSchedule()
+    effective = np.maximum(after.precision, 0.1 * phi.shape[0])
+    whole = simplex_langevin_step(phi, counts, effective, schedule.step_size(1), rho=7.0,
+                                  eta=0.1, normal=normal)
+    np.testing.assert_array_equal(new, whole)
