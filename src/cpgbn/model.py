@@ -84,6 +84,8 @@ class CPGBN(TransformerMixin, BaseEstimator):
         S_j positions is Dir(a_jk / S_j, ...).  A number: theta^(1)_jk ~ Gam(a_jk, 1/c^(2)_j)
         and (w_jk1..w_jkS_j) = theta^(1)_jk pi_jk with pi_jk ~ Dir(beta, ..., beta), a
         pseudo-count per position in the units of the token counts (see ``token_count``).
+        beta = 1000 gains about 4 points on SUBJ and loses about 5 on TREC, three seeds
+        (docs/generalisation.md).
     n_iter, burn_in : int, default 200, 150
         Training sweeps, and how many of them come before the averages are collected.
     transform_iter, transform_burn_in : int or None
