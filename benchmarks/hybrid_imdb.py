@@ -4,7 +4,8 @@ Issue 25's scale targets on this machine: hybrid training on the 25,000 IMDB tra
 a fixed budget of epochs within 30 minutes and under 2 GB of peak resident memory, and features
 for the 25,000 test reviews in under 30 s, against the Gibbs transform (200 sweeps, the last 50
 averaged) of the same model in the same run.  Every phase runs in a fresh subprocess, so each
-peak RSS (VmHWM) is that phase's alone:
+peak RSS (VmHWM) is that phase's alone; the feature phases are the feature paths of
+``studies/hybrid_features`` (its ``features``):
 
 * ``train``: CPGBN(inference="hybrid"), 200-100-50, vocabulary 30,000 (the paper's), F = 3,
   ``--epochs`` passes of minibatches of ``--batch-size``; saves the model;
@@ -34,17 +35,19 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
+# this folder (gibbs_speed's RSS reader) and the repository (the feature paths of
+# studies/hybrid_features, which this benchmark times)
+sys.path[:0] = [str(HERE), str(HERE.parent)]
 LAYERS = (200, 100, 50)
 
 
 def own_peak_rss_mb() -> float:
-    sys.path.insert(0, str(HERE))
     from gibbs_speed import own_peak_rss_kib
     return own_peak_rss_kib() / 1024.0
 
 
 def imdb(args, split: str):
-    """(texts, labels) of an IMDB split (the first ``--max-docs`` of each, when set)."""
+    """(texts, labels) of an IMDB split (``--max-docs`` evenly spaced reviews, when set)."""
     from cpgbn.datasets import load_dataset
     texts, labels = load_dataset("imdb", split, data_dir=args.data_dir)
     if args.max_docs:   # evenly spaced: the files are sorted by class
@@ -74,22 +77,11 @@ def phase_train(args) -> dict:
             "peak_rss_mb": round(own_peak_rss_mb(), 1)}
 
 
-def features(model, name: str, texts) -> np.ndarray:
-    kind, _, sweeps = name.partition("-")
-    if kind == "encoder":
-        return model.set_params(refine_iter=0).transform(texts)
-    if kind == "refine":
-        return model.set_params(refine_iter=int(sweeps)).transform(texts)
-    n_iter = int(sweeps)
-    inferred = model.infer(texts, n_iter=n_iter, burn_in=150 if n_iter == 200 else 0)
-    return inferred.result.theta_mean[0] / np.maximum(inferred.data.true_length, 1)[:, None]
-
-
 def phase_features(args) -> dict:
     from cpgbn.model import CPGBN
+    from studies.hybrid_features.hybrid_features import features
 
-    model = CPGBN.load(args.work / "model").set_params(n_threads=args.threads,
-                                                       memory_limit=None)
+    model = CPGBN.load(args.work / "model").set_params(n_threads=args.threads)
     texts, labels = imdb(args, "test")
     start = time.perf_counter()
     f_test = features(model, args.phase, texts)

@@ -364,22 +364,17 @@ def fit_hybrid(source, layers, vocab_size: int, hyper: Hyperparameters, *, seed:
 REFINE_BLOCK_DOCS = 1024
 
 
-def _encoder_means(encoder, globals_: GlobalParameters, data, docs, batch_size: int, device):
-    """The encoder's mean path on the documents ``docs`` of ``data``, ``batch_size`` documents
-    at a time: (w (P, K_1) float32 over their positions in order, [theta^(1..T)] float64)."""
+def _mean_path(encoder, globals_: GlobalParameters, data, batch_size: int, device):
+    """The encoder's mean path over ``data``, ``batch_size`` consecutive documents at a time:
+    yields (docs, sample), the batch's document indices and its WeibullSample."""
     import torch
 
     from ..backends.torch.packed import pack
 
-    w_parts, theta_parts = [], []
     with torch.no_grad():
-        for lo in range(0, len(docs), batch_size):
-            sample = encoder.sample(pack(data, docs[lo:lo + batch_size], device=device),
-                                    globals_.phi, mean=True)
-            w_parts.append(sample.w.float().cpu().numpy())
-            theta_parts.append([t.double().cpu().numpy() for t in sample.theta])
-    thetas = [np.concatenate([part[t] for part in theta_parts]) for t in range(len(encoder.layers))]
-    return np.concatenate(w_parts), thetas
+        for lo in range(0, data.n_docs, batch_size):
+            docs = np.arange(lo, min(data.n_docs, lo + batch_size))
+            yield docs, encoder.sample(pack(data, docs, device=device), globals_.phi, mean=True)
 
 
 def encoder_features(encoder_config: dict, encoder_weights: dict, globals_: GlobalParameters,
@@ -389,11 +384,9 @@ def encoder_features(encoder_config: dict, encoder_weights: dict, globals_: Glob
     encoder = build_encoder(encoder_config, encoder_weights, device)
     encoder.eval()
     out = [np.empty((data.n_docs, k)) for k in encoder.layers]
-    for lo in range(0, data.n_docs, batch_size):
-        docs = np.arange(lo, min(data.n_docs, lo + batch_size))
-        _, thetas = _encoder_means(encoder, globals_, data, docs, batch_size, device)
-        for t, theta in enumerate(thetas):
-            out[t][docs] = theta
+    for docs, sample in _mean_path(encoder, globals_, data, batch_size, device):
+        for t, theta in enumerate(sample.theta):
+            out[t][docs] = theta.double().cpu().numpy()
     return out
 
 
@@ -415,18 +408,19 @@ def refine_with_gibbs(encoder_config: dict, encoder_weights: dict, globals_: Glo
         raise CPGBNInputError(f"n_sweeps must be >= 1, got {n_sweeps}")
     encoder = build_encoder(encoder_config, encoder_weights, device)
     encoder.eval()
-    out = None
+    out = [np.empty((data.n_docs, k)) for k in encoder.layers]
     for block, lo in enumerate(range(0, data.n_docs, int(block_docs))):
         docs = np.arange(lo, min(data.n_docs, lo + int(block_docs)))
         part = subset_cells(data, docs)
-        w, thetas = _encoder_means(encoder, globals_, part, np.arange(len(docs)), batch_size,
-                                   device)
+        samples = [sample for _, sample in _mean_path(encoder, globals_, part, batch_size,
+                                                       device)]
+        w = np.concatenate([sample.w.float().cpu().numpy() for sample in samples])
+        thetas = [np.concatenate([sample.theta[t].double().cpu().numpy() for sample in samples])
+                  for t in range(len(encoder.layers))]
         sampler = GibbsSampler(part, hyper, derived_seed(seed, _REFINE, block),
                                learn_globals=False)
-        state = sampler.local_state(globals_, 0, w=w, theta=thetas)
-        result = sampler.run(state, int(n_sweeps), 0)
-        if out is None:
-            out = [np.empty((data.n_docs, t.shape[1])) for t in result.theta_mean]
+        result = sampler.run(sampler.local_state(globals_, 0, w=w, theta=thetas),
+                             int(n_sweeps), 0)
         for t, theta in enumerate(result.theta_mean):
             out[t][docs] = theta
     return out
