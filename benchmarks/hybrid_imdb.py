@@ -137,7 +137,7 @@ def main(argv=None) -> None:
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--batch-size", type=int, default=100)
     parser.add_argument("--learning-rate", type=float, default=3e-3)
-    parser.add_argument("--refine", type=int, default=5, help="Gibbs sweeps of refine-R, gibbs-R")
+    parser.add_argument("--refine", type=int, default=2, help="Gibbs sweeps of refine-R, gibbs-R")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--accuracy", action="store_true")

@@ -7,7 +7,8 @@
 2. Per-document results do not depend on the batch's composition or order.
 3. Shapes; no NaN or infinity (values and gradients) for empty, one-token and long documents.
 4. The upward-downward structure of the draws: each layer's shape adds Phi theta of the layer
-   above, theta^(1) pools w; the mean path is deterministic and equals the Weibull means.
+   above, theta^(1) pools w; the mean path is deterministic and equals the Weibull means;
+   the chunked feature path ``mean_thetas`` equals it.
 5. Bad input raises CPGBNInputError.
 """
 
@@ -210,6 +211,22 @@ def test_mean_path_is_deterministic_and_uses_weibull_means():
     torch.testing.assert_close(a.w, weibull_mean(a.w_shape, a.w_scale))
     for t in range(len(a.theta_shape)):
         torch.testing.assert_close(a.theta[t + 1], weibull_mean(a.theta_shape[t], a.theta_scale[t]))
+
+
+@pytest.mark.parametrize("layers", [(5,), (5, 4), LAYERS])
+@pytest.mark.parametrize("above", ["paper", "pooled"])
+@pytest.mark.parametrize("chunk", [1, 7, 10_000])
+def test_chunked_mean_thetas_equal_the_mean_path(layers, above, chunk):
+    tokens, offsets = _documents([5, 0, 1, 12, 3, 9], seed=12)
+    batch = pack_tokens(tokens, offsets, F)
+    enc = _encoder(layers, w_shape_above=above)
+    _, phi, _ = _globals(layers)
+    with torch.no_grad():
+        want = enc.sample(batch, phi, mean=True).theta
+    got = enc.mean_thetas(batch, phi, chunk_positions=chunk)
+    assert len(got) == len(layers)
+    for x, y in zip(got, want):
+        torch.testing.assert_close(x, y, rtol=1e-12, atol=0)
 
 
 def test_bad_input_raises():

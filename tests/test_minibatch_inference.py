@@ -209,6 +209,42 @@ def test_hybrid_non_finite_loss_stops_with_one_line_and_keeps_checkpoint(tmp_pat
     assert all(np.isfinite(v).all() for k, v in arrays.items() if k.startswith("encoder/"))
 
 
+def test_hybrid_step_groups_documents_without_changing_the_gradient(monkeypatch):
+    """The encoder's step accumulates the loss and gradient over groups of documents
+    (ENCODER_CHUNK_POSITIONS); with the draws replaced by the (deterministic) mean path, the
+    loss and every gradient equal those of the whole batch at once."""
+    import cpgbn.inference.hybrid as hybrid
+
+    data, hyper = small_corpus(n_docs=20)
+    results = []
+    for chunk in (10**9, 9):
+        monkeypatch.setattr(hybrid, "ENCODER_CHUNK_POSITIONS", chunk)
+        trainer = hybrid.HybridTrainer((3, 2), V, F, hyper, n_docs_total=data.n_docs, seed=0,
+                                       max_grad_norm=None)
+        sample = trainer.encoder.sample
+        monkeypatch.setattr(trainer.encoder, "sample",
+                            lambda packed, phi, generator=None: sample(packed, phi, mean=True))
+        report = trainer.step(1, data)
+        results.append((report, {k: p.grad.clone() for k, p in
+                                  trainer.encoder.named_parameters()}))
+    assert len(hybrid.document_groups(data.doc_positions, 9)) > 5
+    (whole, grads_whole), (grouped, grads_grouped) = results
+    assert grouped.loss == pytest.approx(whole.loss, rel=1e-6)
+    assert grouped.kl == pytest.approx(whole.kl, rel=1e-6)
+    for name, grad in grads_whole.items():
+        torch.testing.assert_close(grads_grouped[name], grad, rtol=1e-4, atol=1e-6)
+
+
+def test_document_groups_cover_the_batch_in_order():
+    from cpgbn.inference.hybrid import document_groups
+
+    positions = np.array([0, 3, 5, 20, 21, 22])
+    groups = document_groups(positions, 5)
+    assert [list(g) for g in groups] == [[0, 1], [2], [3, 4]]
+    assert [list(g) for g in document_groups(positions, 1)] == [[0], [1], [2], [3], [4]]
+    assert document_groups(np.array([0]), 4) == []
+
+
 def test_hybrid_options_are_checked():
     from cpgbn.inference.hybrid import HybridTrainer
 

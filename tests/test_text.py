@@ -195,6 +195,21 @@ def test_corpus_from_texts_with_given_vocabulary():
         Corpus.from_texts("a single string")
 
 
+@given(st.lists(st.text(alphabet="ab c<unk>>!.", max_size=30), max_size=8),
+       st.one_of(st.none(), st.integers(2, 6)))
+@settings(max_examples=80, deadline=None)
+def test_corpus_from_texts_equals_the_token_list_route(texts, vocab_size):
+    """from_texts (one document's strings at a time) builds the corpus and vocabulary that
+    tokenizing everything first and calling from_token_lists builds."""
+    got = Corpus.from_texts(texts, vocab_size=vocab_size)
+    want = Corpus.from_token_lists([tokenize(t) for t in texts], vocab_size=vocab_size)
+    assert got.vocabulary == want.vocabulary
+    np.testing.assert_array_equal(got.tokens, want.tokens)
+    np.testing.assert_array_equal(got.offsets, want.offsets)
+    again = Corpus.from_texts(texts, vocabulary=got.vocabulary)
+    np.testing.assert_array_equal(again.tokens, got.tokens)
+
+
 def test_corpus_subset_keeps_given_order():
     corpus = Corpus.from_texts(["a", "b b", "c c c", "d d d d"], labels=list("wxyz"))
     part = corpus.subset([3, 0, 3])

@@ -9,7 +9,9 @@ Step i (1-based) on a minibatch of B documents out of N:
 2. the loss, the negative ELBO per document averaged over the batch
    (:func:`~cpgbn.backends.torch.elbo.elbo_terms` with the globals as constants and the prior
    rates c at 1), takes one optimiser step (Adam, the gradient's norm clipped at
-   ``max_grad_norm``) on the encoder's weights;
+   ``max_grad_norm``) on the encoder's weights; loss and gradient are accumulated over groups
+   of whole documents of about :data:`ENCODER_CHUNK_POSITIONS` positions (memory), the
+   groups drawing from the step's generator in turn;
 3. the statistics of the globals, by ``global_statistics``:
 
    * ``"gibbs"`` (the default): a fresh local Gibbs chain on the batch with the globals fixed,
@@ -62,6 +64,28 @@ __all__ = ["GLOBAL_STATISTICS", "HybridTrainer", "HybridResult", "fit_hybrid", "
            "refine_with_gibbs", "build_encoder"]
 
 _ENCODER_INIT, _ENCODER_DRAW, _REFINE = 0xE1, 0xE2, 0xE3
+
+#: Positions per group of documents in the encoder's step: the batch's loss and gradient are
+#: accumulated over groups of whole documents of about this many positions, so the autograd
+#: graph (some 20 tensors of (positions, K_1) floats, a few of (cells, F, K_1)) is bounded by
+#: one group instead of growing with the batch: about 200 MB at K_1 = 200, against 600 MB for a
+#: batch of 100 IMDB reviews at once.  The groups' draws come from the step's generator in turn.
+ENCODER_CHUNK_POSITIONS = 8192
+
+
+def document_groups(doc_positions, max_positions: int) -> list:
+    """Consecutive documents in groups of at most ``max_positions`` positions (a longer
+    document alone): a list of index arrays covering 0..B-1 in order."""
+    ends = np.asarray(doc_positions, dtype=np.int64)
+    groups, start = [], 0
+    n_docs = len(ends) - 1
+    while start < n_docs:
+        stop = int(np.searchsorted(ends, ends[start] + max_positions, side="right")) - 1
+        stop = max(stop, start + 1)
+        groups.append(np.arange(start, min(stop, n_docs)))
+        start = stop
+    return groups
+
 
 #: Where the TLASGR step's statistics come from (:class:`HybridTrainer`'s ``global_statistics``).
 GLOBAL_STATISTICS = ("gibbs", "encoder")
@@ -232,23 +256,24 @@ class HybridTrainer:
         """One step of Algorithm 1 on ``batch`` (module docstring)."""
         import torch
 
-        from ..backends.torch.elbo import elbo_terms
         from ..backends.torch.packed import pack
 
-        g = self.globals
-        packed = pack(batch, device=self.device)
         generator = torch.Generator(device=self.device)
         generator.manual_seed(derived_seed(self.seed, _ENCODER_DRAW, i))
         self.encoder.train()
-        sample = self.encoder.sample(packed, g.phi, generator=generator)
-        terms = elbo_terms(packed, sample, g.D, g.phi, g.r)
-        loss = terms.negative_elbo.mean()
-        kl = torch.stack(terms.kl).sum(dim=0).mean()
-        report = StepReport(float(loss.detach()), float(kl.detach()), batch.n_docs)
+        self.optimizer.zero_grad(set_to_none=True)
+        if self._local_chain is not None:
+            groups = document_groups(batch.doc_positions, ENCODER_CHUNK_POSITIONS)
+        else:     # the encoder's statistics need the whole batch's draw at once
+            groups = [np.arange(batch.n_docs)]
+        loss = kl = 0.0
+        for docs in groups:
+            packed = pack(batch, None if len(groups) == 1 else docs, device=self.device)
+            sample, part_loss, part_kl = self._loss_and_gradient(packed, generator, batch.n_docs)
+            loss, kl = loss + part_loss, kl + part_kl
+        report = StepReport(loss, kl, batch.n_docs)
         if not (np.isfinite(report.loss) and np.isfinite(report.kl)):
             return report                      # the driver stops; nothing is changed
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
         if self.max_grad_norm is not None:
             torch.nn.utils.clip_grad_norm_(self.encoder.parameters(), self.max_grad_norm)
         self.optimizer.step()
@@ -259,6 +284,24 @@ class HybridTrainer:
             return report
         self._encoder_statistics_step(i, batch, packed, sample)
         return report
+
+    def _loss_and_gradient(self, packed, generator, n_batch: int):
+        """Draw from q for the documents ``packed`` (part of a batch of ``n_batch``), add their
+        share of the batch's mean negative ELBO to the gradient; returns (sample, their share
+        of the loss, of the KL) as floats.  The documents are independent given the globals,
+        so the batch's gradient is the sum of its parts', whatever the grouping."""
+        import torch
+
+        from ..backends.torch.elbo import elbo_terms
+
+        g = self.globals
+        sample = self.encoder.sample(packed, g.phi, generator=generator)
+        terms = elbo_terms(packed, sample, g.D, g.phi, g.r)
+        loss = terms.negative_elbo.sum() / n_batch
+        kl = float(torch.stack(terms.kl).sum(dim=0).sum().detach()) / n_batch
+        if torch.isfinite(loss):
+            loss.backward()
+        return sample, float(loss.detach()), kl
 
     def _encoder_statistics_step(self, i: int, batch, packed, sample) -> None:
         """``global_statistics="encoder"``: the statistics of the globals from the encoder's
@@ -380,12 +423,17 @@ def _mean_path(encoder, globals_: GlobalParameters, data, batch_size: int, devic
 def encoder_features(encoder_config: dict, encoder_weights: dict, globals_: GlobalParameters,
                      data, *, batch_size: int = 512, device="cpu") -> list[np.ndarray]:
     """theta^(1..T) of new documents from the encoder's mean path (no randomness):
-    a list of (N, K_t) float64 arrays, t = 1..T, computed ``batch_size`` documents at a time."""
+    a list of (N, K_t) float64 arrays, t = 1..T, computed ``batch_size`` documents at a time
+    by the encoder's chunked ``mean_thetas``."""
+    from ..backends.torch.packed import pack
+
     encoder = build_encoder(encoder_config, encoder_weights, device)
     encoder.eval()
     out = [np.empty((data.n_docs, k)) for k in encoder.layers]
-    for docs, sample in _mean_path(encoder, globals_, data, batch_size, device):
-        for t, theta in enumerate(sample.theta):
+    for lo in range(0, data.n_docs, batch_size):
+        docs = np.arange(lo, min(data.n_docs, lo + batch_size))
+        thetas = encoder.mean_thetas(pack(data, docs, device=device), globals_.phi)
+        for t, theta in enumerate(thetas):
             out[t][docs] = theta.double().cpu().numpy()
     return out
 

@@ -29,9 +29,7 @@ phi' <- phi' - (sum phi' - 1) phi.  For noise xi ~ N(0, s diag(phi)) this is
 xi - (1' xi) phi, whose covariance is s (diag(phi) - phi phi'), the multinomial covariance on
 the tangent space of the simplex: the step is exactly the Langevin step restricted to the
 simplex.  Then entries <= FLOOR are set to FLOOR and the column is renormalised (a discretised
-step can cross the boundary; FLOOR = 1e-30
-#: Columns per block of :func:`tlasgr_step`'s arithmetic (bounds its temporary memory).
-COLUMN_BLOCK = 16 is the library's floor of D and w), and clipped at
+step can cross the boundary; FLOOR = 1e-30 is the library's floor of D and w), and clipped at
 FLOOR once more (the renormalisation can push a floored entry just below it).
 
 Step sizes and preconditioner (notes, section 6; i = minibatches seen, counting this one):
@@ -207,7 +205,9 @@ def tlasgr_step(phi, counts, state: TLASGRState, *, rho: float, eta: float, rng=
     eta : float
         The Dirichlet concentration of every entry (eta^(1) for D, eta^(t) for Phi^(t)).
     rng : numpy.random.Generator, or ``normal``: array (n, K) of standard normals
-        The randomness (exactly one of the two).
+        The randomness (exactly one of the two).  ``normal`` may also be a callable
+        ``normal(lo, hi)`` returning the (n, hi - lo) normals of columns lo..hi-1, asked once
+        per column block, so the whole (n, K) array never exists (D's is 144 MB on IMDB).
     schedule : TLASGRSchedule
     floor : float
 
@@ -218,34 +218,41 @@ def tlasgr_step(phi, counts, state: TLASGRState, *, rho: float, eta: float, rng=
     counts = np.asarray(counts)
     check_step_inputs(phi.shape, counts.shape, len(state.precision), rho, eta)
     n_columns = phi.shape[-1]
-    columns = phi.reshape(-1, n_columns).astype(np.float64)          # a copy: updated in place
+    columns = phi.reshape(-1, n_columns)
     column_counts = np.asarray(counts.reshape(-1, n_columns), dtype=np.float64)
-    sums = columns.sum(0)
-    if (columns < 0).any() or not np.allclose(sums, 1.0, rtol=0, atol=1e-4):
-        raise CPGBNInputError("every column of the parameter must lie on the simplex "
-                              "(non-negative, summing to 1)")
-    if not np.isfinite(column_counts).all() or (column_counts < 0).any():
-        raise CPGBNInputError("counts must be finite and non-negative")
     if (rng is None) == (normal is None):
         raise CPGBNInputError("give exactly one of rng and normal")
-    if normal is None:
+    if rng is not None:
         normal = rng.standard_normal(columns.shape)
-    else:
+    if not callable(normal):
         normal = np.asarray(normal, dtype=np.float64)
         if normal.shape != columns.shape:
             raise CPGBNInputError(f"normal must have shape {columns.shape}, got {normal.shape}")
+        normal = _columns_of(normal)
     precision = next_precision(state, column_counts.sum(0), rho, schedule)
     i = state.n_updates + 1
     effective = np.maximum(precision, eta * columns.shape[0])
-    # column by column block (the arithmetic is per column): a few float64 temporaries of
-    # COLUMN_BLOCK columns instead of the whole parameter's (6 copies of D, 0.9 GB on IMDB)
+    # column block by column block (the arithmetic is per column): a few float64 temporaries
+    # of COLUMN_BLOCK columns instead of the whole parameter's (6 copies of D, 0.9 GB on IMDB)
+    new = np.empty(columns.shape, dtype=phi.dtype)
     for lo in range(0, n_columns, COLUMN_BLOCK):
-        block = slice(lo, lo + COLUMN_BLOCK)
-        columns[:, block] = simplex_langevin_step(
-            columns[:, block], column_counts[:, block], effective[block],
-            schedule.step_size(i), rho=float(rho), eta=float(eta), normal=normal[:, block],
-            floor=floor)
-    return columns.reshape(phi.shape).astype(phi.dtype, copy=False), TLASGRState(precision, i)
+        block = slice(lo, min(n_columns, lo + COLUMN_BLOCK))
+        current = columns[:, block].astype(np.float64)
+        block_counts = column_counts[:, block]
+        if (current < 0).any() or not np.allclose(current.sum(0), 1.0, rtol=0, atol=1e-4):
+            raise CPGBNInputError("every column of the parameter must lie on the simplex "
+                                  "(non-negative, summing to 1)")
+        if not np.isfinite(block_counts).all() or (block_counts < 0).any():
+            raise CPGBNInputError("counts must be finite and non-negative")
+        new[:, block] = simplex_langevin_step(
+            current, block_counts, effective[block], schedule.step_size(i), rho=float(rho),
+            eta=float(eta), normal=normal(block.start, block.stop), floor=floor)
+    return new.reshape(phi.shape), TLASGRState(precision, i)
+
+
+def _columns_of(normal: np.ndarray):
+    """``normal`` as tlasgr_step's callable form: (lo, hi) -> its columns lo..hi-1."""
+    return lambda lo, hi: normal[:, lo:hi]
 
 
 def tlasgr_step_torch(phi, counts, state: TLASGRState, *,

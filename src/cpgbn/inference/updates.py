@@ -160,8 +160,9 @@ class TLASGRGlobalUpdate:
         N, the corpus size: the statistics of a minibatch of |batch| documents are scaled by
         rho = N / |batch| (:func:`~cpgbn.inference.tlasgr.tlasgr_step`).
     seed : int
-        The standard normals of call i come from (seed, i, parameter): a step is a function of
-        its inputs and of i alone, so a resumed run repeats it exactly.
+        The standard normals of call i come from (seed, i, parameter) (on the host, one
+        stream per block of columns): a step is a function of its inputs and of i alone, so a
+        resumed run repeats it exactly.
     schedule : TLASGRSchedule
     update_r : bool
         Draw r from its conditional with the minibatch standing in for the corpus,
@@ -193,7 +194,13 @@ class TLASGRGlobalUpdate:
     def _normals(self, backend, shape, step: int, parameter: int):
         seeds = np.random.SeedSequence([self.seed, step, parameter, 0x7C5A])
         if backend.works_on_host:
-            return np.random.default_rng(seeds).standard_normal(shape)
+            # drawn per column block when tlasgr_step asks (its callable form), each block
+            # from its own stream (seed, step, parameter, first column): D's (V F, K_1) normals
+            # never exist at once (144 MB on IMDB; the streams depend on tlasgr.COLUMN_BLOCK)
+            n_rows = shape[0]
+            return lambda lo, hi: np.random.default_rng(
+                np.random.SeedSequence([self.seed, step, parameter, 0x7C5A, lo])
+            ).standard_normal((n_rows, hi - lo))
         import torch
         generator = torch.Generator(device=backend.device)
         generator.manual_seed(int(seeds.generate_state(1, np.uint64)[0] >> np.uint64(1)))

@@ -85,8 +85,32 @@ class Corpus:
                 raise CPGBNInputError(
                     f"document {i + 1} is {type(text).__name__}, not str; every document must be "
                     "one string of text (decode bytes, replace missing values)")
-        token_lists = [tokenize(text) for text in texts]
-        return cls.from_token_lists(token_lists, vocabulary, vocab_size, labels)
+        if vocabulary is not None and vocab_size is not None:
+            raise CPGBNInputError("give either a vocabulary or a vocab_size, not both")
+        # One document's token strings at a time: the lists of a whole corpus's tokens as
+        # Python strings (some 70 bytes a token) would hold ~400 MB for IMDB's 25k reviews,
+        # and the interpreter keeps that memory after they are freed.
+        if vocabulary is not None:
+            ids = [vocabulary.encode(tokenize(text)) for text in texts]
+            return cls._from_id_arrays(ids, vocabulary, labels)
+        seen: dict[str, int] = {}       # every distinct token -> its id in order of appearance
+        first_ids = [np.fromiter((seen.setdefault(t, len(seen)) for t in tokens), np.int32,
+                                 len(tokens)) for tokens in map(tokenize, texts)]
+        all_ids = np.concatenate(first_ids) if first_ids else np.zeros(0, np.int32)
+        counts = np.bincount(all_ids, minlength=len(seen))
+        if vocab_size is None:  # keep every distinct token
+            vocab_size = max(len(seen) + 1, 2)
+        vocabulary = Vocabulary.from_frequencies(dict(zip(seen, counts.tolist())), vocab_size)
+        to_final = vocabulary.encode(list(seen))      # first-seen id -> vocabulary id
+        return cls._from_id_arrays([to_final[ids] for ids in first_ids], vocabulary, labels)
+
+    @classmethod
+    def _from_id_arrays(cls, ids: list, vocabulary: Vocabulary, labels) -> Corpus:
+        lengths = np.fromiter((len(a) for a in ids), np.int64, len(ids))
+        offsets = np.zeros(len(ids) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        tokens = np.concatenate(ids).astype(np.int32) if ids else np.zeros(0, np.int32)
+        return cls(tokens, offsets, None if labels is None else list(labels), vocabulary)
 
     @classmethod
     def from_token_lists(

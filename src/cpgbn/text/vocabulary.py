@@ -15,7 +15,7 @@ sentences, none in subjective ones; ``experiments/vocab_ties.py``).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -75,6 +75,14 @@ class Vocabulary:
         frequency: Counter[str] = Counter()
         for tokens in token_lists:
             frequency.update(tokens)
+        return cls.from_frequencies(frequency, size)
+
+    @classmethod
+    def from_frequencies(cls, frequency: Mapping[str, int], size: int) -> Vocabulary:
+        """:meth:`build` from token frequencies already counted (``frequency[token]``): the
+        same ranking, ties and out-of-vocabulary row."""
+        size = _check_size(size)
+        frequency = dict(frequency)
         oov_literal = frequency.pop(OOV_TOKEN, 0)
         ranked = sorted(frequency.items(), key=lambda item: (-item[1], item[0]))
         kept, dropped = ranked[: size - 1], ranked[size - 1 :]

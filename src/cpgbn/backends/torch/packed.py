@@ -47,6 +47,11 @@ class PackedDocuments:
         cell_positions[c, f] = the flat position p of s = l - f in the cell's document (the
         placement whose filter row f covers column l), or the sentinel P when s is not one of
         the document's positions.  The cell's rate is sum_{f,k} w[p, k] d_{k,v,f}.
+    bag_rows, bag_weights, bag_offsets : int64 (E,), float32 (E,), int64 (P,)
+        The same (cell, f) pairs grouped by position, for ``embedding_bag``: position p sums
+        the rows ``bag_rows[bag_offsets[p]:bag_offsets[p + 1]]`` (row v F + f of a (V F, K)
+        table: filter row f of word v) times ``bag_weights`` (the cells' x).  The pairs of
+        the sentinel are left out.
     doc_positions : int64 (B + 1,)
         Positions of document j are ``doc_positions[j]:doc_positions[j + 1]``.
     n_positions : int64 (B,)
@@ -69,6 +74,9 @@ class PackedDocuments:
     cell_units: torch.Tensor
     cell_doc: torch.Tensor
     cell_positions: torch.Tensor
+    bag_rows: torch.Tensor
+    bag_weights: torch.Tensor
+    bag_offsets: torch.Tensor
     doc_positions: torch.Tensor
     n_positions: torch.Tensor
     position_doc: torch.Tensor
@@ -102,6 +110,21 @@ def segment_sum(values: torch.Tensor, segment: torch.Tensor, n_segments: int) ->
     return out.index_add_(0, segment, values)
 
 
+def _bags(cell_positions: np.ndarray, cell_word: np.ndarray, cell_input: np.ndarray, P: int):
+    """The (cell, f) pairs of ``cell_positions`` grouped by position (PackedDocuments'
+    bag_rows, bag_weights, bag_offsets).  A stable sort keeps each position's pairs in cell
+    order."""
+    F = cell_positions.shape[1]
+    flat = cell_positions.reshape(-1)
+    pairs = np.flatnonzero(flat < P)
+    pairs = pairs[np.argsort(flat[pairs], kind="stable")]
+    cell, f = np.divmod(pairs, F)
+    rows = np.asarray(cell_word, dtype=np.int64)[cell] * F + f
+    counts = np.bincount(flat[pairs], minlength=P)
+    offsets = np.cumsum(counts) - counts
+    return rows, np.asarray(cell_input, dtype=np.float64)[cell], offsets.astype(np.int64)
+
+
 def pack(data: ConvData, docs=None, device="cpu") -> PackedDocuments:
     """The documents ``docs`` of ``data`` (all when None) as a :class:`PackedDocuments`."""
     if docs is not None:
@@ -130,6 +153,8 @@ def pack(data: ConvData, docs=None, device="cpu") -> PackedDocuments:
     else:
         cell_input = np.ones(len(col))
         units = np.full(len(col), float(data.fixed_count) if data.mode == FIXED_COUNT else 1.0)
+    bag_rows, bag_weights, bag_offsets = _bags(cell_positions, np.asarray(data.cell_word),
+                                               cell_input, P)
     dev = torch.device(device)
 
     def as_long(a):
@@ -141,6 +166,9 @@ def pack(data: ConvData, docs=None, device="cpu") -> PackedDocuments:
         cell_units=torch.as_tensor(units, dtype=torch.float64, device=dev),
         cell_doc=as_long(cell_doc),
         cell_positions=as_long(cell_positions),
+        bag_rows=as_long(bag_rows),
+        bag_weights=torch.as_tensor(bag_weights, dtype=torch.float32, device=dev),
+        bag_offsets=as_long(bag_offsets),
         doc_positions=as_long(positions),
         n_positions=as_long(n_pos),
         position_doc=as_long(position_doc),
