@@ -119,7 +119,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
     refine_iter : int, default 0
         Hybrid ``transform``: Gibbs sweeps (globals fixed) after the encoder's mean theta.
         0 is the encoder's forward pass alone (fastest); 2 gave features as accurate as the
-        full Gibbs inference on TREC and SUBJ, where the encoder alone was 3-6 points
+        full Gibbs inference on TREC and SUBJ, where the encoder alone was 3-5 points
         behind (docs/hybrid.md).
 
     Attributes

@@ -247,12 +247,15 @@ class WeibullConvEncoder(nn.Module):
         scale = torch.exp(pre[..., K:].clamp(*LOG_SCALE_RANGE))
         return shape, scale
 
-    def _position_pre(self, padded: torch.Tensor, batch: PackedDocuments, rows=slice(None)):
-        """[C_2; C_3] * pad(H) + [b_2; b_3] at the positions ``rows``: (n, 2 K_1), from H with
-        its sentinel row (``_padded_hidden``)."""
+    def _position_window(self, padded: torch.Tensor, batch: PackedDocuments, rows=slice(None)):
+        """The F-wide windows of pad(H) at the positions ``rows``, (n, F K_1), from H with its
+        sentinel row (``_padded_hidden``)."""
         K1, F = self.layers[0], self.filter_width
-        window = padded[batch.position_window[rows]].reshape(-1, F * K1)
-        return self.position_head(window)
+        return padded[batch.position_window[rows]].reshape(-1, F * K1)
+
+    def _position_pre(self, padded: torch.Tensor, batch: PackedDocuments, rows=slice(None)):
+        """[C_2; C_3] * pad(H) + [b_2; b_3] at the positions ``rows``: (n, 2 K_1)."""
+        return self.position_head(self._position_window(padded, batch, rows))
 
     def _document_path(self, H: torch.Tensor, batch: PackedDocuments):
         """sigma^(t), lambda^(t) for t = 2..T from h^(1) = pool(H): two lists of (B, K_t)."""
@@ -296,16 +299,23 @@ class WeibullConvEncoder(nn.Module):
         from_above = self._w_shape_from_above(upper, phi, batch)     # (B, K_1) or None
         theta1 = H.new_zeros((batch.n_docs, K1))
         low, high = self._log_shape_range
+        # the head's shape and scale halves as two products, so that every elementwise pass
+        # below runs on a contiguous block (on a strided half, torch hands MKL one row at a
+        # time, and each call opens a thread team: 300x slower when numba's OpenMP runtime
+        # started first; see cpgbn/__init__.py)
+        weight, bias = self.position_head.weight, self.position_head.bias
+        shape_head, scale_head = (weight[:K1].T, bias[:K1]), (weight[K1:].T, bias[K1:])
         for lo in range(0, batch.n_total_positions, int(chunk_positions)):
             rows = slice(lo, min(batch.n_total_positions, lo + int(chunk_positions)))
-            pre = self._position_pre(padded, batch, rows)
+            window = self._position_window(padded, batch, rows)
             doc = batch.position_doc[rows]
-            shape = pre[:, :K1].clamp_(low, high).exp_()
+            shape = torch.addmm(shape_head[1], window, shape_head[0])
+            shape.clamp_(low, high).exp_()
             if from_above is not None:
                 shape += from_above[doc]
             # ln E[w] = ln Lambda + lnGamma(1 + 1/k), as weibull_mean computes it
             log_mean = shape.reciprocal_().add_(1.0).lgamma_()
-            log_mean += pre[:, K1:].clamp_(*LOG_SCALE_RANGE)
+            log_mean += torch.addmm(scale_head[1], window, scale_head[0]).clamp_(*LOG_SCALE_RANGE)
             theta1.index_add_(0, doc, log_mean.exp_())
         return [theta1] + upper
 
