@@ -6,8 +6,10 @@ synthetic documents (``--doc-length`` tokens ``w1``..``w{V-1}`` drawn from a Zip
 exponent 1.1, the long-tailed frequencies of text), then, in a fresh process, trains
 ``fit_hybrid`` for a fixed number of steps (``--steps`` minibatches of ``--batch-size``) on
 :class:`~cpgbn.inference.training.TextFileBlocks` over that file (blocks of 4096 lines, the
-vocabulary fixed in advance), and records the process's peak resident memory (VmHWM), the
-training documents per second and the documents of the largest block held.  The same number of
+vocabulary from the scan), and records the process's peak resident memory (VmHWM), the
+training documents per second and the documents of the largest block held.  The process
+first makes the streamed fit's scan of the file (:func:`cpgbn.text.stream.scan_text_file`:
+vocabulary, sizes, digest; its seconds are recorded), so the peak includes it.  The same number of
 steps at every N, so only the corpus size changes (rho = N / |batch| scales the statistics; the
 file is indexed once, one byte offset per block).
 
@@ -55,22 +57,25 @@ def phase_train(args) -> dict:
     from cpgbn.inference.state import Hyperparameters
     from cpgbn.inference.training import TextFileBlocks, text_encoder
     from cpgbn.model import DEFAULT_TOKEN_COUNT
-    from cpgbn.text.vocabulary import Vocabulary
+    from cpgbn.text.stream import TextFile, scan_text_file
 
     import torch
     torch.set_num_threads(args.threads)
     import numba
     numba.set_num_threads(args.threads)
     layers = tuple(int(k) for k in args.layers.split(","))
-    vocabulary = Vocabulary(["<unk>"] + [f"w{i}" for i in range(1, args.vocab_size)])
-    source = TextFileBlocks(args.file, text_encoder(vocabulary, args.filter_width,
+    start = time.perf_counter()   # the streamed fit's first pass: vocabulary, sizes, digest
+    scan = scan_text_file(TextFile(args.file), args.vocab_size)
+    scan_seconds = time.perf_counter() - start
+    source = TextFileBlocks(args.file, text_encoder(scan.vocabulary, args.filter_width,
                                                     DEFAULT_TOKEN_COUNT))
     hyper = Hyperparameters(eta=(0.05,) * len(layers))
     start = time.perf_counter()
-    result = fit_hybrid(source, layers, args.vocab_size, hyper, seed=args.seed,
+    result = fit_hybrid(source, layers, len(scan.vocabulary), hyper, seed=args.seed,
                         n_steps=args.steps, batch_size=args.batch_size, progress=False)
     seconds = time.perf_counter() - start
     return {"n_docs": source.n_docs, "steps": args.steps, "seconds": round(seconds, 1),
+            "scan_seconds": round(scan_seconds, 1),
             "docs_per_second": round(args.steps * args.batch_size / seconds, 1),
             "max_block_docs": source.max_block_docs,
             "last_loss": float(np.median(result.trace.loss[-10:])),
@@ -106,11 +111,11 @@ def write_report(record: dict, out: Path) -> None:
              f"{record['layers']}, V = {record['vocab_size']}, F = {record['filter_width']}, "
              f"{record['doc_length']} Zipf tokens per document; {record['steps']} steps of "
              f"{record['batch_size']} documents at every size, each size a fresh process.", "",
-             "| documents | file MB | peak RSS MB | training docs/s | largest block held |",
-             "|---|---|---|---|---|"]
+             "| documents | file MB | peak RSS MB | scan s | training docs/s | largest block "
+             "held |", "|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['n_docs']:,} | {r['file_mb']} | {r['peak_rss_mb']} | "
-                     f"{r['docs_per_second']} | {r['max_block_docs']} |")
+                     f"{r['scan_seconds']} | {r['docs_per_second']} | {r['max_block_docs']} |")
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     fig, ax = plt.subplots(figsize=(5, 3.2))
     ax.plot([r["n_docs"] for r in rows], [r["peak_rss_mb"] for r in rows], "o-",

@@ -34,5 +34,6 @@ _import_torch_before_numba_threads()
 from .version import VERSION as __version__  # noqa: E402
 from .errors import CPGBNInputError, DataFileError, ModelFormatError  # noqa: E402
 from .model import CPGBN, PGBN  # noqa: E402
+from .text.stream import TextFile  # noqa: E402
 
-__all__ = ["CPGBN", "PGBN", "CPGBNInputError", "DataFileError", "ModelFormatError", "__version__"]
+__all__ = ["CPGBN", "PGBN", "TextFile", "CPGBNInputError", "DataFileError", "ModelFormatError", "__version__"]

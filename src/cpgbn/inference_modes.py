@@ -33,11 +33,12 @@ import contextlib
 import numpy as np
 
 from .errors import CPGBNInputError, check_int, check_positive
-from .inference.training import ConvDataBlocks
+from .inference.training import ConvDataBlocks, TextFileBlocks
 from .layers.cells import ConvData
 
 __all__ = ["MODES", "LOSS_NAMES", "FITTED_ATTRIBUTES", "LOCAL_BURN_IN", "LOCAL_COLLECT",
-           "BLOCK_DOCS", "check_params", "steps_per_epoch", "fit_model", "encoder_thetas", "require_torch"]
+           "BLOCK_DOCS", "check_params", "steps_per_epoch", "memory_source", "file_source",
+           "fit_model", "encoder_thetas", "require_torch"]
 
 #: The values of ``CPGBN(inference=...)``.
 MODES = ("gibbs", "minibatch-gibbs", "hybrid")
@@ -111,6 +112,41 @@ class _FingerprintedBlocks(ConvDataBlocks):
         return {**super().identity(), "fingerprint": self.fingerprint}
 
 
+class _FingerprintedFile(TextFileBlocks):
+    """A training file in blocks; its identity is the digest of its documents with the
+    estimator's parameters (not its path: a moved file resumes, an edited one does not)."""
+
+    def __init__(self, path, encode, labeled: bool, fingerprint: str):
+        super().__init__(path, encode, BLOCK_DOCS, labeled=labeled)
+        self.fingerprint = fingerprint
+
+    def identity(self) -> dict:
+        return {"kind": "file", "n_docs": self.n_docs, "block_docs": self.block_docs,
+                "fingerprint": self.fingerprint}
+
+
+def memory_source(model, data: ConvData, chain_params: dict) -> ConvDataBlocks:
+    """The block source of training cells ``data`` held in memory, fingerprinted by the
+    cells, ``model``'s vocabulary and seed, and ``chain_params`` (the parameters that change
+    the run) for :func:`fit_model`'s checkpoints."""
+    from .inference.checkpoint import fingerprint
+    corpus_print = fingerprint(data.cell_word, data.cell_col, np.asarray(data.cell_count),
+                               data.doc_cells, data.doc_length, model.vocabulary_.tokens,
+                               chain_params, model.seed_)
+    return _FingerprintedBlocks(data, corpus_print)
+
+
+def file_source(model, text_file, scan, chain_params: dict, encode) -> TextFileBlocks:
+    """The block source of a :class:`~cpgbn.text.stream.TextFile` read a block at a time,
+    ``encode(texts, first_line) -> ConvData`` building each block's cells as an in-memory fit
+    builds them, fingerprinted by the file's digest (``scan``:
+    :func:`~cpgbn.text.stream.scan_text_file`) and the same parameters as
+    :func:`memory_source`."""
+    from .inference.checkpoint import fingerprint
+    file_print = fingerprint(scan.digest, model.vocabulary_.tokens, chain_params, model.seed_)
+    return _FingerprintedFile(text_file.path, encode, text_file.labeled, file_print)
+
+
 @contextlib.contextmanager
 def _torch_threads(n_threads):
     """torch's intra-op threads set to ``n_threads`` (None: unchanged), restored afterwards."""
@@ -126,9 +162,10 @@ def _torch_threads(n_threads):
         torch.set_num_threads(previous)
 
 
-def fit_model(model, data: ConvData, mode: dict, chain_params: dict, *, checkpoint_dir=None,
-              checkpoint_every: int = 10, resume: bool = False) -> None:
-    """Learn ``model``'s globals (and the hybrid's encoder) from the training cells ``data`` in
+def fit_model(model, source, mode: dict, *, checkpoint_dir=None, checkpoint_every: int = 10,
+              resume: bool = False) -> None:
+    """Learn ``model``'s globals (and the hybrid's encoder) from the training documents of the
+    block ``source`` (:func:`memory_source`, :func:`file_source`) in
     ``mode["n_epochs"]`` passes of minibatches of ``mode["batch_size"]`` documents (module
     docstring), and set the estimator's fitted attributes of the minibatch modes:
 
@@ -140,20 +177,15 @@ def fit_model(model, data: ConvData, mode: dict, chain_params: dict, *, checkpoi
       ``state_dict`` name).
 
     ``model`` has been prepared by ``fit`` (``vocabulary_``, ``layers_``, ``hyper_``,
-    ``seed_``); ``mode`` is :func:`check_params`'s result.  ``chain_params`` (the estimator's
-    parameters that change the run), with the tokens, fingerprint the checkpoint in
-    ``checkpoint_dir`` (written every ``checkpoint_every`` steps, deleted at the end), so
-    ``resume`` continues only the same fit, to the same model as an uninterrupted run.
+    ``seed_``); ``mode`` is :func:`check_params`'s result.  The source's fingerprint (data and
+    parameters) marks the checkpoint in ``checkpoint_dir`` (written every ``checkpoint_every``
+    steps, deleted at the end), so ``resume`` continues only the same fit, to the same model as
+    an uninterrupted run.
     """
     import shutil
 
-    from .inference.checkpoint import fingerprint
-
-    corpus_print = fingerprint(data.cell_word, data.cell_col, np.asarray(data.cell_count),
-                               data.doc_cells, data.doc_length, model.vocabulary_.tokens,
-                               chain_params, model.seed_)
-    source = _FingerprintedBlocks(data, corpus_print)
-    n_steps = mode["n_epochs"] * steps_per_epoch(data.n_docs, mode["batch_size"])
+    n_steps = mode["n_epochs"] * steps_per_epoch(source.n_docs, mode["batch_size"],
+                                                  source.block_docs)
     common = dict(seed=model.seed_, n_steps=n_steps, batch_size=mode["batch_size"],
                   checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every,
                   resume=resume, progress=None if model.progress else False)

@@ -27,6 +27,7 @@ from .inference.mixing import MixingMonitor
 from .inference.state import GlobalParameters, Hyperparameters
 from .layers.cells import ConvData, ObservationModel, from_bag_of_words, from_token_sequences
 from .text.corpus import Corpus
+from .text.stream import TextFile
 from .text.vocabulary import Vocabulary
 
 #: Default pseudo-count per token, chosen by measured accuracy on TREC, SUBJ and MR at one to
@@ -239,6 +240,8 @@ class CPGBN(TransformerMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ data
     def _corpus(self, X, vocabulary: Vocabulary | None, vocab_size: int | None) -> Corpus:
+        if isinstance(X, TextFile):   # read whole: the paths that stream never come here
+            X = X.read_texts()
         if isinstance(X, Corpus):
             if vocabulary is not None and X.vocabulary != vocabulary:
                 raise CPGBNInputError("the corpus uses a different vocabulary than the fitted model;"
@@ -247,7 +250,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
         # a pandas Series or Index is not a registered Sequence; its tolist() is the column
         if isinstance(X, str) or not (isinstance(X, Sequence | np.ndarray) or hasattr(X, "tolist")):
             raise CPGBNInputError("X must be a sequence of document strings (a list, an array, a "
-                                  "pandas column) or a cpgbn.text.Corpus")
+                                  "pandas column), a cpgbn.text.Corpus or a cpgbn.text.TextFile")
         texts = X if isinstance(X, Sequence) else X.tolist()
         if vocabulary is None:
             return Corpus.from_texts(texts, vocab_size=vocab_size)
@@ -307,8 +310,15 @@ class CPGBN(TransformerMixin, BaseEstimator):
     # ------------------------------------------------------------------ fitting
     def fit(self, X, y=None, *, checkpoint_dir=None, checkpoint_every: int = 10,
             resume: bool = False):
-        """Run the Gibbs sampler on the documents ``X`` (strings or an encoded Corpus), or the
-        minibatch mode that ``inference`` names (:func:`cpgbn.inference_modes.fit_model`).
+        """Run the Gibbs sampler on the documents ``X`` (strings, an encoded Corpus, or a
+        :class:`~cpgbn.text.TextFile`), or the minibatch mode that ``inference`` names
+        (:func:`cpgbn.inference_modes.fit_model`).
+
+        A :class:`~cpgbn.text.TextFile` is streamed in the minibatch modes: one pass builds the
+        vocabulary, then training reads a block of lines at a time, so the file may be larger
+        than memory (the same model as the file's texts in a list give); such a fit keeps no
+        ``train_features_`` / ``train_theta_`` (``transform`` the file for them).  The Gibbs
+        sampler holds every position, so there it reads the file whole.
 
         With ``checkpoint_dir``, the sampler state is saved there (atomically) every
         ``checkpoint_every`` sweeps (minibatch steps); ``resume=True`` continues from it if it
@@ -316,6 +326,12 @@ class CPGBN(TransformerMixin, BaseEstimator):
         uninterrupted fit gives.  The checkpoint is deleted when the fit completes.
         """
         params = self._validated()
+        checkpoint_every = _check_int("checkpoint_every", checkpoint_every, 1)
+        if isinstance(X, TextFile):
+            if params["inference"] != "gibbs":
+                return self._fit_file(X, params, checkpoint_dir=checkpoint_dir,
+                                      checkpoint_every=checkpoint_every, resume=resume)
+            X = X.read_texts()
         corpus = self._corpus(X, None, params["vocab_size"])
         if len(corpus) == 0:
             raise CPGBNInputError("cannot fit on an empty corpus (0 documents)")
@@ -325,25 +341,16 @@ class CPGBN(TransformerMixin, BaseEstimator):
                 f"training document {int(empty[0]) + 1} (line {int(empty[0]) + 1} of a one-document-"
                 f"per-line file) has no tokens ({len(empty)} empty document(s) in all); remove "
                 "empty documents from the training data")
-        self.seed_ = (int(np.random.SeedSequence().entropy % _MAX_SEED)
-                      if self.random_state is None else _check_int("random_state",
-                                                                   self.random_state, 0))
-        from .inference_modes import FITTED_ATTRIBUTES
-        for name in FITTED_ATTRIBUTES:   # a refit forgets an earlier minibatch fit
-            self.__dict__.pop(name, None)
-        self.vocabulary_ = corpus.vocabulary
-        self.layers_ = params["layers"]
-        self.hyper_ = params["hyper"]
+        self._start_fit(corpus.vocabulary, params)
         data = self._data(corpus, params["filter_width"])
         self._check_memory(data, self.layers_, len(self.vocabulary_),
                            training=params["inference"] == "gibbs")
-        checkpoint_every = _check_int("checkpoint_every", checkpoint_every, 1)
         if params["inference"] != "gibbs":   # the training features: as transform gives them
-            from .inference_modes import fit_model
-            self.__dict__.pop("mixing_", None)   # measured on a Gibbs chain only
+            from .inference_modes import fit_model, memory_source
             with self._threads():
-                fit_model(self, data, params, self._chain_params(), checkpoint_dir=checkpoint_dir,
-                          checkpoint_every=checkpoint_every, resume=resume)
+                fit_model(self, memory_source(self, data, self._chain_params()), params,
+                          checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every,
+                          resume=resume)
             self.train_theta_, data = self._thetas(corpus, data)
             self.train_features_ = self._features(self.train_theta_, data)
             usage = self.train_theta_[0].sum(axis=0)
@@ -387,6 +394,50 @@ class CPGBN(TransformerMixin, BaseEstimator):
         self.n_train_tokens_ = int(corpus.lengths.sum())
         return self
 
+    def _start_fit(self, vocabulary: Vocabulary, params: dict) -> None:
+        """Resolve the seed and set what every fit sets first (forgetting an earlier fit)."""
+        self.seed_ = (int(np.random.SeedSequence().entropy % _MAX_SEED)
+                      if self.random_state is None else _check_int("random_state",
+                                                                   self.random_state, 0))
+        from .inference_modes import FITTED_ATTRIBUTES
+        for name in FITTED_ATTRIBUTES + ("mixing_", "train_features_", "train_theta_"):
+            self.__dict__.pop(name, None)
+        self.vocabulary_ = vocabulary
+        self.layers_ = params["layers"]
+        self.hyper_ = params["hyper"]
+
+    def _fit_file(self, text_file: TextFile, params: dict, **checkpointing):
+        """:meth:`fit` of a minibatch mode on a file streamed a block at a time."""
+        from .inference_modes import BLOCK_DOCS, file_source, fit_model
+        from .text.stream import scan_text_file
+        filter_width = params["filter_width"]
+        scan = scan_text_file(text_file, params["vocab_size"], block_lines=BLOCK_DOCS,
+                              short_below=filter_width - 2 * self.padding)
+        if scan.n_short:
+            warnings.warn(f"{scan.n_short} document(s) shorter than filter_width={filter_width} "
+                          "are padded with empty columns", stacklevel=3)
+        self._start_fit(scan.vocabulary, params)
+
+        def encode(texts, first_line):   # a block's cells, as an in-memory fit builds them
+            with warnings.catch_warnings():   # short documents: counted by the scan
+                warnings.simplefilter("ignore", UserWarning)
+                return self._data(Corpus.from_texts(texts, vocabulary=self.vocabulary_),
+                                  filter_width)
+        encode.filter_width = filter_width   # what the block source reports as F
+
+        source = file_source(self, text_file, scan, self._chain_params(), encode)
+        with self._threads():
+            fit_model(self, source, params, **checkpointing)
+        # the kernels' shares in the training documents, one block at a time
+        usage = np.zeros(self.layers_[0])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            for texts in text_file.blocks(BLOCK_DOCS):
+                usage += self._thetas(texts)[0][0].sum(axis=0)
+        self.kernel_usage_ = usage / usage.sum()
+        self.n_train_tokens_ = scan.n_tokens
+        return self
+
     def _chain_params(self) -> dict:
         """The parameters that change the Markov chain (not threads or progress bars)."""
         params = self.get_params()
@@ -405,6 +456,8 @@ class CPGBN(TransformerMixin, BaseEstimator):
         authors' protocol); ``fit(X).transform(X)`` instead re-infers them with the globals fixed.
         The minibatch modes have no such chain: there the two are equal.
         """
+        if isinstance(X, TextFile) and self.inference != "gibbs":   # a streamed fit keeps none
+            return self.fit(X, **fit_params).transform(X)
         return self.fit(X, **fit_params).train_features_
 
     def infer(self, X, *, n_iter: int | None = None, burn_in: int | None = None,
@@ -451,6 +504,11 @@ class CPGBN(TransformerMixin, BaseEstimator):
         the features of every layer are concatenated [theta^(1), ..., theta^(T)].
         """
         self._check_fitted()
+        if (isinstance(X, TextFile) and self.inference == "hybrid"
+                and self._validated()["refine_iter"] == 0):   # deterministic: block by block
+            from .inference_modes import BLOCK_DOCS
+            return np.vstack([self._features(*self._thetas(texts), all_layers=all_layers)
+                              for texts in X.blocks(BLOCK_DOCS)])
         return self._features(*self._thetas(X), all_layers=all_layers)
 
     def _thetas(self, X, data: ConvData | None = None):

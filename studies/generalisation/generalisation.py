@@ -43,7 +43,7 @@ EVALUATE_KEYS = ("model", "layers", "token_count", "filter_width", "eta")
 
 
 def variant(model: str = "cpgbn", layers=(200, 100, 50), **params) -> dict:
-    """A variant's parameters: the model ("cpgbn" or "pgbn"), its layers, and any estimator
+    """A variant's parameters: the model ("cpgbn", "pgbn" or "lda"), its layers, and any estimator
     parameter (``token_count`` defaults to the model's: the default for CPGBN, plain counts,
     1, for PGBN)."""
     params.setdefault("token_count", DEFAULT_TOKEN_COUNT if model == "cpgbn" else 1)
@@ -70,6 +70,12 @@ VARIANTS = {
     "cpgbn-hybrid-5ep": variant(inference="hybrid", n_epochs=5, learning_rate=3e-3),
     "cpgbn-hybrid-5ep-refine20": variant(inference="hybrid", n_epochs=5, learning_rate=3e-3,
                                          refine_iter=20),
+    # IMDB's 25k reviews make one epoch 250 minibatch steps (TREC's five epochs: 275), and
+    # two sweeps from the encoder matched the Gibbs features on TREC and SUBJ (hybrid_features)
+    "cpgbn-hybrid-1ep-refine2": variant(inference="hybrid", n_epochs=1, learning_rate=3e-3,
+                                        refine_iter=2),
+    # scikit-learn's variational LDA, 200 topics: the other bag-of-words baseline
+    "lda-200": variant("lda", layers=(200,)),
 }
 
 

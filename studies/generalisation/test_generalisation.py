@@ -30,6 +30,10 @@ def test_variants_resolve_to_evaluate_arguments():
                        "token_count": DEFAULT_TOKEN_COUNT, "model_params": {}}
     assert study.evaluate_arguments("pgbn-plain")["token_count"] == 1
     assert study.evaluate_arguments("cpgbn-count-25")["token_count"] == 25
+    assert study.evaluate_arguments("lda-200") == {"model": "lda", "layers": (200,),
+                                                   "token_count": 1, "model_params": {}}
+    assert study.evaluate_arguments("cpgbn-hybrid-1ep-refine2")["model_params"] == {
+        "inference": "hybrid", "n_epochs": 1, "learning_rate": 3e-3, "refine_iter": 2}
     # an estimator parameter that evaluate() does not take itself goes to model_params
     assert study.variant(pooling_concentration=0.5)["pooling_concentration"] == 0.5
     study.VARIANTS["tmp-test"] = study.variant(sample_r=False)

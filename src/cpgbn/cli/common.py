@@ -13,7 +13,7 @@ from pathlib import Path
 from ..errors import CPGBNInputError
 from ..inference_modes import MODES
 
-__all__ = ["add_data_args", "add_inference_args", "add_run_args", "inference_params",
+__all__ = ["add_data_args", "add_inference_args", "add_run_args", "data_file", "inference_params",
            "layer_sizes", "positive_float", "positive_int", "read_documents", "token_count"]
 
 
@@ -99,18 +99,24 @@ def add_run_args(p):
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
+def data_file(data: str, fmt: str):
+    """DATA as a :class:`~cpgbn.text.TextFile` when it names a file (not a dataset), else None."""
+    from ..text import TextFile
+    if Path(data).exists() or fmt != "auto" or os.sep in data or \
+            data.endswith((".tsv", ".txt", ".gz")):
+        return TextFile(data, fmt)
+    return None
+
+
 def read_documents(data: str, split: str, data_dir, fmt: str):
     """(texts, labels or None) from a file path or a dataset name."""
     from ..datasets import DATASETS, load_dataset
-    from ..text import read_labeled, read_lines
-    path = Path(data)
-    if path.exists() or fmt != "auto" or os.sep in data or data.endswith((".tsv", ".txt", ".gz")):
-        if fmt == "auto":
-            name = path.name.lower()
-            fmt = "tsv" if name.endswith((".tsv", ".tsv.gz")) else "lines"
-        if fmt == "tsv":
-            return read_labeled(path)
-        return read_lines(path), None
+    from ..text import read_labeled
+    source = data_file(data, fmt)
+    if source is not None:
+        if source.labeled:
+            return read_labeled(source.path)
+        return source.read_texts(), None
     if data.lower() in DATASETS:
         return load_dataset(data, split, data_dir=data_dir)
     raise CPGBNInputError(f"{data!r} is neither an existing file nor a dataset name "

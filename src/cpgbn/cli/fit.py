@@ -5,7 +5,7 @@ import sys
 import time
 from pathlib import Path
 
-from .common import (add_data_args, add_inference_args, add_run_args, inference_params,
+from .common import (add_data_args, add_inference_args, add_run_args, data_file, inference_params,
                      layer_sizes, positive_float, read_documents, token_count)
 
 __all__ = ["add_fit_parser", "add_transform_parser", "cmd_fit", "cmd_transform"]
@@ -15,7 +15,11 @@ def cmd_fit(args) -> int:
     from ..files import check_replaceable
     from ..model import CPGBN
     check_replaceable(args.out)
-    texts, _ = read_documents(args.data, args.split, args.data_dir, args.format)
+    streamed = data_file(args.data, args.format) if args.inference != "gibbs" else None
+    if streamed is None:
+        texts, _ = read_documents(args.data, args.split, args.data_dir, args.format)
+    else:   # the minibatch modes read a file a block of lines at a time
+        texts = streamed
     model = CPGBN(layers=args.layers, filter_width=args.filter_width, vocab_size=args.vocab_size,
                   token_count=args.token_count, padding=args.padding, eta=args.eta,
                   pooling_concentration=args.pooling_concentration, n_iter=args.iterations,
@@ -37,7 +41,9 @@ def cmd_fit(args) -> int:
         figure = (f"{len(model.loss_trace_)} minibatch steps; last step's "
                   f"{LOSS_NAMES[args.inference]} {model.loss_trace_[-1]:.4g}")
     mode = "" if args.inference == "gibbs" else f" ({args.inference})"
-    print(f"fitted CPGBN {'-'.join(map(str, model.layers_))}{mode} on {len(texts)} documents "
+    documents = (f"{len(texts)} documents" if streamed is None
+                 else f"{streamed.path} (streamed in blocks)")
+    print(f"fitted CPGBN {'-'.join(map(str, model.layers_))}{mode} on {documents} "
           f"({model.n_train_tokens_} tokens, V={len(model.vocabulary_)}) in {seconds:.1f}s; "
           f"{figure} ({model.observation_model.describe()}); saved to {args.out}")
     return 0

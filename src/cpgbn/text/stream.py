@@ -1,0 +1,113 @@
+"""A corpus that stays on disk: :class:`TextFile` names a one-document-per-line file that is
+read a block of lines at a time, and :func:`scan_text_file` makes the one pass over it that a
+streamed fit needs before training (vocabulary, sizes, empty documents, a digest).
+
+``CPGBN(inference="hybrid").fit(TextFile("big.tsv"))`` trains on minibatches cut from blocks
+of the file (:class:`cpgbn.inference.training.TextFileBlocks`), so the file may be larger than
+memory; the model is the one ``fit(read_lines(...))`` gives for the same seed, because the
+scan builds the same vocabulary as :meth:`cpgbn.text.Corpus.from_texts` and the blocks are the
+in-memory blocks.
+"""
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from cpgbn.errors import CPGBNInputError
+from cpgbn.text.readers import read_labeled, read_line_blocks, read_lines
+from cpgbn.text.tokenize import tokenize
+from cpgbn.text.vocabulary import Vocabulary
+
+__all__ = ["TextFile", "FileScan", "scan_text_file"]
+
+_FORMATS = ("auto", "tsv", "lines")
+
+
+@dataclass(frozen=True)
+class TextFile:
+    """A data file to be read in blocks instead of loaded whole.
+
+    path : a plain or ``.gz`` file with one document per line.
+    format : ``"tsv"`` (``label<TAB>text``; the labels are ignored by ``fit``), ``"lines"`` (the
+        whole line is the document) or ``"auto"`` (``.tsv`` / ``.tsv.gz`` are tsv), as the
+        command line's ``--format``.
+    """
+
+    path: Path
+    format: str = "auto"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.path, str | Path):
+            raise CPGBNInputError(f"TextFile path must be a str or a Path, got "
+                                  f"{type(self.path).__name__}")
+        if self.format not in _FORMATS:
+            raise CPGBNInputError(f"TextFile format must be one of {', '.join(_FORMATS)}, got "
+                                  f"{self.format!r}")
+        object.__setattr__(self, "path", Path(self.path))
+
+    @property
+    def labeled(self) -> bool:
+        """Whether each line is ``label<TAB>text``."""
+        if self.format == "auto":
+            return self.path.name.lower().endswith((".tsv", ".tsv.gz"))
+        return self.format == "tsv"
+
+    def blocks(self, block_lines: int) -> Iterator[list[str]]:
+        """The documents, ``block_lines`` at a time (one block held at once)."""
+        for block in read_line_blocks(self.path, block_lines, labeled=self.labeled):
+            yield block.texts
+
+    def read_texts(self) -> list[str]:
+        """Every document at once (for the modes that hold the corpus in memory anyway)."""
+        return read_labeled(self.path)[0] if self.labeled else read_lines(self.path)
+
+
+@dataclass(frozen=True)
+class FileScan:
+    """What one pass over a :class:`TextFile` found (:func:`scan_text_file`).
+
+    vocabulary : built from the file's tokens as :meth:`Corpus.from_texts` builds it.
+    n_docs, n_tokens : documents (lines) and tokens in the file.
+    n_short : documents with fewer than ``short_below`` tokens (padded by the cells).
+    digest : BLAKE2b of the documents' text, so a checkpoint is resumed only on the same file.
+    """
+
+    vocabulary: Vocabulary
+    n_docs: int
+    n_tokens: int
+    n_short: int
+    digest: str
+
+
+def scan_text_file(source: TextFile, vocab_size: int | None, *, block_lines: int = 4096,
+                   short_below: int = 1) -> FileScan:
+    """One streaming pass over ``source``: token counts for a vocabulary of at most
+    ``vocab_size`` rows (every distinct token when None), sizes and a digest.  A document
+    without tokens raises the one-line error of an in-memory fit, naming its line."""
+    counts: Counter[str] = Counter()
+    digest = hashlib.blake2b(digest_size=16)
+    n_docs = n_tokens = n_short = 0
+    empty: list[int] = []
+    for texts in source.blocks(block_lines):
+        for text in texts:
+            n_docs += 1
+            tokens = tokenize(text)
+            counts.update(tokens)
+            n_tokens += len(tokens)
+            n_short += len(tokens) < short_below
+            if not tokens:
+                empty.append(n_docs)
+            digest.update(text.encode("utf-8"))
+            digest.update(b"\n")
+    if empty:
+        raise CPGBNInputError(
+            f"training document {empty[0]} (line {empty[0]} of {source.path}) has no tokens "
+            f"({len(empty)} empty document(s) in all); remove empty documents from the "
+            "training data")
+    if vocab_size is None:
+        vocab_size = max(len(counts) + 1, 2)
+    return FileScan(Vocabulary.from_frequencies(counts, vocab_size), n_docs, n_tokens, n_short,
+                    digest.hexdigest())
