@@ -8,8 +8,11 @@ test reviews in batches of 512, by two paths:
   shapes, scales and means at once;
 * ``mean_thetas``: the chunked feature path that ``transform`` uses.
 
-Each path's seconds (median of ``--repeats``), and torch's profile of ``mean_thetas``: the
-share of each operator, so the floor set by the one matrix product per position is visible.
+Each path's seconds (median of ``--repeats``), ``mean_thetas``' seconds at other chunk sizes,
+the seconds of what precedes the encoder in ``transform`` (tokenizing the reviews with a fixed
+vocabulary; building their cells and packing the batches), and torch's profile of
+``mean_thetas``: the share of each operator, so the floor set by the one matrix product per
+position is visible.
 
 Both are measured in two fresh processes that differ only in what starts first: torch, as
 ``import cpgbn`` arranges, or numba's thread pool (``numba.get_num_threads()`` before torch is
@@ -32,21 +35,28 @@ import numpy as np
 
 LAYERS = (200, 100, 50)
 V, F, BATCH = 30_001, 3, 512
+CHUNKS = (1024, 2048, 4096, 8192)
 
 
 def batches(args):
+    """(packed batches of the first ``--docs`` test reviews, seconds of tokenizing them with
+    a fixed vocabulary, seconds of building their cells and packing them)."""
     from cpgbn.backends.torch.packed import pack_tokens
     from cpgbn.datasets import load_dataset
     from cpgbn.text import Corpus
 
     texts, _ = load_dataset("imdb", "test", data_dir=args.data_dir)
-    corpus = Corpus.from_texts(texts[:args.docs], vocab_size=V)
+    vocabulary = Corpus.from_texts(texts[:args.docs], vocab_size=V).vocabulary
+    start = time.perf_counter()          # what transform does: encode with the fitted vocabulary
+    corpus = Corpus.from_texts(texts[:args.docs], vocabulary=vocabulary)
+    tokenize_seconds = time.perf_counter() - start
+    start = time.perf_counter()
     out = []
     for lo in range(0, len(corpus), BATCH):
         hi = min(len(corpus), lo + BATCH)
         offsets = corpus.offsets[lo:hi + 1]
         out.append(pack_tokens(corpus.tokens[offsets[0]:offsets[-1]], offsets - offsets[0], F))
-    return out
+    return out, tokenize_seconds, time.perf_counter() - start
 
 
 def measure(args) -> dict:
@@ -62,7 +72,7 @@ def measure(args) -> dict:
     rng = np.random.default_rng(0)
     phi = [rng.dirichlet(np.ones(LAYERS[t - 1]), LAYERS[t]).T.astype(np.float32)
            for t in range(1, len(LAYERS))]
-    data = batches(args)
+    data, tokenize_seconds, pack_seconds = batches(args)
     n_positions = int(sum(b.n_total_positions for b in data))
 
     def by_sample():
@@ -81,11 +91,18 @@ def measure(args) -> dict:
         return float(np.median(times))
 
     timing = {"sample": seconds(by_sample), "mean_thetas": seconds(by_chunks)}
+    chunks = {}
+    for chunk in CHUNKS:     # positions per block of the chunked path (default 2048)
+        chunks[str(chunk)] = round(seconds(
+            lambda: [encoder.mean_thetas(b, phi, chunk_positions=chunk) for b in data]), 3)
     with profile() as prof:
         by_chunks()
     ops = sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)
     total = sum(e.self_cpu_time_total for e in ops)
     return {"positions": n_positions, "seconds": {k: round(v, 3) for k, v in timing.items()},
+            "tokenize_seconds": round(tokenize_seconds, 3),
+            "cells_and_pack_seconds": round(pack_seconds, 3),
+            "mean_thetas_seconds_by_chunk_positions": chunks,
             "mean_thetas_profile_shares": {e.key: round(e.self_cpu_time_total / total, 3)
                                            for e in ops[:8]}}
 

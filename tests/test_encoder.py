@@ -222,11 +222,14 @@ def test_chunked_mean_thetas_equal_the_mean_path(layers, above, chunk):
     enc = _encoder(layers, w_shape_above=above)
     _, phi, _ = _globals(layers)
     with torch.no_grad():
-        want = enc.sample(batch, phi, mean=True).theta
-    got = enc.mean_thetas(batch, phi, chunk_positions=chunk)
+        mean = enc.sample(batch, phi, mean=True)
+    w = torch.full_like(mean.w, float("nan"))
+    got = enc.mean_thetas(batch, phi, chunk_positions=chunk, w_out=w)
     assert len(got) == len(layers)
-    for x, y in zip(got, want):
+    for x, y in zip(got + [w], mean.theta + [mean.w]):
         torch.testing.assert_close(x, y, rtol=1e-12, atol=0)
+    with pytest.raises(CPGBNInputError, match="w_out must have shape"):
+        enc.mean_thetas(batch, phi, w_out=w[1:])
 
 
 def test_bad_input_raises():

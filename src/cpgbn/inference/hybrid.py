@@ -407,17 +407,26 @@ def fit_hybrid(source, layers, vocab_size: int, hyper: Hyperparameters, *, seed:
 REFINE_BLOCK_DOCS = 1024
 
 
-def _mean_path(encoder, globals_: GlobalParameters, data, batch_size: int, device):
-    """The encoder's mean path over ``data``, ``batch_size`` consecutive documents at a time:
-    yields (docs, sample), the batch's document indices and its WeibullSample."""
+def _mean_start(encoder, globals_: GlobalParameters, data, batch_size: int, device):
+    """The encoder's mean path over ``data`` as a Gibbs start: w (P, K_1) float32 and
+    theta^(1..T) as float64 arrays, ``batch_size`` documents at a time by the chunked
+    ``mean_thetas`` (equal to ``sample(mean=True)``'s, without its (P, K_1) temporaries)."""
     import torch
 
     from ..backends.torch.packed import pack
 
-    with torch.no_grad():
-        for lo in range(0, data.n_docs, batch_size):
-            docs = np.arange(lo, min(data.n_docs, lo + batch_size))
-            yield docs, encoder.sample(pack(data, docs, device=device), globals_.phi, mean=True)
+    w = np.empty((data.n_positions, encoder.layers[0]), dtype=np.float32)
+    thetas = [np.empty((data.n_docs, k)) for k in encoder.layers]
+    positions = np.asarray(data.doc_positions)
+    for lo in range(0, data.n_docs, batch_size):
+        hi = min(data.n_docs, lo + batch_size)
+        batch = pack(data, np.arange(lo, hi), device=device)
+        w_batch = torch.empty((batch.n_total_positions, encoder.layers[0]),
+                              dtype=torch.float32, device=batch.position_doc.device)
+        for t, theta in enumerate(encoder.mean_thetas(batch, globals_.phi, w_out=w_batch)):
+            thetas[t][lo:hi] = theta.double().cpu().numpy()
+        w[positions[lo]:positions[hi]] = w_batch.cpu().numpy()
+    return w, thetas
 
 
 def encoder_features(encoder_config: dict, encoder_weights: dict, globals_: GlobalParameters,
@@ -460,11 +469,7 @@ def refine_with_gibbs(encoder_config: dict, encoder_weights: dict, globals_: Glo
     for block, lo in enumerate(range(0, data.n_docs, int(block_docs))):
         docs = np.arange(lo, min(data.n_docs, lo + int(block_docs)))
         part = subset_cells(data, docs)
-        samples = [sample for _, sample in _mean_path(encoder, globals_, part, batch_size,
-                                                       device)]
-        w = np.concatenate([sample.w.float().cpu().numpy() for sample in samples])
-        thetas = [np.concatenate([sample.theta[t].double().cpu().numpy() for sample in samples])
-                  for t in range(len(encoder.layers))]
+        w, thetas = _mean_start(encoder, globals_, part, batch_size, device)
         sampler = GibbsSampler(part, hyper, derived_seed(seed, _REFINE, block),
                                learn_globals=False)
         result = sampler.run(sampler.local_state(globals_, 0, w=w, theta=thetas),

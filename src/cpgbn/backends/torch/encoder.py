@@ -277,10 +277,12 @@ class WeibullConvEncoder(nn.Module):
         return EncoderOutput(position_shape, position_scale, *self._document_path(H, batch))
 
     @torch.no_grad()
-    def mean_thetas(self, batch: PackedDocuments, phi=(), *,
-                    chunk_positions: int = 2048) -> list:
+    def mean_thetas(self, batch: PackedDocuments, phi=(), *, chunk_positions: int = 2048,
+                    w_out: torch.Tensor | None = None) -> list:
         """theta^(1..T) of ``sample(batch, phi, mean=True)`` (equal up to float rounding)
-        without its (P, K_1) tensors: a list of (B, K_t), no gradient.
+        without its (P, K_1) tensors: a list of (B, K_t), no gradient.  With ``w_out``, a
+        (P, K_1) tensor, the Weibull means of w (``sample``'s ``w``) are also written into it
+        (a start for Gibbs sweeps, :func:`cpgbn.inference.hybrid.refine_with_gibbs`).
 
         The feature path for new documents.  Positions are taken ``chunk_positions`` at a
         time: each chunk's window, [ln Sigma; ln Lambda], the shape of q(w) and the Weibull
@@ -291,6 +293,9 @@ class WeibullConvEncoder(nn.Module):
         """
         phi = self._check_phi(phi)
         K1 = self.layers[0]
+        if w_out is not None and tuple(w_out.shape) != (batch.n_total_positions, K1):
+            raise CPGBNInputError(f"w_out must have shape {(batch.n_total_positions, K1)}, got "
+                                  f"{tuple(w_out.shape)}")
         padded = self._padded_hidden(batch)
         H = padded[:-1]
         layer_shape, layer_scale = self._document_path(H, batch)
@@ -317,6 +322,8 @@ class WeibullConvEncoder(nn.Module):
             log_mean = shape.reciprocal_().add_(1.0).lgamma_()
             log_mean += torch.addmm(scale_head[1], window, scale_head[0]).clamp_(*LOG_SCALE_RANGE)
             theta1.index_add_(0, doc, log_mean.exp_())
+            if w_out is not None:
+                w_out[rows] = log_mean
         return [theta1] + upper
 
     # ------------------------------------------------------------------ top-down draws
