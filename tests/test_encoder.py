@@ -232,6 +232,29 @@ def test_chunked_mean_thetas_equal_the_mean_path(layers, above, chunk):
         enc.mean_thetas(batch, phi, w_out=w[1:])
 
 
+@pytest.mark.parametrize("chunk", [1, 7, 10_000])
+def test_the_median_statistic_pools_the_weibull_medians(chunk):
+    """w_statistic="median": theta^(1)_j = sum_s Lambda (ln 2)^(1/k) of the mean path's q(w)
+    (scipy's Weibull median), the upper layers unchanged."""
+    from scipy.stats import weibull_min
+
+    tokens, offsets = _documents([5, 0, 1, 12, 3, 9], seed=13)
+    batch = pack_tokens(tokens, offsets, F)
+    enc = _encoder(LAYERS)
+    _, phi, _ = _globals(LAYERS)
+    with torch.no_grad():
+        mean = enc.sample(batch, phi, mean=True)
+    median = weibull_min.median(mean.w_shape.numpy(), scale=mean.w_scale.numpy())
+    want = np.zeros((batch.n_docs, LAYERS[0]))
+    np.add.at(want, batch.position_doc.numpy(), median)
+    got = enc.mean_thetas(batch, phi, chunk_positions=chunk, w_statistic="median")
+    np.testing.assert_allclose(got[0].numpy(), want, rtol=1e-10)
+    for x, y in zip(got[1:], mean.theta[1:]):
+        torch.testing.assert_close(x, y, rtol=1e-12, atol=0)
+    with pytest.raises(CPGBNInputError, match="w_statistic must be"):
+        enc.mean_thetas(batch, phi, w_statistic="mode")
+
+
 def test_bad_input_raises():
     tokens, offsets = _documents([5, 3])
     batch = pack_tokens(tokens, offsets, F)

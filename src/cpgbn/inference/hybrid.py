@@ -430,10 +430,11 @@ def _mean_start(encoder, globals_: GlobalParameters, data, batch_size: int, devi
 
 
 def encoder_features(encoder_config: dict, encoder_weights: dict, globals_: GlobalParameters,
-                     data, *, batch_size: int = 512, device="cpu") -> list[np.ndarray]:
+                     data, *, batch_size: int = 512, device="cpu",
+                     w_statistic: str = "mean") -> list[np.ndarray]:
     """theta^(1..T) of new documents from the encoder's mean path (no randomness):
     a list of (N, K_t) float64 arrays, t = 1..T, computed ``batch_size`` documents at a time
-    by the encoder's chunked ``mean_thetas``."""
+    by the encoder's chunked ``mean_thetas`` (``w_statistic``: its summary of q(w))."""
     from ..backends.torch.packed import pack
 
     encoder = build_encoder(encoder_config, encoder_weights, device)
@@ -441,7 +442,8 @@ def encoder_features(encoder_config: dict, encoder_weights: dict, globals_: Glob
     out = [np.empty((data.n_docs, k)) for k in encoder.layers]
     for lo in range(0, data.n_docs, batch_size):
         docs = np.arange(lo, min(data.n_docs, lo + batch_size))
-        thetas = encoder.mean_thetas(pack(data, docs, device=device), globals_.phi)
+        thetas = encoder.mean_thetas(pack(data, docs, device=device), globals_.phi,
+                                     w_statistic=w_statistic)
         for t, theta in enumerate(thetas):
             out[t][docs] = theta.double().cpu().numpy()
     return out

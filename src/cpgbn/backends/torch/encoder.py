@@ -84,6 +84,8 @@ W_SHAPE_ABOVE = ("paper", "pooled")
 #: above any count a document carries, and times Gamma(1 + 1/k) <= 3.6e6 stays below
 #: sqrt(float32 max).
 LOG_SCALE_RANGE = (-40.0, 20.0)
+#: ln(ln 2): the Weibull median is lambda (ln 2)^(1/k)
+LN_LN_2 = math.log(math.log(2.0))
 _POOLINGS = ("mean", "max")
 
 
@@ -278,11 +280,17 @@ class WeibullConvEncoder(nn.Module):
 
     @torch.no_grad()
     def mean_thetas(self, batch: PackedDocuments, phi=(), *, chunk_positions: int = 2048,
-                    w_out: torch.Tensor | None = None) -> list:
+                    w_out: torch.Tensor | None = None, w_statistic: str = "mean") -> list:
         """theta^(1..T) of ``sample(batch, phi, mean=True)`` (equal up to float rounding)
         without its (P, K_1) tensors: a list of (B, K_t), no gradient.  With ``w_out``, a
         (P, K_1) tensor, the Weibull means of w (``sample``'s ``w``) are also written into it
         (a start for Gibbs sweeps, :func:`cpgbn.inference.hybrid.refine_with_gibbs`).
+
+        ``w_statistic="median"`` summarises each q(w_jks) by its median
+        Lambda (ln 2)^(1/k) instead of its mean Lambda Gamma(1 + 1/k) (theta^(1) is still the
+        pooled sum; the upper layers keep their means): the mean grows like Gamma(1 + 1/k) at
+        the small shapes k that the sparse prior favours, the median shrinks there
+        (``studies/encoder_statistic`` measures which makes the better features).
 
         The feature path for new documents.  Positions are taken ``chunk_positions`` at a
         time: each chunk's window, [ln Sigma; ln Lambda], the shape of q(w) and the Weibull
@@ -293,6 +301,8 @@ class WeibullConvEncoder(nn.Module):
         """
         phi = self._check_phi(phi)
         K1 = self.layers[0]
+        if w_statistic not in ("mean", "median"):
+            raise CPGBNInputError(f"w_statistic must be 'mean' or 'median', got {w_statistic!r}")
         if w_out is not None and tuple(w_out.shape) != (batch.n_total_positions, K1):
             raise CPGBNInputError(f"w_out must have shape {(batch.n_total_positions, K1)}, got "
                                   f"{tuple(w_out.shape)}")
@@ -318,8 +328,10 @@ class WeibullConvEncoder(nn.Module):
             shape.clamp_(low, high).exp_()
             if from_above is not None:
                 shape += from_above[doc]
-            # ln E[w] = ln Lambda + lnGamma(1 + 1/k), as weibull_mean computes it
-            log_mean = shape.reciprocal_().add_(1.0).lgamma_()
+            if w_statistic == "mean":   # ln E[w] = ln Lambda + lnGamma(1 + 1/k), as weibull_mean
+                log_mean = shape.reciprocal_().add_(1.0).lgamma_()
+            else:                       # ln median = ln Lambda + ln(ln 2) / k
+                log_mean = shape.reciprocal_().mul_(LN_LN_2)
             log_mean += torch.addmm(scale_head[1], window, scale_head[0]).clamp_(*LOG_SCALE_RANGE)
             theta1.index_add_(0, doc, log_mean.exp_())
             if w_out is not None:

@@ -1,0 +1,35 @@
+"""The encoder-statistic study's paths on a small fit, and its table."""
+import warnings
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+
+from cpgbn.model import CPGBN  # noqa: E402
+from studies.encoder_statistic import encoder_statistic as study  # noqa: E402
+
+
+def test_the_paths_give_positive_rows_the_mean_is_transform_and_the_median_differs():
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(15)]
+    texts = [" ".join(rng.choice(words, size=int(rng.integers(4, 9)))) for _ in range(24)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = CPGBN(layers=(4, 3), inference="hybrid", n_epochs=1, batch_size=12,
+                      random_state=0, n_iter=4, burn_in=2).fit(texts)
+    rows = {path: study.features(model, path, texts[:5]) for path in study.PATHS}
+    for path, f in rows.items():
+        assert f.shape == (5, 4) and np.isfinite(f).all() and (f > 0).all(), path
+    np.testing.assert_array_equal(rows["mean"], model.set_params(refine_iter=0).transform(texts[:5]))
+    assert not np.allclose(rows["median"], rows["mean"])
+    with pytest.raises(ValueError, match="unknown path"):
+        study.features(model, "mode", texts[:5])
+
+
+def test_the_table_reads_the_records():
+    record = {"dataset": "trec", "seed": 0,
+              "paths": {p: {"accuracy": 0.5, "feature_seconds": 1.0,
+                            "train_sum_quartiles": [1.0, 2.0, 4.0]} for p in study.PATHS}}
+    table = study.report([record, dict(record, seed=1)])
+    assert "| median | 50.0 +- 0.0 (n=2) | 2 (4.00) |" in table
