@@ -120,8 +120,8 @@ class CPGBN(TransformerMixin, BaseEstimator):
     refine_iter : int, default 0
         Hybrid ``transform``: Gibbs sweeps (globals fixed) after the encoder's mean theta.
         0 is the encoder's forward pass alone (fastest); 2 gave features as accurate as the
-        full Gibbs inference on TREC and SUBJ, where the encoder alone was 3-5 points
-        behind (docs/hybrid.md).
+        Gibbs-trained model's on TREC, SUBJ and MR, where the encoder alone was 2.4-3.9
+        points behind (docs/hybrid.md).
 
     Attributes
     ----------
