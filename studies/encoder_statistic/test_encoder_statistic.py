@@ -28,8 +28,12 @@ def test_the_paths_give_positive_rows_the_mean_is_transform_and_the_median_diffe
 
 
 def test_the_table_reads_the_records():
-    record = {"dataset": "trec", "seed": 0,
+    record = {"dataset": "trec", "seed": 0, "fit": {"n_epochs": 5},
               "paths": {p: {"accuracy": 0.5, "feature_seconds": 1.0,
                             "train_sum_quartiles": [1.0, 2.0, 4.0]} for p in study.PATHS}}
-    table = study.report([record, dict(record, seed=1)])
-    assert "| median | 50.0 +- 0.0 (n=2) | 2 (4.00) |" in table
+    longer = dict(record, fit={"n_epochs": 20})
+    table = study.report([record, dict(record, seed=1), longer])
+    assert "| TREC acc | TREC sum (q75/q25) | TREC 20 ep acc |" in table
+    assert "| median | 50.0 +- 0.0 (n=2) | 2 (4.00) | 50.0 (n=1) | 2 (4.00) |" in table
+    assert study.cell_name("trec", 1, 5) == "trec--seed1.json"
+    assert study.cell_name("trec", 1, 20) == "trec--seed1--20ep.json"
