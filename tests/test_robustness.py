@@ -38,6 +38,33 @@ def test_fit_refuses_beyond_memory_limit_before_allocating():
         CPGBN(memory_limit=0).fit(random_texts(5))
 
 
+def test_the_hybrid_is_checked_against_its_own_smaller_estimate():
+    """A hybrid fit holds minibatches, not every position's weights: a limit below the Gibbs
+    inference estimate of the corpus but above the hybrid's own lets it fit, while
+    minibatch Gibbs (which infers every training document at once afterwards) refuses."""
+    pytest.importorskip("torch")
+    from cpgbn.inference.hybrid import ENCODER_CHUNK_POSITIONS
+    from cpgbn.inference.memory import estimate_hybrid_bytes
+
+    texts = random_texts(150, min_len=80, max_len=100)
+    layers, V, batch_size = (300,), 30, 5
+    corpus_data = CPGBN(layers=layers, vocab_size=V)._data(
+        CPGBN(vocab_size=V)._corpus(texts, None, V), 3)
+    gibbs = estimate_bytes(corpus_data.n_docs, corpus_data.n_positions, corpus_data.n_cells, V,
+                           3, layers, 1, training=False)
+    per_batch = -(-corpus_data.n_positions * batch_size // corpus_data.n_docs)
+    hybrid = estimate_hybrid_bytes(corpus_data.n_docs, corpus_data.n_positions,
+                                   corpus_data.n_cells, V, 3, layers,
+                                   chunk_positions=min(ENCODER_CHUNK_POSITIONS, per_batch))
+    assert hybrid < gibbs
+    limit = (hybrid + gibbs) // 2
+    fast = dict(layers=layers, vocab_size=V, n_epochs=1, batch_size=batch_size, n_iter=2, burn_in=1,
+                random_state=0, n_threads=1, memory_limit=limit)
+    CPGBN(inference="hybrid", **fast).fit(texts)
+    with pytest.raises(CPGBNInputError, match=r"needs about .* memory_limit"):
+        CPGBN(inference="minibatch-gibbs", **fast).fit(texts)
+
+
 EXTREMES = [
     dict(layers=(1,)),                                  # a single kernel
     dict(layers=(3, 1), eta=1e-6),                      # tiny Dirichlet concentration

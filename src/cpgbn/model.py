@@ -282,13 +282,25 @@ class CPGBN(TransformerMixin, BaseEstimator):
                                  device=self.device)
 
     def _check_memory(self, data: ConvData, layers, vocab_size: int, training: bool) -> None:
-        from .inference.memory import check_memory, estimate_bytes
+        from .inference.memory import check_memory, estimate_bytes, estimate_hybrid_bytes
         if self.device is not None and str(self.device).startswith("cuda"):
             return  # the estimate is of host memory
-        n_threads = self.n_threads or numba.get_num_threads()
-        check_memory(estimate_bytes(data.n_docs, data.n_positions, data.n_cells, vocab_size,
-                                    data.filter_width, layers, n_threads, training),
-                     self.memory_limit)
+        if training and self.inference == "hybrid":   # minibatches; refinement in blocks
+            from .inference.hybrid import ENCODER_CHUNK_POSITIONS, REFINE_BLOCK_DOCS
+            params = self._validated()
+            refine = REFINE_BLOCK_DOCS if params["refine_iter"] > 0 else 0
+            # a step's graph holds a group of at most ENCODER_CHUNK_POSITIONS positions
+            per_batch = -(-data.n_positions * params["batch_size"] // max(data.n_docs, 1))
+            needed = estimate_hybrid_bytes(data.n_docs, data.n_positions, data.n_cells,
+                                           vocab_size, data.filter_width, layers,
+                                           chunk_positions=min(ENCODER_CHUNK_POSITIONS,
+                                                               per_batch),
+                                           refine_block_docs=refine)
+        else:
+            n_threads = self.n_threads or numba.get_num_threads()
+            needed = estimate_bytes(data.n_docs, data.n_positions, data.n_cells, vocab_size,
+                                    data.filter_width, layers, n_threads, training)
+        check_memory(needed, self.memory_limit)
 
     @contextlib.contextmanager
     def _threads(self):
@@ -343,8 +355,10 @@ class CPGBN(TransformerMixin, BaseEstimator):
                 "empty documents from the training data")
         self._start_fit(corpus.vocabulary, params)
         data = self._data(corpus, params["filter_width"])
+        # minibatch Gibbs infers every training document at once afterwards (train_theta_);
+        # the hybrid's own estimate covers its training and its block-wise features
         self._check_memory(data, self.layers_, len(self.vocabulary_),
-                           training=params["inference"] == "gibbs")
+                           training=params["inference"] != "minibatch-gibbs")
         if params["inference"] != "gibbs":   # the training features: as transform gives them
             from .inference_modes import fit_model, memory_source
             with self._threads():

@@ -15,6 +15,13 @@ width F, layers K_1..K_T and n_threads numba threads:
 
 Transform (globals fixed) needs neither the count slabs, nor the running sum of D, nor the
 mixing diagnostic.
+
+The hybrid (:func:`estimate_hybrid_bytes`) never holds all positions' weights: its training
+holds the cells, D-sized arrays (D on the host and for torch, the encoder's first table, its
+gradient and Adam's two moments, the TLASGR step's temporaries: about 10 of them, float32),
+one minibatch's autograd graph (about 40 tensors of ``chunk_positions`` x K_1 floats) and the
+training documents' theta^(1..T) and features; its Gibbs refinement runs blocks of
+``block_docs`` documents (the transform estimate of one block of average documents).
 """
 
 from __future__ import annotations
@@ -31,6 +38,24 @@ def estimate_bytes(n_docs: int, n_positions: int, n_cells: int, vocab_size: int,
     total += vocab_size * filter_width * K1 * (4 + (4 * n_threads + 8 if training else 0))
     total += n_docs * sum(layers) * 8 * 3 + n_docs * K1 * 4 + n_docs * len(layers) * 8
     total += n_cells * 12
+    return int(total)
+
+
+def estimate_hybrid_bytes(n_docs: int, n_positions: int, n_cells: int, vocab_size: int,
+                          filter_width: int, layers, *, chunk_positions: int,
+                          refine_block_docs: int = 0) -> int:
+    """Bytes of a hybrid fit (module docstring); ``refine_block_docs`` > 0 adds one block of
+    Gibbs refinement.  On IMDB's 25k training reviews (200-100-50, V = 30,001) it gives about
+    1.2 GB, against a measured peak of 1.86 GB of which 0.4 GB is the interpreter, torch and
+    the texts (``results/speed/hybrid_imdb.md``)."""
+    K1 = layers[0]
+    total = vocab_size * filter_width * K1 * 4 * 10
+    total += chunk_positions * K1 * 4 * 40
+    total += n_docs * sum(layers) * 8 * 2 + n_cells * 12
+    if refine_block_docs > 0 and n_docs > 0:
+        block = min(refine_block_docs, n_docs)
+        total += estimate_bytes(block, n_positions * block // n_docs, n_cells * block // n_docs,
+                                vocab_size, filter_width, layers, 1, training=False)
     return int(total)
 
 
