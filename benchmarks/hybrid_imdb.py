@@ -145,6 +145,9 @@ def main(argv=None) -> None:
                         help="only N evenly spaced reviews of each split (a quick check; 0: all)")
     parser.add_argument("--phases", default=None, help="comma-separated subset (default: all)")
     parser.add_argument("--out", type=Path, default=None, help="JSON record (table beside it)")
+    parser.add_argument("--model", type=Path, default=None,
+                        help="a model saved by an earlier train phase: time the feature phases "
+                             "of that model (leave train out of --phases)")
     parser.add_argument("--phase", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--work", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -163,10 +166,15 @@ def main(argv=None) -> None:
     args.passthrough += ["--accuracy"] if args.accuracy else []
     with tempfile.TemporaryDirectory() as work:
         args.work = Path(work)
+        if args.model is not None:
+            if "train" in phases:
+                raise SystemExit("--model times an existing model: leave train out of --phases")
+            (args.work / "model").symlink_to(args.model.resolve())
         rows = [run_phase(args, phase) for phase in phases]
     record = {"phases": rows, "epochs": args.epochs, "batch_size": args.batch_size,
               "learning_rate": args.learning_rate, "threads": args.threads, "seed": args.seed,
               "max_docs": args.max_docs,
+              "model": None if args.model is None else str(args.model),
               "command": "python " + " ".join(sys.argv), **origin}
     print(json.dumps(record))
     if args.out is not None:
