@@ -29,6 +29,16 @@ def one_line(value) -> str:
     return " ".join(str(value).split()) or type(value).__name__
 
 
+def empty_document_error(line: int, n_empty: int | None = None,
+                         file: str = "a one-document-per-line file") -> CPGBNInputError:
+    """The one-line error of a training document without tokens: document (and line)
+    ``line`` of ``file``, with the count of empty documents when it is known for the whole
+    corpus (``n_empty``)."""
+    count = "" if n_empty is None else f" ({n_empty} empty document(s) in all)"
+    return CPGBNInputError(f"training document {line} (line {line} of {file}) has no "
+                           f"tokens{count}; remove empty documents from the training data")
+
+
 def check_int(name: str, value, low: int) -> int:
     """``value`` as an int if it is an integer (not a bool) >= ``low``; else a CPGBNInputError
     naming the parameter ``name`` and the value."""

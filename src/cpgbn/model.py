@@ -21,7 +21,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
 
-from .errors import CPGBNInputError, check_int as _check_int, check_positive as _check_positive
+from .errors import (CPGBNInputError, check_int as _check_int,
+                     check_positive as _check_positive, empty_document_error)
 from .inference.gibbs import GibbsSampler, RunResult
 from .inference.mixing import MixingMonitor
 from .inference.state import GlobalParameters, Hyperparameters
@@ -349,10 +350,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
             raise CPGBNInputError("cannot fit on an empty corpus (0 documents)")
         empty = np.flatnonzero(corpus.lengths == 0)
         if len(empty):
-            raise CPGBNInputError(
-                f"training document {int(empty[0]) + 1} (line {int(empty[0]) + 1} of a one-document-"
-                f"per-line file) has no tokens ({len(empty)} empty document(s) in all); remove "
-                "empty documents from the training data")
+            raise empty_document_error(int(empty[0]) + 1, len(empty))
         self._start_fit(corpus.vocabulary, params)
         data = self._data(corpus, params["filter_width"])
         # minibatch Gibbs infers every training document at once afterwards (train_theta_);

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import CPGBNInputError, ModelFormatError
+from ..errors import CPGBNInputError, ModelFormatError, empty_document_error
 from ..layers.batches import subset_cells
 from ..layers.cells import ConvData, from_token_sequences
 from .checkpoint import fingerprint
@@ -111,10 +111,7 @@ def text_encoder(vocabulary, filter_width: int, token_count="bernoulli-poisson",
         corpus = Corpus.from_texts(texts, vocabulary=vocabulary)
         empty = np.flatnonzero(corpus.lengths == 0)
         if len(empty):
-            line = first_line + int(empty[0])
-            raise CPGBNInputError(
-                f"training document {line} (line {line} of a one-document-per-line file) has "
-                f"no tokens; remove empty documents from the training data")
+            raise empty_document_error(first_line + int(empty[0]))
         return from_token_sequences(corpus.tokens, corpus.offsets, filter_width, token_count,
                                     padding)
 

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from cpgbn.errors import CPGBNInputError
+from cpgbn.errors import CPGBNInputError, empty_document_error
 from cpgbn.text.readers import read_labeled, read_line_blocks, read_lines
 from cpgbn.text.tokenize import tokenize
 from cpgbn.text.vocabulary import Vocabulary
@@ -103,10 +103,7 @@ def scan_text_file(source: TextFile, vocab_size: int | None, *, block_lines: int
             digest.update(text.encode("utf-8"))
             digest.update(b"\n")
     if empty:
-        raise CPGBNInputError(
-            f"training document {empty[0]} (line {empty[0]} of {source.path}) has no tokens "
-            f"({len(empty)} empty document(s) in all); remove empty documents from the "
-            "training data")
+        raise empty_document_error(empty[0], len(empty), str(source.path))
     if vocab_size is None:
         vocab_size = max(len(counts) + 1, 2)
     return FileScan(Vocabulary.from_frequencies(counts, vocab_size), n_docs, n_tokens, n_short,
