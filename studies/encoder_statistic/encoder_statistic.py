@@ -27,20 +27,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from pathlib import Path
 
 import numpy as np
 
-from cpgbn.datasets import dataset_info, load_dataset
-from cpgbn.evaluate.protocols import make_classifier
-from cpgbn.evaluate.provenance import provenance
 from cpgbn.model import CPGBN
 
 from studies.common.paths import RESULTS
-from studies.common.reports import command_line, mean_std, save_record
-from studies.hybrid_features.hybrid_features import FIT, PROTOCOL
+from studies.common.reports import mean_std, save_record
+from studies.hybrid_features.hybrid_features import FIT
 from studies.hybrid_features.hybrid_features import features as hybrid_features
+from studies.hybrid_features.hybrid_features import run_cell as hybrid_features_cell
 
 OUT = RESULTS / "encoder_statistic"
 PATHS = ("mean", "median", "refine-2")
@@ -64,31 +61,16 @@ def features(model: CPGBN, path: str, texts) -> np.ndarray:
     return theta1 / np.maximum(data.true_length, 1)[:, None]
 
 
+def sum_quartiles(f_train: np.ndarray) -> dict:
+    """The quartiles of the training documents' feature sums (the scale the classifier sees)."""
+    return {"train_sum_quartiles": [float(q) for q in
+                                    np.percentile(f_train.sum(axis=1), [25, 50, 75])]}
+
+
 def run_cell(dataset: str, seed: int, data_dir=None, epochs: int = FIT["n_epochs"]) -> dict:
-    origin = provenance()
-    x_train, y_train = load_dataset(dataset, "train", data_dir=data_dir)
-    x_test, y_test = load_dataset(dataset, "test", data_dir=data_dir)
-    fit = dict(FIT, n_epochs=epochs)
-    model = CPGBN(vocab_size=dataset_info(dataset)["vocab_size"] + 1, random_state=seed,
-                  n_iter=PROTOCOL.n_iter, burn_in=PROTOCOL.burn_in, progress=False, **fit)
-    start = time.perf_counter()
-    model.fit(x_train)
-    fit_seconds = time.perf_counter() - start
-    rows = {}
-    for path in PATHS:
-        start = time.perf_counter()
-        f_train, f_test = features(model, path, x_train), features(model, path, x_test)
-        seconds = time.perf_counter() - start
-        classifier = make_classifier(PROTOCOL.classifier, seed).fit(f_train, y_train)
-        sums = f_train.sum(axis=1)
-        rows[path] = {"accuracy": float(classifier.score(f_test, np.asarray(y_test))),
-                      "feature_seconds": round(seconds, 2),
-                      "train_sum_quartiles": [float(q) for q in np.percentile(sums, [25, 50, 75])]}
-        print(dataset, seed, path, rows[path], flush=True)
-    return {"dataset": dataset, "seed": int(seed), "protocol": PROTOCOL.name,
-            "fit": {k: list(v) if isinstance(v, tuple) else v for k, v in fit.items()},
-            "fit_seconds": round(fit_seconds, 1), "paths": rows,
-            "n_train": len(y_train), "n_test": len(y_test), "command": command_line(), **origin}
+    """One cell: the hybrid_features study's fit and scoring, over this study's paths."""
+    return hybrid_features_cell(dataset, seed, data_dir, paths=PATHS, path_features=features,
+                                fit=dict(FIT, n_epochs=epochs), describe=sum_quartiles)
 
 
 def cell_name(dataset: str, seed: int, epochs: int) -> str:

@@ -62,26 +62,34 @@ def features(model: CPGBN, path: str, texts) -> np.ndarray:
     return theta1 / np.maximum(inferred.data.true_length, 1)[:, None]
 
 
-def run_cell(dataset: str, seed: int, data_dir=None) -> dict:
+def run_cell(dataset: str, seed: int, data_dir=None, *, paths=PATHS, path_features=None,
+             fit: dict = FIT, describe=None) -> dict:
+    """Fit one hybrid model (``fit``: estimator parameters) on the dataset's training split and
+    score the features of every path in ``paths`` (``path_features(model, path, texts)``,
+    default :func:`features`); ``describe(f_train)`` may add fields to each path's row."""
+    path_features = features if path_features is None else path_features
     origin = provenance()
     x_train, y_train = load_dataset(dataset, "train", data_dir=data_dir)
     x_test, y_test = load_dataset(dataset, "test", data_dir=data_dir)
     model = CPGBN(vocab_size=dataset_info(dataset)["vocab_size"] + 1, random_state=seed,
-                  n_iter=PROTOCOL.n_iter, burn_in=PROTOCOL.burn_in, progress=False, **FIT)
+                  n_iter=PROTOCOL.n_iter, burn_in=PROTOCOL.burn_in, progress=False, **fit)
     start = time.perf_counter()
     model.fit(x_train)
     fit_seconds = time.perf_counter() - start
     rows = {}
-    for path in PATHS:
+    for path in paths:
         start = time.perf_counter()
-        f_train, f_test = features(model, path, x_train), features(model, path, x_test)
+        f_train = path_features(model, path, x_train)
+        f_test = path_features(model, path, x_test)
         seconds = time.perf_counter() - start
         classifier = make_classifier(PROTOCOL.classifier, seed).fit(f_train, y_train)
         rows[path] = {"accuracy": float(classifier.score(f_test, np.asarray(y_test))),
                       "feature_seconds": round(seconds, 2)}
+        if describe is not None:
+            rows[path].update(describe(f_train))
         print(dataset, seed, path, rows[path], flush=True)
     return {"dataset": dataset, "seed": int(seed), "protocol": PROTOCOL.name,
-            "fit": {k: list(v) if isinstance(v, tuple) else v for k, v in FIT.items()},
+            "fit": {k: list(v) if isinstance(v, tuple) else v for k, v in fit.items()},
             "fit_seconds": round(fit_seconds, 1), "paths": rows,
             "n_train": len(y_train), "n_test": len(y_test), "command": command_line(), **origin}
 
