@@ -10,6 +10,8 @@ peak RSS (VmHWM) is that phase's alone; the feature phases are the feature paths
 * ``train``: CPGBN(inference="hybrid"), 200-100-50, vocabulary 30,000 (the paper's), F = 3,
   ``--epochs`` passes of minibatches of ``--batch-size``; saves the model;
 * ``encoder``: ``transform`` of the test reviews from the encoder's mean path;
+* ``encoder-bfloat16``: the same with ``encoder_precision="bfloat16"`` (the position head in
+  bfloat16; any phase may take that suffix);
 * ``refine-R``: the same, then R Gibbs sweeps started there (``refine_iter=R``);
 * ``gibbs-K``: K Gibbs sweeps with the globals fixed from the sampler's own start, no burn-in
   (``infer(n_iter=K, burn_in=0)``): what the same few sweeps cost without the encoder;
@@ -82,9 +84,11 @@ def phase_features(args) -> dict:
     from studies.hybrid_features.hybrid_features import features
 
     model = CPGBN.load(args.work / "model").set_params(n_threads=args.threads)
+    path, bfloat16, _ = args.phase.partition("-bfloat16")
+    model.set_params(encoder_precision="bfloat16" if bfloat16 else "float32")
     texts, labels = imdb(args, "test")
     start = time.perf_counter()
-    f_test = features(model, args.phase, texts)
+    f_test = features(model, path, texts)
     seconds = time.perf_counter() - start
     row = {"phase": args.phase, "seconds": round(seconds, 1), "n_docs": len(texts),
            "docs_per_second": round(len(texts) / seconds, 1),
@@ -92,7 +96,7 @@ def phase_features(args) -> dict:
     if args.accuracy:
         from sklearn.svm import SVC
         train_texts, train_labels = imdb(args, "train")
-        f_train = features(model, args.phase, train_texts)
+        f_train = features(model, path, train_texts)
         row["accuracy"] = float(SVC().fit(f_train, train_labels).score(f_test, np.asarray(labels)))
     return row
 
@@ -158,7 +162,8 @@ def main(argv=None) -> None:
     from cpgbn.evaluate.provenance import provenance
     origin = provenance()
     phases = (args.phases.split(",") if args.phases else
-              ["train", "encoder", f"refine-{args.refine}", f"gibbs-{args.refine}", "gibbs-200"])
+              ["train", "encoder", "encoder-bfloat16", f"refine-{args.refine}",
+               f"gibbs-{args.refine}", "gibbs-200"])
     args.passthrough = ["--data-dir", str(args.data_dir), "--epochs", str(args.epochs),
                         "--batch-size", str(args.batch_size), "--learning-rate",
                         str(args.learning_rate), "--threads", str(args.threads),

@@ -103,6 +103,19 @@ def test_hybrid_refinement_sweeps():
     assert np.array_equal(model.set_params(refine_iter=0).transform(NEW), mean)
 
 
+@pytest.mark.parametrize("refine_iter", [0, 2])
+def test_a_bfloat16_encoder_head_gives_features_close_to_float32s(refine_iter):
+    model = CPGBN(inference="hybrid", **FAST).fit(TEXTS).set_params(refine_iter=refine_iter)
+    full = model.transform(NEW)
+    half = model.set_params(encoder_precision="bfloat16").transform(NEW)
+    assert not np.array_equal(half, full)
+    if refine_iter == 0:   # the mean path: bfloat16 rounding only
+        np.testing.assert_allclose(half, full, rtol=0.05, atol=1e-6)
+    else:                  # the same seeded sweeps from a start moved by rounding
+        relative = np.abs(half - full).sum(axis=1) / np.abs(full).sum(axis=1)
+        assert np.median(relative) < 0.05, relative
+
+
 def test_a_gibbs_refit_forgets_the_minibatch_fit():
     model = CPGBN(inference="hybrid", **FAST).fit(TEXTS)
     model.set_params(inference="gibbs").fit(TEXTS)
@@ -212,7 +225,8 @@ def test_pgbn_runs_the_minibatch_modes():
 @pytest.mark.parametrize("name, value", [
     ("inference", "variational"), ("inference", None), ("batch_size", 0), ("batch_size", 2.5),
     ("n_epochs", 0), ("n_epochs", True), ("learning_rate", 0.0), ("learning_rate", np.nan),
-    ("learning_rate", "fast"), ("refine_iter", -1), ("refine_iter", 1.0)])
+    ("learning_rate", "fast"), ("refine_iter", -1), ("refine_iter", 1.0),
+    ("encoder_precision", "float16"), ("encoder_precision", None)])
 def test_bad_parameters_name_themselves(name, value):
     with pytest.raises(CPGBNInputError, match=name):
         CPGBN(**{**FAST, name: value}).fit(TEXTS)
@@ -263,6 +277,10 @@ def test_cli_fit_and_transform_with_the_hybrid(tmp_path, capsys):
     assert main(["transform", str(out), str(data), "--out", str(features), "--quiet",
                  "--refine-iter", "2"]) == 0
     assert not np.allclose(np.load(features), model.transform(texts))
+    assert main(["transform", str(out), str(data), "--out", str(features), "--quiet",
+                 "--encoder-precision", "bfloat16"]) == 0
+    half = model.set_params(encoder_precision="bfloat16").transform(texts)
+    np.testing.assert_array_equal(np.load(features), half)
 
 
 @pytest.mark.parametrize("option, value", [("--inference", "bogus"), ("--batch-size", "0"),

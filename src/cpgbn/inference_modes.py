@@ -42,6 +42,9 @@ __all__ = ["MODES", "LOSS_NAMES", "FITTED_ATTRIBUTES", "LOCAL_BURN_IN", "LOCAL_C
 
 #: The values of ``CPGBN(inference=...)``.
 MODES = ("gibbs", "minibatch-gibbs", "hybrid")
+# CPGBN(encoder_precision=...): the keys of the encoder's HEAD_PRECISIONS (named here so that
+# a Gibbs-only user validates them without importing torch)
+ENCODER_PRECISIONS = ("float32", "bfloat16")
 
 #: What each minibatch mode's per-step loss (``CPGBN.loss_trace_``) is.
 LOSS_NAMES = {
@@ -73,7 +76,8 @@ def require_torch(what: str) -> None:
         raise CPGBNInputError(f"{what} {_TORCH_HINT}") from None
 
 
-def check_params(inference, batch_size, n_epochs, learning_rate, refine_iter, device) -> dict:
+def check_params(inference, batch_size, n_epochs, learning_rate, refine_iter, device,
+                 encoder_precision="float32") -> dict:
     """The modes' parameters validated (messages name the parameter and the value); returns
     them resolved.  Every mode checks them all, as scikit-learn validates unused parameters."""
     if not isinstance(inference, str) or inference not in MODES:
@@ -82,7 +86,12 @@ def check_params(inference, batch_size, n_epochs, learning_rate, refine_iter, de
     resolved = dict(inference=inference, batch_size=check_int("batch_size", batch_size, 1),
                     n_epochs=check_int("n_epochs", n_epochs, 1),
                     learning_rate=check_positive("learning_rate", learning_rate),
-                    refine_iter=check_int("refine_iter", refine_iter, 0))
+                    refine_iter=check_int("refine_iter", refine_iter, 0),
+                    encoder_precision=encoder_precision)
+    if encoder_precision not in ENCODER_PRECISIONS:
+        raise CPGBNInputError(f"encoder_precision must be one of "
+                              f"{', '.join(map(repr, ENCODER_PRECISIONS))}, got "
+                              f"{encoder_precision!r}")
     if inference == "minibatch-gibbs" and device is not None:
         raise CPGBNInputError(f"inference='minibatch-gibbs' runs the numba sampler: leave device "
                               f"unset (None), got device={device!r}")
@@ -211,12 +220,13 @@ def fit_model(model, source, mode: dict, *, checkpoint_dir=None, checkpoint_ever
     model.loglik_trace_, model.sweep_seconds_ = np.zeros(0), np.zeros(0)
 
 
-def encoder_thetas(model, data: ConvData, *, refine_iter: int = 0,
-                   seed: int = 0) -> list[np.ndarray]:
+def encoder_thetas(model, data: ConvData, *, refine_iter: int = 0, seed: int = 0,
+                   precision: str = "float32") -> list[np.ndarray]:
     """theta^(1..T) of the documents ``data`` from a hybrid-fitted ``model``'s encoder: its
     mean path (deterministic), or with ``refine_iter`` > 0 the average over that many Gibbs
     sweeps with the globals fixed, started there
-    (:func:`cpgbn.inference.hybrid.refine_with_gibbs`, seeded by ``seed``).  A list of
+    (:func:`cpgbn.inference.hybrid.refine_with_gibbs`, seeded by ``seed``); ``precision``:
+    the arithmetic of the encoder's position head (``CPGBN.encoder_precision``).  A list of
     (N, K_t) float64 arrays."""
     config = getattr(model, "encoder_config_", None)
     weights = getattr(model, "encoder_weights_", None)
@@ -230,5 +240,7 @@ def encoder_thetas(model, data: ConvData, *, refine_iter: int = 0,
     with _torch_threads(model.n_threads):
         if refine_iter > 0:
             return refine_with_gibbs(config, weights, model.globals_, data, model.hyper_,
-                                     n_sweeps=refine_iter, seed=seed, device=device)
-        return encoder_features(config, weights, model.globals_, data, device=device)
+                                     n_sweeps=refine_iter, seed=seed, device=device,
+                                     head_precision=precision)
+        return encoder_features(config, weights, model.globals_, data, device=device,
+                                head_precision=precision)

@@ -123,6 +123,11 @@ class CPGBN(TransformerMixin, BaseEstimator):
         0 is the encoder's forward pass alone (fastest); 2 gave features as accurate as the
         Gibbs-trained model's on TREC, SUBJ and MR, where the encoder alone was 2.4-3.9
         points behind (docs/hybrid.md).
+    encoder_precision : {"float32", "bfloat16"}, default "float32"
+        Hybrid ``transform``: the arithmetic of the encoder's position head, most of the
+        forward pass's time.  "bfloat16" rounds its inputs and outputs to bfloat16 (features
+        within about 1% of float32's); about a third faster on a CPU with bfloat16 dot
+        products (AVX512-BF16, AMX) or a GPU, slower elsewhere (docs/hybrid.md).
 
     Attributes
     ----------
@@ -151,7 +156,8 @@ class CPGBN(TransformerMixin, BaseEstimator):
                  transform_iter=None, transform_burn_in=None, feature_normalization="length",
                  random_state=None, n_threads=None,
                  memory_limit=None, progress=False, device=None, inference="gibbs",
-                 batch_size=100, n_epochs=10, learning_rate=1e-3, refine_iter=0):
+                 batch_size=100, n_epochs=10, learning_rate=1e-3, refine_iter=0,
+                 encoder_precision="float32"):
         self.layers = layers
         self.filter_width = filter_width
         self.vocab_size = vocab_size
@@ -177,6 +183,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
         self.n_epochs = n_epochs
         self.learning_rate = learning_rate
         self.refine_iter = refine_iter
+        self.encoder_precision = encoder_precision
 
     # ------------------------------------------------------------------ validation
     def _validated(self) -> dict:
@@ -225,7 +232,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
         from .inference_modes import check_params
         return dict(
             **check_params(self.inference, self.batch_size, self.n_epochs, self.learning_rate,
-                           self.refine_iter, self.device),
+                           self.refine_iter, self.device, self.encoder_precision),
             layers=layers,
             filter_width=filter_width,
             vocab_size=_check_int("vocab_size", self.vocab_size, 2),
@@ -454,7 +461,8 @@ class CPGBN(TransformerMixin, BaseEstimator):
         """The parameters that change the Markov chain (not threads or progress bars)."""
         params = self.get_params()
         for name in ("progress", "n_threads", "memory_limit", "transform_iter",
-                     "transform_burn_in", "feature_normalization", "refine_iter"):
+                     "transform_burn_in", "feature_normalization", "refine_iter",
+                     "encoder_precision"):
             params.pop(name, None)
         if params.get("inference", "gibbs") == "gibbs":   # minibatch settings: no part of it
             for name in ("inference", "batch_size", "n_epochs", "learning_rate"):
@@ -532,8 +540,10 @@ class CPGBN(TransformerMixin, BaseEstimator):
         from .inference_modes import encoder_thetas
         data = self._data(self.encode(X), self.globals_.D.shape[1]) if data is None else data
         with self._threads():
-            return encoder_thetas(self, data, refine_iter=self._validated()["refine_iter"],
-                                  seed=self._transform_seed()), data
+            params = self._validated()
+            return encoder_thetas(self, data, refine_iter=params["refine_iter"],
+                                  seed=self._transform_seed(),
+                                  precision=params["encoder_precision"]), data
 
     def log_likelihood(self, X=None) -> float:
         """Log-likelihood per token: of the training data at the last sweep (X=None), or of
@@ -674,7 +684,7 @@ class PGBN(CPGBN):
                  transform_burn_in=None, feature_normalization="length", random_state=None,
                  n_threads=None, memory_limit=None, progress=False, device=None,
                  inference="gibbs", batch_size=100, n_epochs=10, learning_rate=1e-3,
-                 refine_iter=0):
+                 refine_iter=0, encoder_precision="float32"):
         super().__init__(layers, filter_width=filter_width, vocab_size=vocab_size,
                          token_count=token_count, eta=eta, e0=e0, f0=f0, sample_r=sample_r,
                          n_iter=n_iter, burn_in=burn_in, transform_iter=transform_iter,
@@ -682,7 +692,8 @@ class PGBN(CPGBN):
                          feature_normalization=feature_normalization, random_state=random_state,
                          n_threads=n_threads, memory_limit=memory_limit, progress=progress,
                          device=device, inference=inference, batch_size=batch_size,
-                         n_epochs=n_epochs, learning_rate=learning_rate, refine_iter=refine_iter)
+                         n_epochs=n_epochs, learning_rate=learning_rate, refine_iter=refine_iter,
+                         encoder_precision=encoder_precision)
 
     def _observation(self) -> ObservationModel:
         """Word counts, multiplied by ``token_count`` (an integer; the link is not offered)."""

@@ -1,4 +1,4 @@
-"""Which summary of q(w) makes the hybrid encoder's features: the Weibull mean or its median?
+"""Levers on the hybrid encoder's features: the summary of q(w), its shape floor, the scale.
 
 The encoder alone trails Gibbs features by 3-5 points on TREC and SUBJ (results/hybrid_features).
 Its feature path pools the Weibull *mean* of every q(w_jks), lambda Gamma(1 + 1/k), which grows
@@ -11,11 +11,16 @@ authors' protocol (RBF SVC on theta^(1) / L), the features of that one model by:
 
 * ``mean``: the encoder's mean path (``transform`` with ``refine_iter=0``);
 * ``median``: the same path with the median of q(w) (``encoder_features(w_statistic="median")``);
+* ``floor-1``: the mean path with the shapes of q(w) held at >= 1 (the encoder's shape range
+  raised from 0.1 at feature time), so that no position's mean exceeds its scale Lambda;
+* ``proportions``: the mean path's theta^(1) divided by its sum over k (the refined features'
+  sums are nearly constant, the encoder's spread: see the sums below), not by the length;
 * ``refine-2``: two Gibbs sweeps from the encoder's state (``refine_iter=2``), the reference
   that met the Gibbs features.
 
 ``--epochs`` trains longer than the 5 epochs (another lever: an encoder trained on more
-minibatches per global state); such cells are named ``...--<E>ep`` and tabled apart.
+minibatches per global state); such cells are named ``...--<E>ep`` and tabled apart.  A cell
+that lacks one of the paths is fitted again (a hybrid fit is reproducible for a seed).
 
 Each path's record also holds the spread of the training documents' feature sums (the
 quartiles of sum_k theta^(1)_jk / L_j), the scale the classifier sees.  Records:
@@ -40,24 +45,41 @@ from studies.hybrid_features.hybrid_features import features as hybrid_features
 from studies.hybrid_features.hybrid_features import run_cell as hybrid_features_cell
 
 OUT = RESULTS / "encoder_statistic"
-PATHS = ("mean", "median", "refine-2")
+PATHS = ("mean", "median", "floor-1", "proportions", "refine-2")
+SHAPE_FLOOR = 1.0
 
 
 def features(model: CPGBN, path: str, texts) -> np.ndarray:
-    """theta^(1) / L of ``texts`` by ``path`` (module docstring)."""
+    """The features of ``texts`` by ``path`` (module docstring)."""
     if path == "mean":
         return hybrid_features(model, "encoder", texts)
     if path == "refine-2":
         return hybrid_features(model, "refine-2", texts)
-    if path != "median":
-        raise ValueError(f"unknown path {path!r}")
+    if path == "proportions":
+        theta1 = hybrid_features(model, "encoder", texts)
+        return theta1 / theta1.sum(axis=1, keepdims=True)
+    if path == "median":
+        return _encoder_theta1_by_length(model, texts, w_statistic="median")
+    if path == "floor-1":
+        from cpgbn.backends.torch.encoder import SHAPE_RANGE
+        high = model.encoder_config_.get("shape_range", SHAPE_RANGE)[1]
+        return _encoder_theta1_by_length(model, texts, shape_range=[SHAPE_FLOOR, high])
+    raise ValueError(f"unknown path {path!r}")
+
+
+def _encoder_theta1_by_length(model: CPGBN, texts, *, w_statistic="mean", shape_range=None):
+    """theta^(1) / L from the encoder's mean path with the given summary of q(w) and, if set,
+    another range for the encoder's shapes of q(w)."""
     from cpgbn.inference.hybrid import encoder_features
     from cpgbn.layers.cells import from_token_sequences
     corpus = model.encode(texts)          # the cells as transform builds them
     data = from_token_sequences(corpus.tokens, corpus.offsets, model.globals_.D.shape[1],
                                 model.observation_model, model.padding)
-    theta1 = encoder_features(model.encoder_config_, model.encoder_weights_, model.globals_,
-                              data, w_statistic="median")[0]
+    config = dict(model.encoder_config_)
+    if shape_range is not None:
+        config["shape_range"] = shape_range
+    theta1 = encoder_features(config, model.encoder_weights_, model.globals_, data,
+                              w_statistic=w_statistic)[0]
     return theta1 / np.maximum(data.true_length, 1)[:, None]
 
 
@@ -87,7 +109,7 @@ def column(record: dict) -> str:
 
 def report(records: list[dict]) -> str:
     columns = sorted({column(r) for r in records})
-    lines = ["# The encoder's summary of q(w): mean or median", "",
+    lines = ["# Levers on the encoder's features: the summary of q(w), a shape floor, the scale", "",
              "Made by `studies/encoder_statistic/encoder_statistic.py` (module docstring). One "
              "hybrid fit per (dataset, seed): 200-100-50, 5 epochs unless the column says, learning "
              "rate 3e-3; authors' "
@@ -126,7 +148,7 @@ def main(argv=None) -> None:
         for dataset in args.datasets.split(","):
             for seed in (int(s) for s in args.seeds.split(",")):
                 path = cells / cell_name(dataset, seed, args.epochs)
-                if not path.exists():
+                if not path.exists() or set(PATHS) - set(json.loads(path.read_text())["paths"]):
                     path.parent.mkdir(parents=True, exist_ok=True)
                     save_record(path, run_cell(dataset, seed, args.data_dir, args.epochs))
     records = [json.loads(p.read_text()) for p in sorted(cells.glob("*.json"))]

@@ -23,6 +23,9 @@ def test_the_paths_give_positive_rows_the_mean_is_transform_and_the_median_diffe
         assert f.shape == (5, 4) and np.isfinite(f).all() and (f > 0).all(), path
     np.testing.assert_array_equal(rows["mean"], model.set_params(refine_iter=0).transform(texts[:5]))
     assert not np.allclose(rows["median"], rows["mean"])
+    assert not np.allclose(rows["floor-1"], rows["mean"])
+    np.testing.assert_allclose(rows["proportions"].sum(axis=1), 1.0)
+    np.testing.assert_allclose(rows["proportions"], rows["mean"] / rows["mean"].sum(1, keepdims=True))
     with pytest.raises(ValueError, match="unknown path"):
         study.features(model, "mode", texts[:5])
 

@@ -407,7 +407,18 @@ def fit_hybrid(source, layers, vocab_size: int, hyper: Hyperparameters, *, seed:
 REFINE_BLOCK_DOCS = 1024
 
 
-def _mean_start(encoder, globals_: GlobalParameters, data, batch_size: int, device):
+def _head_dtype(precision: str):
+    """The encoder's ``mean_thetas(head_dtype=...)`` for ``CPGBN.encoder_precision``: float32
+    is the encoder's own arithmetic (None), bfloat16 runs its position head in bfloat16."""
+    import torch
+
+    if precision not in ("float32", "bfloat16"):
+        raise CPGBNInputError(f"precision must be 'float32' or 'bfloat16', got {precision!r}")
+    return None if precision == "float32" else torch.bfloat16
+
+
+def _mean_start(encoder, globals_: GlobalParameters, data, batch_size: int, device,
+                head_precision: str = "float32"):
     """The encoder's mean path over ``data`` as a Gibbs start: w (P, K_1) float32 and
     theta^(1..T) as float64 arrays, ``batch_size`` documents at a time by the chunked
     ``mean_thetas`` (equal to ``sample(mean=True)``'s, without its (P, K_1) temporaries)."""
@@ -423,7 +434,8 @@ def _mean_start(encoder, globals_: GlobalParameters, data, batch_size: int, devi
         batch = pack(data, np.arange(lo, hi), device=device)
         w_batch = torch.empty((batch.n_total_positions, encoder.layers[0]),
                               dtype=torch.float32, device=batch.position_doc.device)
-        for t, theta in enumerate(encoder.mean_thetas(batch, globals_.phi, w_out=w_batch)):
+        for t, theta in enumerate(encoder.mean_thetas(batch, globals_.phi, w_out=w_batch,
+                                                      head_dtype=_head_dtype(head_precision))):
             thetas[t][lo:hi] = theta.double().cpu().numpy()
         w[positions[lo]:positions[hi]] = w_batch.cpu().numpy()
     return w, thetas
@@ -431,10 +443,12 @@ def _mean_start(encoder, globals_: GlobalParameters, data, batch_size: int, devi
 
 def encoder_features(encoder_config: dict, encoder_weights: dict, globals_: GlobalParameters,
                      data, *, batch_size: int = 512, device="cpu",
-                     w_statistic: str = "mean") -> list[np.ndarray]:
+                     w_statistic: str = "mean",
+                     head_precision: str = "float32") -> list[np.ndarray]:
     """theta^(1..T) of new documents from the encoder's mean path (no randomness):
     a list of (N, K_t) float64 arrays, t = 1..T, computed ``batch_size`` documents at a time
-    by the encoder's chunked ``mean_thetas`` (``w_statistic``: its summary of q(w))."""
+    by the encoder's chunked ``mean_thetas`` (``w_statistic``: its summary of q(w);
+    ``head_precision``: the arithmetic of its position head)."""
     from ..backends.torch.packed import pack
 
     encoder = build_encoder(encoder_config, encoder_weights, device)
@@ -443,7 +457,8 @@ def encoder_features(encoder_config: dict, encoder_weights: dict, globals_: Glob
     for lo in range(0, data.n_docs, batch_size):
         docs = np.arange(lo, min(data.n_docs, lo + batch_size))
         thetas = encoder.mean_thetas(pack(data, docs, device=device), globals_.phi,
-                                     w_statistic=w_statistic)
+                                     w_statistic=w_statistic,
+                                     head_dtype=_head_dtype(head_precision))
         for t, theta in enumerate(thetas):
             out[t][docs] = theta.double().cpu().numpy()
     return out
@@ -452,10 +467,12 @@ def encoder_features(encoder_config: dict, encoder_weights: dict, globals_: Glob
 def refine_with_gibbs(encoder_config: dict, encoder_weights: dict, globals_: GlobalParameters,
                       data, hyper: Hyperparameters, *, n_sweeps: int, seed: int,
                       device="cpu", block_docs: int = REFINE_BLOCK_DOCS,
-                      batch_size: int = 512) -> list[np.ndarray]:
+                      batch_size: int = 512,
+                      head_precision: str = "float32") -> list[np.ndarray]:
     """theta^(1..T) after ``n_sweeps`` Gibbs sweeps with the globals fixed, started from the
-    encoder's mean path (w, theta^(2..T)); the average over the sweeps (the first state is the
-    encoder's).  The numba Gibbs sampler; a list of (N, K_t) float64 arrays.
+    encoder's mean path (w, theta^(2..T); its position head at ``head_precision``); the
+    average over the sweeps (the first state is the encoder's).  The numba Gibbs sampler; a
+    list of (N, K_t) float64 arrays.
 
     Given the globals the documents are independent, so they are refined ``block_docs`` at a
     time (memory bounded by one block; block b's chain is seeded by (seed, b)), the encoder
@@ -471,7 +488,7 @@ def refine_with_gibbs(encoder_config: dict, encoder_weights: dict, globals_: Glo
     for block, lo in enumerate(range(0, data.n_docs, int(block_docs))):
         docs = np.arange(lo, min(data.n_docs, lo + int(block_docs)))
         part = subset_cells(data, docs)
-        w, thetas = _mean_start(encoder, globals_, part, batch_size, device)
+        w, thetas = _mean_start(encoder, globals_, part, batch_size, device, head_precision)
         sampler = GibbsSampler(part, hyper, derived_seed(seed, _REFINE, block),
                                learn_globals=False)
         result = sampler.run(sampler.local_state(globals_, 0, w=w, theta=thetas),

@@ -280,7 +280,8 @@ class WeibullConvEncoder(nn.Module):
 
     @torch.no_grad()
     def mean_thetas(self, batch: PackedDocuments, phi=(), *, chunk_positions: int = 2048,
-                    w_out: torch.Tensor | None = None, w_statistic: str = "mean") -> list:
+                    w_out: torch.Tensor | None = None, w_statistic: str = "mean",
+                    head_dtype: torch.dtype | None = None) -> list:
         """theta^(1..T) of ``sample(batch, phi, mean=True)`` (equal up to float rounding)
         without its (P, K_1) tensors: a list of (B, K_t), no gradient.  With ``w_out``, a
         (P, K_1) tensor, the Weibull means of w (``sample``'s ``w``) are also written into it
@@ -298,6 +299,14 @@ class WeibullConvEncoder(nn.Module):
         cache and summed into theta^(1) (the pooling layer) before the next chunk; the
         upper layers' means are those of ``sample``.  Memory-bound elementwise passes over
         all P positions were two thirds of the time of ``sample(mean=True)`` on IMDB reviews.
+
+        ``head_dtype=torch.bfloat16`` runs the position head [C_2; C_3] * pad(H), some two
+        thirds of the time once the passes above were fused, on bfloat16 copies of pad(H) and
+        of the head's weights; its outputs, ln Sigma and ln Lambda, are rounded to bfloat16's
+        8-bit mantissa (a relative error of 2^-9 in Sigma and Lambda before the shape from
+        above is added) and everything after runs in the encoder's dtype (None: all of it).  Fast where the CPU has bfloat16
+        dot products (AVX512-BF16, AMX) or on a GPU; emulated, and slower, elsewhere.
+        ``benchmarks/hybrid_imdb.py`` measures its time and its features' accuracy.
         """
         phi = self._check_phi(phi)
         K1 = self.layers[0]
@@ -318,13 +327,17 @@ class WeibullConvEncoder(nn.Module):
         # below runs on a contiguous block (on a strided half, torch hands MKL one row at a
         # time, and each call opens a thread team: 300x slower when numba's OpenMP runtime
         # started first; see cpgbn/__init__.py)
-        weight, bias = self.position_head.weight, self.position_head.bias
+        dtype = H.dtype
+        head_dtype = dtype if head_dtype is None else head_dtype
+        weight, bias = (self.position_head.weight.to(head_dtype),
+                        self.position_head.bias.to(head_dtype))
         shape_head, scale_head = (weight[:K1].T, bias[:K1]), (weight[K1:].T, bias[K1:])
+        head_input = padded.to(head_dtype)   # no copy at the encoder's own dtype
         for lo in range(0, batch.n_total_positions, int(chunk_positions)):
             rows = slice(lo, min(batch.n_total_positions, lo + int(chunk_positions)))
-            window = self._position_window(padded, batch, rows)
+            window = self._position_window(head_input, batch, rows)
             doc = batch.position_doc[rows]
-            shape = torch.addmm(shape_head[1], window, shape_head[0])
+            shape = torch.addmm(shape_head[1], window, shape_head[0]).to(dtype)
             shape.clamp_(low, high).exp_()
             if from_above is not None:
                 shape += from_above[doc]
@@ -332,7 +345,8 @@ class WeibullConvEncoder(nn.Module):
                 log_mean = shape.reciprocal_().add_(1.0).lgamma_()
             else:                       # ln median = ln Lambda + ln(ln 2) / k
                 log_mean = shape.reciprocal_().mul_(LN_LN_2)
-            log_mean += torch.addmm(scale_head[1], window, scale_head[0]).clamp_(*LOG_SCALE_RANGE)
+            log_mean += (torch.addmm(scale_head[1], window, scale_head[0]).to(dtype)
+                         .clamp_(*LOG_SCALE_RANGE))
             theta1.index_add_(0, doc, log_mean.exp_())
             if w_out is not None:
                 w_out[rows] = log_mean
