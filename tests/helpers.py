@@ -1,9 +1,11 @@
-"""Small synthetic corpora shared by the CLI and estimator tests (no real data needed)."""
+"""Synthetic corpora and test aids shared by the estimator and CLI tests (no real data)."""
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 #: 40 distinct plain words ("w00" .. "w39"); the tokenizer keeps each as one token.
 WORDS = [f"w{i:02d}" for i in range(40)]
@@ -70,3 +72,23 @@ def random_token_documents(lengths, vocab_size: int, seed: int = 0):
     rng = np.random.default_rng(seed)
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     return rng.integers(0, vocab_size, offsets[-1]).astype(np.int32), offsets
+
+
+@contextmanager
+def interrupted_at_step(monkeypatch, algorithm, step_index: int):
+    """In the block, a minibatch algorithm's ``step`` (``HybridTrainer``, ``MinibatchGibbs``)
+    raises KeyboardInterrupt at step ``step_index``, as a kill would stop a fit there; the
+    block must end in that interrupt, and the step is restored after it."""
+    step = algorithm.step
+
+    def dies(self, i, batch):
+        if i == step_index:
+            raise KeyboardInterrupt
+        return step(self, i, batch)
+
+    monkeypatch.setattr(algorithm, "step", dies)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            yield
+    finally:
+        monkeypatch.setattr(algorithm, "step", step)

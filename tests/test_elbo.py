@@ -41,7 +41,7 @@ def _kernels(rng, F, K):
 
 def _dense_rates(data, w, D, j):
     """R[v, l] = sum_k sum_s w[s, k] d[k, v, l - s] over the document's positions (loops)."""
-    F, K = D.shape[1], D.shape[2]
+    F = D.shape[1]
     p0, p1 = data.doc_positions[j], data.doc_positions[j + 1]
     R = np.zeros((V, int(data.doc_length[j])))
     for s in range(p1 - p0):

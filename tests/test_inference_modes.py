@@ -14,7 +14,7 @@ import pytest
 import cpgbn.io
 from cpgbn import CPGBN, PGBN, CPGBNInputError
 from cpgbn.inference_modes import LOSS_NAMES, steps_per_epoch
-from helpers import random_labeled, random_texts, write_tsv
+from helpers import interrupted_at_step, random_labeled, random_texts, write_tsv
 
 torch = pytest.importorskip("torch")
 
@@ -172,18 +172,9 @@ def test_interrupted_fit_resumes_to_the_same_model(mode, tmp_path, monkeypatch):
     else:
         from cpgbn.inference.minibatch import MinibatchGibbs as Algorithm
     whole = CPGBN(inference=mode, **FAST).fit(TEXTS)
-    step = Algorithm.step
-
-    def dies_at_5(self, i, batch):
-        if i == 5:
-            raise KeyboardInterrupt
-        return step(self, i, batch)
-
     ck = tmp_path / "ck"
-    monkeypatch.setattr(Algorithm, "step", dies_at_5)
-    with pytest.raises(KeyboardInterrupt):
+    with interrupted_at_step(monkeypatch, Algorithm, 5):
         CPGBN(inference=mode, **FAST).fit(TEXTS, checkpoint_dir=ck, checkpoint_every=2)
-    monkeypatch.setattr(Algorithm, "step", step)
     assert (ck / "checkpoint.json").is_file()
     with pytest.raises(CPGBNInputError, match="other data or parameters"):
         CPGBN(inference=mode, **FAST).fit(TEXTS[:-1], checkpoint_dir=ck, resume=True)

@@ -15,7 +15,7 @@ import cpgbn.inference_modes
 from cpgbn import CPGBN, PGBN, CPGBNInputError, DataFileError, TextFile
 from cpgbn.text import Corpus
 from cpgbn.text.stream import scan_text_file
-from helpers import random_labeled, random_texts, write_tsv
+from helpers import interrupted_at_step, random_labeled, random_texts, write_tsv
 
 torch = pytest.importorskip("torch")
 
@@ -149,19 +149,10 @@ def test_an_interrupted_streamed_fit_resumes_to_the_same_model(tmp_path, monkeyp
     monkeypatch.setattr(cpgbn.inference_modes, "BLOCK_DOCS", 7)
     path = write_lines(tmp_path / "d.txt", TEXTS)
     whole = CPGBN(inference="hybrid", **FAST).fit(TextFile(path))
-    step = HybridTrainer.step
-
-    def dies_at_5(self, i, batch):
-        if i == 5:
-            raise KeyboardInterrupt
-        return step(self, i, batch)
-
     ck = tmp_path / "ck"
-    monkeypatch.setattr(HybridTrainer, "step", dies_at_5)
-    with pytest.raises(KeyboardInterrupt):
+    with interrupted_at_step(monkeypatch, HybridTrainer, 5):
         CPGBN(inference="hybrid", **FAST).fit(TextFile(path), checkpoint_dir=ck,
                                               checkpoint_every=2)
-    monkeypatch.setattr(HybridTrainer, "step", step)
     other = write_lines(tmp_path / "other.txt", TEXTS[:-1] + ["a different last line here"])
     with pytest.raises(CPGBNInputError, match="other data or parameters"):
         CPGBN(inference="hybrid", **FAST).fit(TextFile(other), checkpoint_dir=ck, resume=True)
