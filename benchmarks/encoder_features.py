@@ -6,7 +6,9 @@ test reviews in batches of 512, by two paths:
 
 * ``sample``: ``WeibullConvEncoder.sample(mean=True)``, the whole batch's (positions x K_1)
   shapes, scales and means at once;
-* ``mean_thetas``: the chunked feature path that ``transform`` uses.
+* ``mean_thetas``: the chunked feature path that ``transform`` uses;
+* ``mean_thetas_bfloat16``: the same with its position head in bfloat16
+  (``CPGBN(encoder_precision="bfloat16")``).
 
 Each path's seconds (median of ``--repeats``), ``mean_thetas``' seconds at other chunk sizes,
 the seconds of what precedes the encoder in ``transform`` (tokenizing the reviews with a fixed
@@ -90,7 +92,9 @@ def measure(args) -> dict:
             times.append(time.perf_counter() - start)
         return float(np.median(times))
 
-    timing = {"sample": seconds(by_sample), "mean_thetas": seconds(by_chunks)}
+    timing = {"sample": seconds(by_sample), "mean_thetas": seconds(by_chunks),
+              "mean_thetas_bfloat16": seconds(
+                  lambda: [encoder.mean_thetas(b, phi, head_dtype=torch.bfloat16) for b in data])}
     chunks = {}
     for chunk in CHUNKS:     # positions per block of the chunked path (default 2048)
         chunks[str(chunk)] = round(seconds(

@@ -109,7 +109,7 @@ def column(record: dict) -> str:
 
 def report(records: list[dict]) -> str:
     columns = sorted({column(r) for r in records})
-    lines = ["# Levers on the encoder's features: the summary of q(w), a shape floor, the scale", "",
+    lines = ["# Levers on the encoder's features: q(w)'s summary, a shape floor, the scale", "",
              "Made by `studies/encoder_statistic/encoder_statistic.py` (module docstring). One "
              "hybrid fit per (dataset, seed): 200-100-50, 5 epochs unless the column says, learning "
              "rate 3e-3; authors' "

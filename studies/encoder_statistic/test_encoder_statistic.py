@@ -25,7 +25,8 @@ def test_the_paths_give_positive_rows_the_mean_is_transform_and_the_median_diffe
     assert not np.allclose(rows["median"], rows["mean"])
     assert not np.allclose(rows["floor-1"], rows["mean"])
     np.testing.assert_allclose(rows["proportions"].sum(axis=1), 1.0)
-    np.testing.assert_allclose(rows["proportions"], rows["mean"] / rows["mean"].sum(1, keepdims=True))
+    mean = rows["mean"]
+    np.testing.assert_allclose(rows["proportions"], mean / mean.sum(axis=1, keepdims=True))
     with pytest.raises(ValueError, match="unknown path"):
         study.features(model, "mode", texts[:5])
 

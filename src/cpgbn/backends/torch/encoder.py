@@ -302,11 +302,12 @@ class WeibullConvEncoder(nn.Module):
 
         ``head_dtype=torch.bfloat16`` runs the position head [C_2; C_3] * pad(H), some two
         thirds of the time once the passes above were fused, on bfloat16 copies of pad(H) and
-        of the head's weights; its outputs, ln Sigma and ln Lambda, are rounded to bfloat16's
-        8-bit mantissa (a relative error of 2^-9 in Sigma and Lambda before the shape from
-        above is added) and everything after runs in the encoder's dtype (None: all of it).  Fast where the CPU has bfloat16
-        dot products (AVX512-BF16, AMX) or on a GPU; emulated, and slower, elsewhere.
-        ``benchmarks/hybrid_imdb.py`` measures its time and its features' accuracy.
+        of the head's weights (float32 sums); its outputs ln Sigma and ln Lambda keep 8
+        significant bits (Sigma and Lambda move by up to |ln Sigma| 2^-8 relative), and all
+        that follows runs in the encoder's dtype (None: the head too).  Fast where the CPU
+        has bfloat16 dot products (AVX512-BF16, AMX) or on a GPU; emulated, and slower,
+        elsewhere.  ``benchmarks/hybrid_imdb.py`` measures its time and its features'
+        accuracy.
         """
         phi = self._check_phi(phi)
         K1 = self.layers[0]
