@@ -33,6 +33,7 @@ import contextlib
 import numpy as np
 
 from .errors import CPGBNInputError, check_int, check_positive
+from .inference.hybrid import ENCODER_PRECISIONS
 from .inference.training import ConvDataBlocks, TextFileBlocks
 from .layers.cells import ConvData
 
@@ -42,9 +43,6 @@ __all__ = ["MODES", "LOSS_NAMES", "FITTED_ATTRIBUTES", "LOCAL_BURN_IN", "LOCAL_C
 
 #: The values of ``CPGBN(inference=...)``.
 MODES = ("gibbs", "minibatch-gibbs", "hybrid")
-# CPGBN(encoder_precision=...): the keys of the encoder's HEAD_PRECISIONS (named here so that
-# a Gibbs-only user validates them without importing torch)
-ENCODER_PRECISIONS = ("float32", "bfloat16")
 
 #: What each minibatch mode's per-step loss (``CPGBN.loss_trace_``) is.
 LOSS_NAMES = {

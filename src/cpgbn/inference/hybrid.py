@@ -60,7 +60,7 @@ from .training import ConvDataBlocks, StepReport, TrainingTrace, derived_seed, t
 from .minibatch import MinibatchGibbs
 from .updates import TLASGRGlobalUpdate
 
-__all__ = ["GLOBAL_STATISTICS", "HybridTrainer", "HybridResult", "fit_hybrid", "encoder_features",
+__all__ = ["GLOBAL_STATISTICS", "ENCODER_PRECISIONS", "HybridTrainer", "HybridResult", "fit_hybrid", "encoder_features",
            "refine_with_gibbs", "build_encoder"]
 
 _ENCODER_INIT, _ENCODER_DRAW, _REFINE = 0xE1, 0xE2, 0xE3
@@ -89,6 +89,9 @@ def document_groups(doc_positions, max_positions: int) -> list:
 
 #: Where the TLASGR step's statistics come from (:class:`HybridTrainer`'s ``global_statistics``).
 GLOBAL_STATISTICS = ("gibbs", "encoder")
+#: ``CPGBN(encoder_precision=...)``: the arithmetic of the encoder's position head when it
+#: computes features (float32: the encoder's own; bfloat16: ``mean_thetas(head_dtype=...)``)
+ENCODER_PRECISIONS = ("float32", "bfloat16")
 
 
 @dataclass
@@ -412,8 +415,9 @@ def _head_dtype(precision: str):
     is the encoder's own arithmetic (None), bfloat16 runs its position head in bfloat16."""
     import torch
 
-    if precision not in ("float32", "bfloat16"):
-        raise CPGBNInputError(f"precision must be 'float32' or 'bfloat16', got {precision!r}")
+    if precision not in ENCODER_PRECISIONS:
+        raise CPGBNInputError(f"precision must be one of {ENCODER_PRECISIONS}, got "
+                              f"{precision!r}")
     return None if precision == "float32" else torch.bfloat16
 
 
