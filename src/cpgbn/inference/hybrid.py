@@ -60,8 +60,8 @@ from .training import ConvDataBlocks, StepReport, TrainingTrace, derived_seed, t
 from .minibatch import MinibatchGibbs
 from .updates import TLASGRGlobalUpdate
 
-__all__ = ["GLOBAL_STATISTICS", "ENCODER_PRECISIONS", "HybridTrainer", "HybridResult", "fit_hybrid", "encoder_features",
-           "refine_with_gibbs", "build_encoder"]
+__all__ = ["GLOBAL_STATISTICS", "ENCODER_PRECISIONS", "HybridTrainer", "HybridResult",
+           "fit_hybrid", "encoder_features", "refine_with_gibbs", "build_encoder"]
 
 _ENCODER_INIT, _ENCODER_DRAW, _REFINE = 0xE1, 0xE2, 0xE3
 
