@@ -146,8 +146,8 @@ def main(argv=None) -> None:
               "orders": orders, "command": "python " + " ".join(sys.argv), **provenance()}
     print(json.dumps(record, indent=1))
     if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(record, indent=1) + "\n")
+        from records import write_record   # here: it imports cpgbn (and torch first)
+        write_record(args.out, record)
 
 
 if __name__ == "__main__":

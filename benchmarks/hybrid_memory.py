@@ -15,7 +15,6 @@ process only), so the same script measures older commits too.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import threading
@@ -130,8 +129,8 @@ def main(argv=None) -> None:
               f"{p['rss_max_mb']:5d} -> {p['rss_end_mb']:5d} MB")
     print(f"steady RSS {steady} MB (median at the end of steps 6..{args.steps}), peak {peak:.0f} MB")
     if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(record, indent=1) + "\n")
+        from records import write_record   # here: it imports cpgbn (and torch first)
+        write_record(args.out, record)
 
 
 if __name__ == "__main__":

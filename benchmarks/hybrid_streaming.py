@@ -165,8 +165,8 @@ def main(argv=None) -> None:
               "command": "python " + " ".join(sys.argv), **origin}
     print(json.dumps(record))
     if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(record, indent=1) + "\n")
+        from records import write_record   # here: it imports cpgbn (and torch first)
+        write_record(args.out, record)
         write_report(record, args.out)
 
 
