@@ -430,6 +430,7 @@ def _mean_start(encoder, globals_: GlobalParameters, data, batch_size: int, devi
 
     from ..backends.torch.packed import pack
 
+    head_dtype = _head_dtype(head_precision)
     w = np.empty((data.n_positions, encoder.layers[0]), dtype=np.float32)
     thetas = [np.empty((data.n_docs, k)) for k in encoder.layers]
     positions = np.asarray(data.doc_positions)
@@ -439,7 +440,7 @@ def _mean_start(encoder, globals_: GlobalParameters, data, batch_size: int, devi
         w_batch = torch.empty((batch.n_total_positions, encoder.layers[0]),
                               dtype=torch.float32, device=batch.position_doc.device)
         for t, theta in enumerate(encoder.mean_thetas(batch, globals_.phi, w_out=w_batch,
-                                                      head_dtype=_head_dtype(head_precision))):
+                                                      head_dtype=head_dtype)):
             thetas[t][lo:hi] = theta.double().cpu().numpy()
         w[positions[lo]:positions[hi]] = w_batch.cpu().numpy()
     return w, thetas
@@ -455,14 +456,14 @@ def encoder_features(encoder_config: dict, encoder_weights: dict, globals_: Glob
     ``head_precision``: the arithmetic of its position head)."""
     from ..backends.torch.packed import pack
 
+    head_dtype = _head_dtype(head_precision)
     encoder = build_encoder(encoder_config, encoder_weights, device)
     encoder.eval()
     out = [np.empty((data.n_docs, k)) for k in encoder.layers]
     for lo in range(0, data.n_docs, batch_size):
         docs = np.arange(lo, min(data.n_docs, lo + batch_size))
         thetas = encoder.mean_thetas(pack(data, docs, device=device), globals_.phi,
-                                     w_statistic=w_statistic,
-                                     head_dtype=_head_dtype(head_precision))
+                                     w_statistic=w_statistic, head_dtype=head_dtype)
         for t, theta in enumerate(thetas):
             out[t][docs] = theta.double().cpu().numpy()
     return out
