@@ -126,8 +126,8 @@ class CPGBN(TransformerMixin, BaseEstimator):
     encoder_precision : {"float32", "bfloat16"}, default "float32"
         Hybrid ``transform``: the arithmetic of the encoder's position head, most of the
         forward pass's time.  "bfloat16" rounds its inputs and outputs to bfloat16 (features
-        within a few per cent of float32's, as accurate on IMDB); a third faster on a CPU
-        with bfloat16 dot products (AVX512-BF16, AMX) or a GPU, slower elsewhere
+        within a few per cent of float32's, as accurate on IMDB); the encoder's pass a third
+        faster on a CPU with bfloat16 dot products (AVX512-BF16, AMX), slower elsewhere
         (docs/hybrid.md).
 
     Attributes
