@@ -17,7 +17,11 @@ peak RSS (VmHWM) is that phase's alone; the feature phases are the feature paths
   (``infer(n_iter=K, burn_in=0)``): what the same few sweeps cost without the encoder;
 * ``gibbs-200``: the Gibbs transform of the authors' protocol (``infer()``, 200 / 150).
 
-With ``--accuracy`` each feature phase also infers the training reviews the same way and scores
+``--device cuda`` sets the model's ``device``, named in the record: the encoder (training,
+features, the refinement's start) runs there, and so does the ``gibbs-K`` phases' sampler (the
+PyTorch one); the local Gibbs sweeps of training's TLASGR statistics and of ``refine-R`` stay
+on the CPU (numba).  With ``--accuracy`` each
+feature phase also infers the training reviews the same way and scores
 the protocol's classifier (RBF SVC on theta^(1)/L); those extra seconds are not in the
 phase's time.  The last line of stdout is JSON; ``--out`` writes it and a table beside it.
 
@@ -58,6 +62,14 @@ def imdb(args, split: str):
     return texts, labels
 
 
+def device_name(device) -> str:
+    """What ran the encoder: the GPU's name for a CUDA device, else the CPU."""
+    if device is None or not str(device).startswith("cuda"):
+        return "cpu"
+    import torch
+    return torch.cuda.get_device_name(torch.device(device))
+
+
 def phase_train(args) -> dict:
     from cpgbn.datasets import dataset_info
     from cpgbn.model import CPGBN
@@ -66,7 +78,7 @@ def phase_train(args) -> dict:
     model = CPGBN(layers=LAYERS, vocab_size=dataset_info("imdb")["vocab_size"] + 1,
                   inference="hybrid", n_epochs=args.epochs, batch_size=args.batch_size,
                   learning_rate=args.learning_rate, random_state=args.seed,
-                  n_threads=args.threads, progress=False)
+                  n_threads=args.threads, progress=False, device=args.device)
     start = time.perf_counter()
     model.fit(texts)
     seconds = time.perf_counter() - start
@@ -83,7 +95,8 @@ def phase_features(args) -> dict:
     from cpgbn.model import CPGBN
     from studies.hybrid_features.hybrid_features import features
 
-    model = CPGBN.load(args.work / "model").set_params(n_threads=args.threads)
+    model = CPGBN.load(args.work / "model").set_params(n_threads=args.threads,
+                                                       device=args.device)
     path, bfloat16, _ = args.phase.partition("-bfloat16")
     model.set_params(encoder_precision="bfloat16" if bfloat16 else "float32")
     texts, labels = imdb(args, "test")
@@ -117,7 +130,8 @@ def write_report(record: dict, path: Path) -> None:
     gibbs = rows.get("gibbs-200", {}).get("seconds")
     lines = ["# IMDB at scale: hybrid training and features (issue 25)", "",
              f"Made by `{record['command']}` at commit {record['commit']} on "
-             f"{record['machine']}, {record['threads']} threads, seed {record['seed']}. Each phase "
+             f"{record['machine']}, {record['threads']} threads, seed {record['seed']}, encoder on "
+             f"{record.get('device', 'cpu')}. Each phase "
              "is a fresh process (peak RSS = its VmHWM). 200-100-50, V = 30,000, F = 3; "
              f"training: {record['epochs']} epoch(s), minibatches of {record['batch_size']}, "
              f"learning rate {record['learning_rate']}. Features: the 25,000 test reviews."
@@ -144,6 +158,8 @@ def main(argv=None) -> None:
     parser.add_argument("--refine", type=int, default=2, help="Gibbs sweeps of refine-R, gibbs-R")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default=None,
+                        help="the encoder's torch device (default: the CPU), e.g. cuda")
     parser.add_argument("--accuracy", action="store_true")
     parser.add_argument("--max-docs", type=int, default=0,
                         help="only N evenly spaced reviews of each split (a quick check; 0: all)")
@@ -169,6 +185,7 @@ def main(argv=None) -> None:
                         str(args.learning_rate), "--threads", str(args.threads),
                         "--seed", str(args.seed), "--max-docs", str(args.max_docs)]
     args.passthrough += ["--accuracy"] if args.accuracy else []
+    args.passthrough += ["--device", args.device] if args.device else []
     with tempfile.TemporaryDirectory() as work:
         args.work = Path(work)
         if args.model is not None:
@@ -178,7 +195,7 @@ def main(argv=None) -> None:
         rows = [run_phase(args, phase) for phase in phases]
     record = {"phases": rows, "epochs": args.epochs, "batch_size": args.batch_size,
               "learning_rate": args.learning_rate, "threads": args.threads, "seed": args.seed,
-              "max_docs": args.max_docs,
+              "max_docs": args.max_docs, "device": device_name(args.device),
               "model": None if args.model is None else str(args.model),
               "command": "python " + " ".join(sys.argv), **origin}
     print(json.dumps(record))

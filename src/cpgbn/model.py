@@ -2,8 +2,10 @@
 
 ``CPGBN(layers=(200,))`` is the paper's single-layer model (CPFA with the pooling prior);
 ``layers=(200, 100, 50)`` the three-layer CPGBN.  ``fit`` runs the Gibbs sampler over a
-training corpus; ``transform`` infers features of any documents with the learned globals
-held fixed (burn-in, then the mean of theta^(1) over collected sweeps, paper section 4).
+training corpus (or, with ``inference="hybrid"`` / ``"minibatch-gibbs"``, the paper's
+minibatch TLASGR-MCMC: :mod:`cpgbn.inference_modes`); ``transform`` infers features of any
+documents with the learned globals held fixed (burn-in, then the mean of theta^(1) over
+collected sweeps, paper section 4; a hybrid model's encoder gives them in one forward pass).
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ class Inference:
 
 
 class CPGBN(TransformerMixin, BaseEstimator):
-    """Convolutional Poisson Gamma Belief Network, fitted by Gibbs sampling.
+    """Convolutional Poisson Gamma Belief Network, fitted by Gibbs sampling or TLASGR-MCMC.
 
     Parameters
     ----------
