@@ -123,7 +123,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
     refine_iter : int, default 0
         Hybrid ``transform``: Gibbs sweeps (globals fixed) after the encoder's mean theta.
         0 is the encoder's forward pass alone (fastest); 2 gave features as accurate as the
-        Gibbs-trained model's on TREC, SUBJ and MR, where the encoder alone was 2.4-3.9
+        Gibbs-trained model's on TREC, SUBJ, MR and IMDB, where the encoder alone was 2.4-4.5
         points behind (docs/hybrid.md).
     encoder_precision : {"float32", "bfloat16"}, default "float32"
         Hybrid ``transform``: the arithmetic of the encoder's position head, most of the
