@@ -20,10 +20,9 @@ peak RSS (VmHWM) is that phase's alone; the feature phases are the feature paths
 ``--device cuda`` sets the model's ``device``, named in the record: the encoder (training,
 features, the refinement's start) runs there, and so does the ``gibbs-K`` phases' sampler (the
 PyTorch one); the local Gibbs sweeps of training's TLASGR statistics and of ``refine-R`` stay
-on the CPU (numba).  With ``--accuracy`` each
-feature phase also infers the training reviews the same way and scores
-the protocol's classifier (RBF SVC on theta^(1)/L); those extra seconds are not in the
-phase's time.  The last line of stdout is JSON; ``--out`` writes it and a table beside it.
+on the CPU (numba).  With ``--accuracy`` each feature phase also infers the training reviews
+the same way and scores the protocol's classifier (RBF SVC on theta^(1)/L); those extra
+seconds are not in the phase's time.  The last line of stdout is JSON; ``--out`` writes it and a table beside it.
 
     python benchmarks/hybrid_imdb.py --data-dir ../shared/data --epochs 1
 """
@@ -63,7 +62,7 @@ def imdb(args, split: str):
 
 
 def device_name(device) -> str:
-    """What ran the encoder: the GPU's name for a CUDA device, else the CPU."""
+    """The model's device in the record: the GPU's name for a CUDA device, else "cpu"."""
     if device is None or not str(device).startswith("cuda"):
         return "cpu"
     import torch
@@ -159,7 +158,8 @@ def main(argv=None) -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default=None,
-                        help="the encoder's torch device (default: the CPU), e.g. cuda")
+                        help="the model's torch device, e.g. cuda (default: none, the CPU: "
+                             "the encoder on the CPU, the gibbs-K phases on numba)")
     parser.add_argument("--accuracy", action="store_true")
     parser.add_argument("--max-docs", type=int, default=0,
                         help="only N evenly spaced reviews of each split (a quick check; 0: all)")
