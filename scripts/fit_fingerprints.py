@@ -48,6 +48,35 @@ def fingerprint(model, train, test) -> dict:
             "test_feature_sum": float(np.asarray(f_test, dtype=np.float64).sum())}
 
 
+#: Every case: the Gibbs sampler (numba, two corpora and depths; PyTorch on the CPU) and the
+#: minibatch modes, from texts in memory and from a TSV file streamed in blocks.
+CASES = ("trec-200", "mr-200-100-50", "torch-small", "minibatch-gibbs", "minibatch-gibbs-file",
+         "hybrid", "hybrid-file")
+
+
+def minibatch_fingerprint(model, train, test, streamed: bool, labels) -> dict:
+    """A minibatch mode's fit, from ``train`` in memory or written to a TSV and streamed."""
+    if not streamed:
+        return fingerprint(model, train, test)
+    import tempfile
+
+    from cpgbn import TextFile
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "train.tsv"
+        path.write_text("".join(f"{y}\t{x}\n" for x, y in zip(train, labels)), encoding="utf-8")
+        model.fit(TextFile(path))
+        f_train = model.transform(TextFile(path))
+    f_test = model.transform(test)
+    g = model.globals_
+    record = {"D": digest(g.D), "phi": digest(*g.phi), "r": digest(g.r),
+              "train_features": digest(f_train), "test_features": digest(f_test),
+              "test_feature_sum": float(np.asarray(f_test, dtype=np.float64).sum())}
+    if model.inference == "hybrid":   # both feature paths: the encoder alone, and refined
+        model.set_params(refine_iter=2)
+        record["test_features_refine2"] = digest(model.transform(test))
+    return record
+
+
 def main(argv=None) -> None:
     from cpgbn import CPGBN
 
@@ -55,7 +84,7 @@ def main(argv=None) -> None:
     parser.add_argument("--data-dir", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--sweeps", type=int, default=30)
-    parser.add_argument("--cases", default="trec-200,mr-200-100-50,torch-small")
+    parser.add_argument("--cases", default=",".join(CASES))
     args = parser.parse_args(argv)
     n_iter, burn_in = args.sweeps, args.sweeps * 2 // 3
     cases = args.cases.split(",")
@@ -81,6 +110,18 @@ def main(argv=None) -> None:
         record["torch-small"] = fingerprint(
             CPGBN((20, 10), vocab_size=500, device="cpu", **common), trec_train[:300],
             trec_test[:50])
+    # the minibatch modes: 600 TREC questions, 2 epochs of 100, a 20-10 model (fast)
+    small = dict(vocab_size=500, n_iter=6, burn_in=4, random_state=0, n_threads=2,
+                 batch_size=100, n_epochs=2)
+    labels = [line.split("\t", 1)[0] for line in
+              (args.data_dir / "TREC" / "train.tsv").read_text(encoding="utf-8").splitlines()]
+    for mode in ("minibatch-gibbs", "hybrid"):
+        for streamed in (False, True):
+            case = mode + ("-file" if streamed else "")
+            if case in cases:
+                record[case] = minibatch_fingerprint(
+                    CPGBN((20, 10), inference=mode, **small), trec_train[:600],
+                    trec_test[:100], streamed, labels[:600])
     args.out.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     print(json.dumps(record, indent=1))
 
