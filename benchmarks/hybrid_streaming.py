@@ -5,7 +5,7 @@ in the corpus size.  For each size N (``--sizes``) this writes a one-document-pe
 synthetic documents (``--doc-length`` tokens ``w1``..``w{V-1}`` drawn from a Zipf law with
 exponent 1.1, the long-tailed frequencies of text), then, in a fresh process, trains
 ``fit_hybrid`` for a fixed number of steps (``--steps`` minibatches of ``--batch-size``) on
-:class:`~cpgbn.inference.training.TextFileBlocks` over that file (blocks of 4096 lines, the
+:class:`~cpgbn.inference.batches.TextFileBlocks` over that file (blocks of 4096 lines, the
 vocabulary from the scan), and records the process's peak resident memory (VmHWM), the
 training documents per second and the documents of the largest block held.  The process
 first makes the streamed fit's scan of the file (:func:`cpgbn.text.stream.scan_text_file`:
@@ -55,7 +55,7 @@ def write_corpus(path: Path, n_docs: int, vocab_size: int, doc_length: int, seed
 def phase_train(args) -> dict:
     from cpgbn.inference.hybrid import fit_hybrid
     from cpgbn.inference.state import Hyperparameters
-    from cpgbn.inference.training import TextFileBlocks, text_encoder
+    from cpgbn.inference.batches import TextFileBlocks, text_encoder
     from cpgbn.model import DEFAULT_TOKEN_COUNT
     from cpgbn.text.stream import TextFile, scan_text_file
 

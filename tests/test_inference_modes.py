@@ -1,5 +1,5 @@
 """The estimator's minibatch inference modes (``CPGBN(inference="minibatch-gibbs" | "hybrid")``,
-:mod:`cpgbn.inference_modes`): fit / transform / save / load, reproducibility, checkpoints and
+:mod:`cpgbn.modes`): fit / transform / save / load, reproducibility, checkpoints and
 exact resume, the explain tools on such a model, bad parameters, the missing-torch hint, and
 ``cpgbn fit --inference hybrid``.  Small synthetic corpora, one thread."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 
 import cpgbn.io
 from cpgbn import CPGBN, PGBN, CPGBNInputError
-from cpgbn.inference_modes import LOSS_NAMES, steps_per_epoch
+from cpgbn.modes import LOSS_NAMES, steps_per_epoch
 from helpers import interrupted_at_step, random_labeled, random_texts, write_tsv
 
 torch = pytest.importorskip("torch")

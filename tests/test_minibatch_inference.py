@@ -13,8 +13,10 @@ from cpgbn.errors import CPGBNInputError, DataFileError
 from cpgbn.inference.gibbs import GibbsSampler
 from cpgbn.inference.minibatch import fit_minibatch_gibbs
 from cpgbn.inference.state import Hyperparameters
-from cpgbn.inference.training import (ConvDataBlocks, Minibatches, NonFiniteLossError,
-                                      TextFileBlocks, read_checkpoint, text_encoder)
+from cpgbn.inference.batches import (Batch, ConvDataBlocks, Minibatches, TextFileBlocks,
+                                     text_encoder)
+from cpgbn.inference.checkpoint import read_checkpoint
+from cpgbn.inference.training import NonFiniteLossError
 from cpgbn.inference.updates import DistributedGlobalUpdate, GibbsGlobalUpdate, SingleProcess
 from cpgbn.simulate import sample_corpus
 from cpgbn.text.readers import read_line_blocks, read_lines
@@ -144,7 +146,7 @@ def test_minibatch_gibbs_resume_is_exact(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         fit_minibatch_gibbs(data, (3, 2), V, hyper, checkpoint_dir=tmp_path / "ck",
                             checkpoint_every=2, on_step=_interrupt_after(3), **kw)
-    assert read_checkpoint(tmp_path / "ck")[0] == 2
+    assert read_checkpoint(tmp_path / "ck").step == 2
     resumed = fit_minibatch_gibbs(data, (3, 2), V, hyper, checkpoint_dir=tmp_path / "ck",
                                   checkpoint_every=2, resume=True, **kw)
     np.testing.assert_array_equal(whole.globals.D, resumed.globals.D)
@@ -199,13 +201,14 @@ def test_hybrid_non_finite_loss_stops_with_one_line_and_keeps_checkpoint(tmp_pat
                 trainer.encoder.conv1.weight.fill_(float("nan"))
 
     with pytest.raises(NonFiniteLossError) as info:
-        train(trainer, ConvDataBlocks(data), 6, batch_size=10, seed=0,
+        train(trainer, Minibatches(ConvDataBlocks(data), 10, 0), 6,
               checkpoint_dir=tmp_path / "ck", checkpoint_every=1, progress=False,
               on_step=diverge)
     message = str(info.value)
     assert "step 3" in message and "\n" not in message and "step 2" in message
-    step, _, trace, _, arrays = read_checkpoint(tmp_path / "ck")
-    assert step == 2 and len(trace.loss) == 2
+    saved = read_checkpoint(tmp_path / "ck")
+    step, arrays = saved.step, saved.arrays
+    assert step == 2 and len(arrays["trace_loss"]) == 2
     assert all(np.isfinite(v).all() for k, v in arrays.items() if k.startswith("encoder/"))
 
 
@@ -224,7 +227,7 @@ def test_hybrid_step_groups_documents_without_changing_the_gradient(monkeypatch)
         sample = trainer.encoder.sample
         monkeypatch.setattr(trainer.encoder, "sample",
                             lambda packed, phi, generator=None: sample(packed, phi, mean=True))
-        report = trainer.step(1, data)
+        report = trainer.step(1, Batch(data, np.arange(data.n_docs)))
         results.append((report, {k: p.grad.clone() for k, p in
                                   trainer.encoder.named_parameters()}))
     assert len(hybrid.document_groups(data.doc_positions, 9)) > 5
@@ -349,7 +352,8 @@ def test_text_file_minibatches_cover_each_document_once_per_epoch(tmp_path):
     stream = Minibatches(source, batch_size=8, seed=1)
     seen = []
     while stream.cursor.epoch == 0:
-        batch, indices = stream.next()
+        batch = stream.next()
+        indices = batch.ids
         assert batch.n_docs == len(indices) <= 8
         seen.extend(indices.tolist())
     assert sorted(seen) == list(range(53))
@@ -361,7 +365,7 @@ def test_text_file_minibatches_cover_each_document_once_per_epoch(tmp_path):
         epoch = whole_blocks.cursor.epoch
         order = []
         while whole_blocks.cursor.epoch == epoch:
-            order.append(int(whole_blocks.next()[1].min()) // 20)
+            order.append(int(whole_blocks.next().ids.min()) // 20)
         assert sorted(order) == [0, 1, 2]
         orders.append(order)
     assert any(order != [0, 1, 2] for order in orders)
@@ -416,7 +420,8 @@ def test_hybrid_global_step_recovers_planted_globals_from_true_locals():
     assert start_tv.min() > 0.5
     batches, positions = Minibatches(ConvDataBlocks(data), 50, 0), data.doc_positions
     for i in range(1, 61):
-        batch, docs = batches.next()
+        record = batches.next()
+        batch, docs = record.data, record.ids
         rows = np.concatenate([np.arange(positions[j], positions[j + 1]) for j in docs])
         sampler = trainer.sampler_for(batch)
         b = sampler.backend

@@ -46,9 +46,9 @@ def run_chain(m, use_positions, n=30000, seed=0, listed=False):
         if listed:  # the sweep's form: only the listed nonzero counts
             gbn.listed_tables(state, counts, 0, S, shape[0], nonzero, len(nonzero), out[0])
         elif use_positions:
-            gbn.position_tables(seed, i, 32, positions, counts, shape, out)
+            gbn.position_tables(seed, i, 32, 0, positions, counts, shape, out)
         else:
-            gbn.layer_tables(seed, i, 32, counts.sum(axis=0, keepdims=True).astype(np.int64),
+            gbn.layer_tables(seed, i, 32, 0, counts.sum(axis=0, keepdims=True).astype(np.int64),
                              shape, out)
         a = rng.gamma(ALPHA0 + out[0, 0]) / (1.0 + Q)
         draws[i] = a

@@ -25,7 +25,7 @@ def _cpgbn() -> list[str]:
 
 def _checkpoint_sweep(path: Path) -> int:
     try:
-        return json.loads((path / "checkpoint.json").read_text())["sweep"]
+        return json.loads((path / "checkpoint.json").read_text())["step"]
     except (OSError, ValueError, KeyError):
         return -1
 

@@ -61,7 +61,7 @@ def test_sweep_splits_a_cell_over_heavy_and_floor_candidates_by_weight(w_row):
     for r in range(reps):
         m = np.zeros((1, n_kernels), dtype=np.int32)
         A = np.zeros((1, n_kernels), dtype=np.int32)
-        sweep_positions(r, 0, 32, data.doc_cells, data.doc_positions, data.cell_word,
+        sweep_positions(r, 0, 32, 0, data.doc_cells, data.doc_positions, data.cell_word,
                         data.cell_col, data.cell_count, data.mode, data.fixed_count, D, row_sums,
                         np.ones((1, n_kernels)), np.ones(1), False, True, w.copy(), m,
                         w.astype(np.float64), A, np.zeros((0, 0, 0, 0), np.int32), np.zeros(1),

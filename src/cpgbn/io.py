@@ -31,6 +31,7 @@ from .errors import ModelFormatError
 from .files import MODEL_MARKER, write_directory_atomically
 from .inference.mixing import Mixing
 from .inference.state import GlobalParameters, Hyperparameters
+from .modes.base import FittedState
 from .text.vocabulary import Vocabulary
 
 FORMAT = "cpgbn-model"
@@ -59,18 +60,20 @@ def _jsonable(value):
     return value
 
 
-def save_model(model, directory) -> None:
-    g: GlobalParameters = model.globals_
-    arrays = {"D": g.D, "r": g.r, "kernel_usage": model.kernel_usage()}
+def save_model(params: dict, fitted: FittedState, directory) -> None:
+    """Write an estimator's parameters and its :class:`~cpgbn.modes.FittedState` to
+    ``directory`` (module docstring)."""
+    g: GlobalParameters = fitted.globals_
+    arrays = {"D": g.D, "r": g.r, "kernel_usage": fitted.kernel_usage_}
     for i, p in enumerate(g.phi):
         arrays[f"phi_{i + 2}"] = p
-    mixing = getattr(model, "mixing_", None)
+    mixing = fitted.mixing_
     if mixing is not None:
         arrays.update(mixing.arrays())
     for name in _MINIBATCH_TRACES:   # the minibatch modes' per-step traces
-        if hasattr(model, name):
-            arrays[name] = np.asarray(getattr(model, name), dtype=np.float64)
-    weights = getattr(model, "encoder_weights_", None)
+        if getattr(fitted, name) is not None:
+            arrays[name] = np.asarray(getattr(fitted, name), dtype=np.float64)
+    weights = fitted.encoder_weights_
     if weights is not None:
         arrays.update({f"{_ENCODER}{name}": np.asarray(w) for name, w in weights.items()})
 
@@ -81,18 +84,18 @@ def save_model(model, directory) -> None:
             "format_version": FORMAT_VERSION,
             "library_version": VERSION,
             "arrays_sha256": _sha256(tmp / _ARRAYS),
-            "params": {k: _jsonable(v) for k, v in model.get_params().items()},
-            "layers": list(model.layers_),
-            "hyper": {k: _jsonable(v) for k, v in vars(model.hyper_).items()},
-            "seed": int(model.seed_),
-            "n_train_tokens": int(model.n_train_tokens_),
-            "loglik_trace": [float(x) for x in model.loglik_trace_],
-            "sweep_seconds": [float(x) for x in model.sweep_seconds_],
+            "params": {k: _jsonable(v) for k, v in params.items()},
+            "layers": list(fitted.layers_),
+            "hyper": {k: _jsonable(v) for k, v in vars(fitted.hyper_).items()},
+            "seed": int(fitted.seed_),
+            "n_train_tokens": int(fitted.n_train_tokens_),
+            "loglik_trace": [float(x) for x in fitted.loglik_trace_],
+            "sweep_seconds": [float(x) for x in fitted.sweep_seconds_],
             "mixing_n_collected": None if mixing is None else int(mixing.n_collected),
-            "vocabulary": model.vocabulary_.to_dict(),
+            "vocabulary": fitted.vocabulary_.to_dict(),
         }
         if weights is not None:
-            meta["encoder_config"] = {k: _jsonable(v) for k, v in model.encoder_config_.items()}
+            meta["encoder_config"] = {k: _jsonable(v) for k, v in fitted.encoder_config_.items()}
         with open(tmp / _META, "w", encoding="utf-8") as fh:
             json.dump(meta, fh)
 
@@ -126,7 +129,8 @@ def _read_meta(directory: Path) -> dict:
     return meta
 
 
-def load_model(cls, directory):
+def load_model(directory) -> tuple[dict, FittedState]:
+    """(the estimator's parameters, its fitted state) from a model directory."""
     directory = Path(directory)
     meta = _read_meta(directory)
     arrays_path = directory / _ARRAYS
@@ -148,39 +152,26 @@ def load_model(cls, directory):
         params["layers"] = tuple(params["layers"]) if isinstance(params["layers"], list) else params["layers"]
         if isinstance(params.get("eta"), list):
             params["eta"] = tuple(params["eta"])
-        seed = int(meta["seed"])
-        n_train_tokens = int(meta["n_train_tokens"])
-        loglik_trace = np.asarray(meta["loglik_trace"], dtype=np.float64)
-        sweep_seconds = np.asarray(meta["sweep_seconds"], dtype=np.float64)
-        usage = np.asarray(arrays["kernel_usage"], dtype=np.float64)
-        mixing = Mixing.from_arrays(arrays, meta.get("mixing_n_collected") or 0)
-        traces = {name: arrays[name] for name in _MINIBATCH_TRACES if name in arrays}
         encoder_weights = {k[len(_ENCODER):]: v for k, v in arrays.items()
                            if k.startswith(_ENCODER)}
         encoder_config = meta.get("encoder_config")
         if bool(encoder_weights) != (encoder_config is not None):
             raise ValueError("the encoder's weights and config must come together")
-        model = cls(**params)
+        fitted = FittedState(
+            vocabulary_=vocabulary, layers_=layers, hyper_=hyper, seed_=int(meta["seed"]),
+            globals_=g, kernel_usage_=np.asarray(arrays["kernel_usage"], dtype=np.float64),
+            n_train_tokens_=int(meta["n_train_tokens"]),
+            loglik_trace_=np.asarray(meta["loglik_trace"], dtype=np.float64),
+            sweep_seconds_=np.asarray(meta["sweep_seconds"], dtype=np.float64),
+            mixing_=Mixing.from_arrays(arrays, meta.get("mixing_n_collected") or 0),
+            **{name: arrays[name] for name in _MINIBATCH_TRACES if name in arrays},
+            encoder_config_=encoder_config,
+            encoder_weights_=encoder_weights if encoder_config is not None else None,
+            format_version_=meta["format_version"],
+            saved_by_version_=meta.get("library_version"))
     except (KeyError, TypeError, ValueError, zipfile.BadZipFile, OSError) as exc:
         raise ModelFormatError(f"model in {directory} is corrupted: {exc.__class__.__name__}: {exc}") from None
     if g.layers != layers or g.D.shape[0] != len(vocabulary):
         raise ModelFormatError(f"model in {directory} is inconsistent: array shapes do not match "
                                "its layers and vocabulary")
-    model.globals_ = g
-    model.vocabulary_ = vocabulary
-    model.layers_ = layers
-    model.hyper_ = hyper
-    model.seed_ = seed
-    model.n_train_tokens_ = n_train_tokens
-    model.loglik_trace_ = loglik_trace
-    model.sweep_seconds_ = sweep_seconds
-    model.kernel_usage_ = usage
-    if mixing is not None:
-        model.mixing_ = mixing
-    for name, value in traces.items():
-        setattr(model, name, value)
-    if encoder_config is not None:
-        model.encoder_config_, model.encoder_weights_ = encoder_config, encoder_weights
-    model.format_version_ = meta["format_version"]
-    model.saved_by_version_ = meta.get("library_version")
-    return model
+    return params, fitted

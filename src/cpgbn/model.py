@@ -3,41 +3,36 @@
 ``CPGBN(layers=(200,))`` is the paper's single-layer model (CPFA with the pooling prior);
 ``layers=(200, 100, 50)`` the three-layer CPGBN.  ``fit`` runs the Gibbs sampler over a
 training corpus (or, with ``inference="hybrid"`` / ``"minibatch-gibbs"``, the paper's
-minibatch TLASGR-MCMC: :mod:`cpgbn.inference_modes`); ``transform`` infers features of any
+minibatch TLASGR-MCMC; each mode is a class of :mod:`cpgbn.modes`); ``transform`` infers features of any
 documents with the learned globals held fixed (burn-in, then the mean of theta^(1) over
 collected sweeps, paper section 4; a hybrid model's encoder gives them in one forward pass).
 """
 
 from __future__ import annotations
 
-import contextlib
-from dataclasses import dataclass
-import shutil
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from numbers import Integral
-from pathlib import Path
 
-import numba
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
-
 from .errors import (CPGBNInputError, check_int as _check_int,
                      check_positive as _check_positive, empty_document_error)
-from .inference.gibbs import GibbsSampler, RunResult
-from .inference.mixing import MixingMonitor
+from .inference.driver import RunResult
 from .inference.state import GlobalParameters, Hyperparameters
+from .inference.streams import transform_seed
 from .layers.cells import ConvData, ObservationModel, from_bag_of_words, from_token_sequences
+from .modes import (FITTED_ATTRIBUTES, MODE_CLASSES, Checkpointing, FittedState,
+                    InferenceMode, Training, check_mode_parameters, features, mode_for)
+from .modes.gibbs import GibbsMode
+from .params import (CPGBN_PARAMETERS, DEFAULT_TOKEN_COUNT, MODEL as MODEL_PARAMETERS,
+                     PGBN_PARAMETERS, declare_init)
 from .text.corpus import Corpus
+from .text.readers import read_labeled
 from .text.stream import TextFile
 from .text.vocabulary import Vocabulary
-
-#: Default pseudo-count per token, chosen by measured accuracy on TREC, SUBJ and MR at one to
-#: three layers: 800 and 1600 are level within the seeds' spread and above 200 at every dataset
-#: and depth measured, and 800 is the smaller (the milder tempering).  The measurements are in
-#: the documentation (docs/results.md).
-DEFAULT_TOKEN_COUNT = 800
 
 _MAX_SEED = 2**63 - 1
 
@@ -115,7 +110,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
         "gibbs": the sampler above.  The minibatch modes learn the globals by TLASGR-MCMC with
         local Gibbs sweeps ("minibatch-gibbs", numba) or the paper's Weibull encoder ("hybrid",
         Algorithm 1, PyTorch); there ``n_iter``/``burn_in`` only set Gibbs inference's sweeps.
-        See :mod:`cpgbn.inference_modes`.
+        See :mod:`cpgbn.modes`.
     batch_size, n_epochs : int, default 100, 10
         Minibatch modes: documents per minibatch, and passes over the training corpus.
     learning_rate : float, default 1e-3
@@ -143,7 +138,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
     loglik_trace_, sweep_seconds_ : ndarray (n_iter,)
         Training log-likelihood and seconds of each sweep (empty in the minibatch modes).
     loss_trace_, kl_trace_, step_seconds_, encoder_config_, encoder_weights_
-        Minibatch modes (:func:`cpgbn.inference_modes.fit_model`).
+        Minibatch modes (:class:`cpgbn.modes.FittedState` documents every fitted attribute).
     kernel_usage_ : ndarray (K_1,)
         Share of each kernel in the training documents' theta^(1).
     mixing_ : cpgbn.inference.mixing.Mixing
@@ -153,50 +148,41 @@ class CPGBN(TransformerMixin, BaseEstimator):
         The resolved seed.
     """
 
-    def __init__(self, layers=(200,), *, filter_width=3, vocab_size=8000,
-                 token_count=DEFAULT_TOKEN_COUNT, padding=0, eta=0.05, e0=0.1, f0=0.1,
-                 sample_r=True, pooling_concentration=None, n_iter=200, burn_in=150,
-                 transform_iter=None, transform_burn_in=None, feature_normalization="length",
-                 random_state=None, n_threads=None,
-                 memory_limit=None, progress=False, device=None, inference="gibbs",
-                 batch_size=100, n_epochs=10, learning_rate=1e-3, refine_iter=0,
-                 encoder_precision="float32"):
-        self.layers = layers
-        self.filter_width = filter_width
-        self.vocab_size = vocab_size
-        self.token_count = token_count
-        self.padding = padding
-        self.eta = eta
-        self.e0 = e0
-        self.f0 = f0
-        self.sample_r = sample_r
-        self.pooling_concentration = pooling_concentration
-        self.n_iter = n_iter
-        self.burn_in = burn_in
-        self.transform_iter = transform_iter
-        self.transform_burn_in = transform_burn_in
-        self.feature_normalization = feature_normalization
-        self.random_state = random_state
-        self.n_threads = n_threads
-        self.memory_limit = memory_limit
-        self.progress = progress
-        self.device = device
-        self.inference = inference
-        self.batch_size = batch_size
-        self.n_epochs = n_epochs
-        self.learning_rate = learning_rate
-        self.refine_iter = refine_iter
-        self.encoder_precision = encoder_precision
+    __init__ = declare_init(CPGBN_PARAMETERS)
 
     # ------------------------------------------------------------------ validation
-    def _validated(self) -> dict:
-        """Check every parameter; return resolved values.  Messages name the parameter."""
+    def _model_settings(self) -> dict:
+        """The model's parameters checked (messages name the parameter) and resolved."""
         layers = self.layers
         if isinstance(layers, Integral) and not isinstance(layers, bool):
             layers = (layers,)
         if not isinstance(layers, Sequence) or len(layers) == 0:
             raise CPGBNInputError(f"layers must be a non-empty sequence of integers, got {layers!r}")
         layers = tuple(_check_int("layer size", k, 1) for k in layers)
+        eta = self.eta
+        etas = tuple(eta) if isinstance(eta, Sequence) else (eta,) * len(layers)
+        if len(etas) != len(layers):
+            raise CPGBNInputError(f"eta must be one number or one per layer ({len(layers)}), got {eta!r}")
+        etas = tuple(_check_positive("eta", e) for e in etas)
+        observation = self._observation()
+        filter_width = _check_int("filter_width", self.filter_width, 1)
+        padding = _check_int("padding", self.padding, 0)
+        if padding > filter_width - 1:
+            raise CPGBNInputError(f"padding must be <= filter_width - 1 = {filter_width - 1} (a "
+                                  f"kernel must cover at least one word), got {padding}")
+        beta = self.pooling_concentration
+        return dict(
+            layers=layers, filter_width=filter_width,
+            vocab_size=_check_int("vocab_size", self.vocab_size, 2), observation=observation,
+            hyper=Hyperparameters(eta=etas, e0=_check_positive("e0", self.e0),
+                                  f0=_check_positive("f0", self.f0), sample_r=bool(self.sample_r),
+                                  pooling_concentration=(
+                                      None if beta is None
+                                      else _check_positive("pooling_concentration", beta))))
+
+    def _run_settings(self) -> dict:
+        """How fits and inference run: the Gibbs sweeps, the features, threads, memory, device
+        and every mode's own parameters, checked and resolved; what ``transform`` reads."""
         n_iter = _check_int("n_iter", self.n_iter, 1)
         burn_in = _check_int("burn_in", self.burn_in, 0)
         if burn_in >= n_iter:
@@ -208,11 +194,6 @@ class CPGBN(TransformerMixin, BaseEstimator):
         if t_burn >= t_iter:
             raise CPGBNInputError(
                 f"transform_burn_in must be < transform_iter, got {t_burn} and {t_iter}")
-        eta = self.eta
-        etas = tuple(eta) if isinstance(eta, Sequence) else (eta,) * len(layers)
-        if len(etas) != len(layers):
-            raise CPGBNInputError(f"eta must be one number or one per layer ({len(layers)}), got {eta!r}")
-        etas = tuple(_check_positive("eta", e) for e in etas)
         if self.feature_normalization not in ("length", "none"):
             raise CPGBNInputError("feature_normalization must be 'length' or 'none', got "
                                   f"{self.feature_normalization!r}")
@@ -226,28 +207,19 @@ class CPGBN(TransformerMixin, BaseEstimator):
             except ImportError:
                 raise CPGBNInputError("device=... needs PyTorch: pip install 'cpgbn[torch]'") from None
             resolve_device(self.device)
-        observation = self._observation()
-        filter_width = _check_int("filter_width", self.filter_width, 1)
-        padding = _check_int("padding", self.padding, 0)
-        if padding > filter_width - 1:
-            raise CPGBNInputError(f"padding must be <= filter_width - 1 = {filter_width - 1} (a "
-                                  f"kernel must cover at least one word), got {padding}")
-        from .inference_modes import check_params
         return dict(
-            **check_params(self.inference, self.batch_size, self.n_epochs, self.learning_rate,
-                           self.refine_iter, self.device, self.encoder_precision),
-            layers=layers,
-            filter_width=filter_width,
-            vocab_size=_check_int("vocab_size", self.vocab_size, 2),
+            **check_mode_parameters(self.get_params()),
             n_iter=n_iter, burn_in=burn_in, transform_iter=t_iter, transform_burn_in=t_burn,
-            observation=observation,
-            hyper=Hyperparameters(eta=etas, e0=_check_positive("e0", self.e0),
-                                  f0=_check_positive("f0", self.f0), sample_r=bool(self.sample_r),
-                                  pooling_concentration=(
-                                      None if self.pooling_concentration is None else
-                                      _check_positive("pooling_concentration",
-                                                      self.pooling_concentration))),
-        )
+            feature_normalization=self.feature_normalization, n_threads=self.n_threads,
+            memory_limit=self.memory_limit, device=self.device, progress=bool(self.progress))
+
+    def _validated(self) -> dict:
+        """Every parameter checked; the resolved values (the model's and the run's)."""
+        return {**self._model_settings(), **self._run_settings()}
+
+    def _mode(self, settings: dict | None = None) -> InferenceMode:
+        """The inference mode of ``inference`` over the run settings."""
+        return mode_for(self._run_settings() if settings is None else settings)
 
     # ------------------------------------------------------------------ data
     def _corpus(self, X, vocabulary: Vocabulary | None, vocab_size: int | None) -> Corpus:
@@ -276,6 +248,12 @@ class CPGBN(TransformerMixin, BaseEstimator):
         """How the tokens are observed (``token_count`` resolved)."""
         return self._observation()
 
+    @property
+    def loss_name(self) -> str | None:
+        """What ``loss_trace_`` holds in this model's inference mode (None for Gibbs, whose
+        training figure is the log-likelihood in ``loglik_trace_``)."""
+        return MODE_CLASSES[self.inference].loss_name if self.inference in MODE_CLASSES else None
+
     def _data(self, corpus: Corpus, filter_width: int) -> ConvData:
         data = from_token_sequences(corpus.tokens, corpus.offsets, filter_width,
                                     self._observation(), self.padding)
@@ -284,58 +262,19 @@ class CPGBN(TransformerMixin, BaseEstimator):
                           "are padded with empty columns", stacklevel=3)
         return data
 
-    def _sampler(self, data: ConvData, seed: int, learn_globals: bool):
-        """The numba sampler, or the PyTorch one when ``device`` is set."""
-        if self.device is None:
-            return GibbsSampler(data, self.hyper_, seed, learn_globals=learn_globals)
-        from .inference.gibbs import TorchGibbsSampler
-        return TorchGibbsSampler(data, self.hyper_, seed, learn_globals=learn_globals,
-                                 device=self.device)
-
-    def _check_memory(self, data: ConvData, layers, vocab_size: int, training: bool) -> None:
-        from .inference.memory import check_memory, estimate_bytes, estimate_hybrid_bytes
+    def _check_memory(self, needed: int) -> None:
+        from .inference.memory import check_memory
         if self.device is not None and str(self.device).startswith("cuda"):
             return  # the estimate is of host memory
-        if training and self.inference == "hybrid":   # minibatches; refinement in blocks
-            from .inference.hybrid import ENCODER_CHUNK_POSITIONS, REFINE_BLOCK_DOCS
-            params = self._validated()
-            refine = REFINE_BLOCK_DOCS if params["refine_iter"] > 0 else 0
-            # a step's graph holds a group of at most ENCODER_CHUNK_POSITIONS positions
-            per_batch = -(-data.n_positions * params["batch_size"] // max(data.n_docs, 1))
-            needed = estimate_hybrid_bytes(data.n_docs, data.n_positions, data.n_cells,
-                                           vocab_size, data.filter_width, layers,
-                                           chunk_positions=min(ENCODER_CHUNK_POSITIONS,
-                                                               per_batch),
-                                           refine_block_docs=refine)
-        else:
-            n_threads = self.n_threads or numba.get_num_threads()
-            needed = estimate_bytes(data.n_docs, data.n_positions, data.n_cells, vocab_size,
-                                    data.filter_width, layers, n_threads, training)
         check_memory(needed, self.memory_limit)
-
-    @contextlib.contextmanager
-    def _threads(self):
-        previous = numba.get_num_threads()
-        if self.n_threads is not None:
-            numba.set_num_threads(min(int(self.n_threads), numba.config.NUMBA_NUM_THREADS))
-        try:
-            yield
-        finally:
-            numba.set_num_threads(previous)
-
-    def _progress(self, total: int, desc: str):
-        if not self.progress:
-            return contextlib.nullcontext(None)
-        from tqdm.auto import tqdm
-        # disable=None: no bar when stderr is not a terminal (logs, CI)
-        return tqdm(total=total, desc=desc, unit="sweep", leave=False, disable=None)
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X, y=None, *, checkpoint_dir=None, checkpoint_every: int = 10,
             resume: bool = False):
-        """Run the Gibbs sampler on the documents ``X`` (strings, an encoded Corpus, or a
-        :class:`~cpgbn.text.TextFile`), or the minibatch mode that ``inference`` names
-        (:func:`cpgbn.inference_modes.fit_model`).
+        """Fit the model to the documents ``X`` (strings, an encoded Corpus, or a
+        :class:`~cpgbn.text.TextFile`) by the mode that ``inference`` names
+        (:mod:`cpgbn.modes`); ``y``, when given, labels the documents (one per document; a
+        labelled TextFile carries its own) and travels with them to every training step.
 
         A :class:`~cpgbn.text.TextFile` is streamed in the minibatch modes: one pass builds the
         vocabulary, then training reads a block of lines at a time, so the file may be larger
@@ -348,129 +287,77 @@ class CPGBN(TransformerMixin, BaseEstimator):
         exists and was made from the same data and parameters, ending in exactly the model an
         uninterrupted fit gives.  The checkpoint is deleted when the fit completes.
         """
-        params = self._validated()
-        checkpoint_every = _check_int("checkpoint_every", checkpoint_every, 1)
-        if isinstance(X, TextFile):
-            if params["inference"] != "gibbs":
-                return self._fit_file(X, params, checkpoint_dir=checkpoint_dir,
-                                      checkpoint_every=checkpoint_every, resume=resume)
-            X = X.read_texts()
-        corpus = self._corpus(X, None, params["vocab_size"])
-        if len(corpus) == 0:
-            raise CPGBNInputError("cannot fit on an empty corpus (0 documents)")
-        empty = np.flatnonzero(corpus.lengths == 0)
-        if len(empty):
-            raise empty_document_error(int(empty[0]) + 1, len(empty))
-        self._start_fit(corpus.vocabulary, params)
-        data = self._data(corpus, params["filter_width"])
-        # minibatch Gibbs infers every training document at once afterwards (train_theta_);
-        # the hybrid's own estimate covers its training and its block-wise features
-        self._check_memory(data, self.layers_, len(self.vocabulary_),
-                           training=params["inference"] != "minibatch-gibbs")
-        if params["inference"] != "gibbs":   # the training features: as transform gives them
-            from .inference_modes import fit_model, memory_source
-            with self._threads():
-                fit_model(self, memory_source(self, data, self._chain_params()), params,
-                          checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every,
-                          resume=resume)
-            self.train_theta_, data = self._thetas(corpus, data)
-            self.train_features_ = self._features(self.train_theta_, data)
-            usage = self.train_theta_[0].sum(axis=0)
-            self.kernel_usage_ = usage / usage.sum()
-            self.n_train_tokens_ = int(corpus.lengths.sum())
-            return self
-        with self._threads():
-            sampler = self._sampler(data, self.seed_, learn_globals=True)
-            state, collector, on_sweep = None, None, None
-            if checkpoint_dir is not None:
-                from .inference import checkpoint as ckpt
-                print_ = ckpt.fingerprint(corpus.tokens, corpus.offsets, self.vocabulary_.tokens,
-                                          self._chain_params(), self.seed_)
-                if resume and (Path(checkpoint_dir) / "checkpoint.json").is_file():
-                    state, collector = ckpt.load_checkpoint(checkpoint_dir, print_)
-
-                def save_every(st, coll):
-                    if st.sweep % checkpoint_every == 0 and st.sweep < params["n_iter"]:
-                        ckpt.save_checkpoint(checkpoint_dir, st, coll, print_)
-                on_sweep = save_every
-            if state is None:
-                state = sampler.initial_state(self.layers_, len(self.vocabulary_))
-            weights = (None if self.feature_normalization == "none"
-                       else 1.0 / np.maximum(data.true_length, 1))  # as in the features
-            with self._progress(params["n_iter"], "fit") as bar:
-                if bar is not None:
-                    bar.update(state.sweep)
-                result = sampler.run(state, params["n_iter"], params["burn_in"], progress=bar,
-                                     collector=collector, on_sweep=on_sweep,
-                                     monitor=MixingMonitor(weights))
-        if checkpoint_dir is not None:
-            shutil.rmtree(checkpoint_dir, ignore_errors=True)
-        self.globals_ = result.globals_mean
-        self.train_features_ = self._features(result.theta_mean, data)
-        self.train_theta_ = result.theta_mean
-        usage = result.theta_mean[0].sum(axis=0)
-        self.kernel_usage_ = usage / usage.sum()
-        self.loglik_trace_ = np.asarray(result.loglik)
-        self.sweep_seconds_ = np.asarray(result.seconds)
-        self.mixing_ = result.mixing
-        self.n_train_tokens_ = int(corpus.lengths.sum())
+        settings = self._validated()
+        mode = self._mode(settings)
+        checkpointing = Checkpointing(checkpoint_dir,
+                                      _check_int("checkpoint_every", checkpoint_every, 1),
+                                      bool(resume))
+        seed = (int(np.random.SeedSequence().entropy % _MAX_SEED) if self.random_state is None
+                else _check_int("random_state", self.random_state, 0))
+        if isinstance(X, TextFile) and mode.streams_files:
+            training = self._file_training(X, settings, seed, checkpointing, mode)
+        else:
+            if isinstance(X, TextFile):
+                X, file_labels = (read_labeled(X.path) if X.labeled else (X.read_texts(), None))
+                y = file_labels if y is None else y
+            corpus = self._corpus(X, None, settings["vocab_size"])
+            if len(corpus) == 0:
+                raise CPGBNInputError("cannot fit on an empty corpus (0 documents)")
+            empty = np.flatnonzero(corpus.lengths == 0)
+            if len(empty):
+                raise empty_document_error(int(empty[0]) + 1, len(empty))
+            labels = None if y is None else np.asarray(y)
+            if labels is not None and labels.shape != (len(corpus),):
+                raise CPGBNInputError(f"y must hold one label per document: {len(corpus)} "
+                                      f"documents, y of shape {labels.shape}")
+            data = self._data(corpus, settings["filter_width"])
+            self._check_memory(mode.training_bytes(data, settings["layers"], len(corpus.vocabulary)))
+            training = Training(corpus.vocabulary, settings["layers"], settings["hyper"], seed,
+                                int(corpus.lengths.sum()), self._chain_params(mode), data=data,
+                                labels=labels, checkpointing=checkpointing)
+        self._set_fitted(mode.fit(training))
         return self
 
-    def _start_fit(self, vocabulary: Vocabulary, params: dict) -> None:
-        """Resolve the seed and set what every fit sets first (forgetting an earlier fit)."""
-        self.seed_ = (int(np.random.SeedSequence().entropy % _MAX_SEED)
-                      if self.random_state is None else _check_int("random_state",
-                                                                   self.random_state, 0))
-        from .inference_modes import FITTED_ATTRIBUTES
-        for name in FITTED_ATTRIBUTES + ("mixing_", "train_features_", "train_theta_"):
-            self.__dict__.pop(name, None)
-        self.vocabulary_ = vocabulary
-        self.layers_ = params["layers"]
-        self.hyper_ = params["hyper"]
-
-    def _fit_file(self, text_file: TextFile, params: dict, **checkpointing):
-        """:meth:`fit` of a minibatch mode on a file streamed a block at a time."""
-        from .inference_modes import BLOCK_DOCS, file_source, fit_model
+    def _file_training(self, text_file: TextFile, settings: dict, seed: int,
+                       checkpointing: Checkpointing, mode: InferenceMode) -> Training:
+        """The job of a fit that streams ``text_file`` a block at a time (one pass first)."""
+        from .modes.minibatch import BLOCK_DOCS
         from .text.stream import scan_text_file
-        filter_width = params["filter_width"]
-        scan = scan_text_file(text_file, params["vocab_size"], block_lines=BLOCK_DOCS,
+        filter_width = settings["filter_width"]
+        scan = scan_text_file(text_file, settings["vocab_size"], block_lines=BLOCK_DOCS,
                               short_below=filter_width - 2 * self.padding)
         if scan.n_short:
             warnings.warn(f"{scan.n_short} document(s) shorter than filter_width={filter_width} "
                           "are padded with empty columns", stacklevel=3)
-        self._start_fit(scan.vocabulary, params)
+        vocabulary = scan.vocabulary
 
         def encode(texts, first_line):   # a block's cells, as an in-memory fit builds them
             with warnings.catch_warnings():   # short documents: counted by the scan
                 warnings.simplefilter("ignore", UserWarning)
-                return self._data(Corpus.from_texts(texts, vocabulary=self.vocabulary_),
-                                  filter_width)
+                return self._data(Corpus.from_texts(texts, vocabulary=vocabulary), filter_width)
         encode.filter_width = filter_width   # what the block source reports as F
 
-        source = file_source(self, text_file, scan, self._chain_params(), encode)
-        with self._threads():
-            fit_model(self, source, params, **checkpointing)
-        # the kernels' shares in the training documents, one block at a time
-        usage = np.zeros(self.layers_[0])
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            for texts in text_file.blocks(BLOCK_DOCS):
-                usage += self._thetas(texts)[0][0].sum(axis=0)
-        self.kernel_usage_ = usage / usage.sum()
-        self.n_train_tokens_ = scan.n_tokens
-        return self
+        return Training(vocabulary, settings["layers"], settings["hyper"], seed, scan.n_tokens,
+                        self._chain_params(mode), file=text_file, scan=scan, encode=encode,
+                        checkpointing=checkpointing)
 
-    def _chain_params(self) -> dict:
+    def _chain_params(self, mode: InferenceMode) -> dict:
         """The parameters that change the Markov chain (not threads or progress bars)."""
         params = self.get_params()
-        for name in ("progress", "n_threads", "memory_limit", "transform_iter",
-                     "transform_burn_in", "feature_normalization", "refine_iter",
-                     "encoder_precision"):
-            params.pop(name, None)
-        if params.get("inference", "gibbs") == "gibbs":   # minibatch settings: no part of it
-            for name in ("inference", "batch_size", "n_epochs", "learning_rate"):
-                params.pop(name, None)
-        return params
+        names = [p.name for p in MODEL_PARAMETERS] + ["random_state", "inference"]
+        return {name: params[name] for name in names + list(mode.chain_parameters)
+                if name in params}
+
+    def _set_fitted(self, fitted: FittedState) -> None:
+        """Assign a fit's state (every fitted attribute; those it lacks are removed)."""
+        for name in FITTED_ATTRIBUTES:
+            self.__dict__.pop(name, None)
+        for name, value in fitted.present().items():
+            setattr(self, name, value)
+
+    def _fitted_state(self) -> FittedState:
+        """The fitted attributes as a record (:class:`~cpgbn.modes.FittedState`)."""
+        return FittedState(**{name: getattr(self, name, None) for name in FITTED_ATTRIBUTES})
 
     def fit_transform(self, X, y=None, **fit_params):
         """Fit, and return the training documents' features from the training chain.
@@ -479,9 +366,10 @@ class CPGBN(TransformerMixin, BaseEstimator):
         authors' protocol); ``fit(X).transform(X)`` instead re-infers them with the globals fixed.
         The minibatch modes have no such chain: there the two are equal.
         """
-        if isinstance(X, TextFile) and self.inference != "gibbs":   # a streamed fit keeps none
-            return self.fit(X, **fit_params).transform(X)
-        return self.fit(X, **fit_params).train_features_
+        self.fit(X, y, **fit_params)
+        if not hasattr(self, "train_features_"):   # a streamed fit keeps none
+            return self.transform(X)
+        return self.train_features_
 
     def infer(self, X, *, n_iter: int | None = None, burn_in: int | None = None,
               seed: int | None = None, on_sweep=None) -> Inference:
@@ -498,24 +386,21 @@ class CPGBN(TransformerMixin, BaseEstimator):
         ``device`` (the state is copied to the host for it).  ``n_threads``, ``memory_limit`` and ``progress`` apply.
         """
         self._check_fitted()
-        params = self._validated()
-        n_iter = params["transform_iter"] if n_iter is None else _check_int("n_iter", n_iter, 1)
-        burn_in = (params["transform_burn_in"] if burn_in is None
+        settings = self._run_settings()
+        n_iter = settings["transform_iter"] if n_iter is None else _check_int("n_iter", n_iter, 1)
+        burn_in = (settings["transform_burn_in"] if burn_in is None
                    else _check_int("burn_in", burn_in, 0))
         if burn_in >= n_iter:
             raise CPGBNInputError(f"burn_in must be < n_iter, got burn_in={burn_in}, n_iter={n_iter}")
-        seed = self._transform_seed() if seed is None else _check_int("seed", seed, 0)
+        seed = transform_seed(self.seed_) if seed is None else _check_int("seed", seed, 0)
         corpus = self._corpus(X, self.vocabulary_, None)
         data = self._data(corpus, self.globals_.D.shape[1])
-        self._check_memory(data, self.layers_, len(self.vocabulary_), training=False)
+        gibbs = GibbsMode(settings)   # inference with the globals fixed, whatever the mode
+        self._check_memory(gibbs.inference_bytes(data, self.layers_, len(self.vocabulary_)))
         inferred = Inference(corpus, data, None)
         hook = None if on_sweep is None else (lambda state, collector: on_sweep(state, inferred))
-        with self._threads():
-            sampler = self._sampler(data, seed, learn_globals=False)
-            state = sampler.initial_state(self.layers_, len(self.vocabulary_), self.globals_)
-            with self._progress(n_iter, "transform") as bar:
-                inferred.result = sampler.run(state, n_iter, burn_in, progress=bar,
-                                              on_sweep=hook)
+        inferred.result = gibbs.infer(self._fitted_state(), data, n_iter=n_iter,
+                                      burn_in=burn_in, seed=seed, on_sweep=hook)
         return inferred
 
     def transform(self, X, *, all_layers: bool = False) -> np.ndarray:
@@ -527,26 +412,20 @@ class CPGBN(TransformerMixin, BaseEstimator):
         the features of every layer are concatenated [theta^(1), ..., theta^(T)].
         """
         self._check_fitted()
-        if (isinstance(X, TextFile) and self.inference == "hybrid"
-                and self._validated()["refine_iter"] == 0):   # deterministic: block by block
-            from .inference_modes import BLOCK_DOCS
-            return np.vstack([self._features(*self._thetas(texts), all_layers=all_layers)
+        settings = self._run_settings()
+        mode = self._mode(settings)
+        normalization = settings["feature_normalization"]
+        if isinstance(X, TextFile) and mode.streams_transform():   # block by block
+            from .modes.minibatch import BLOCK_DOCS
+            return np.vstack([features(*self._thetas(texts, mode), normalization, all_layers)
                               for texts in X.blocks(BLOCK_DOCS)])
-        return self._features(*self._thetas(X), all_layers=all_layers)
+        return features(*self._thetas(X, mode), normalization, all_layers)
 
-    def _thetas(self, X, data: ConvData | None = None):
-        """(theta^(1..T), cells) of the documents ``X`` as ``transform`` infers them
-        (``data``: their cells, when already built)."""
-        if self.inference != "hybrid":
-            inferred = self.infer(X)
-            return inferred.result.theta_mean, inferred.data
-        from .inference_modes import encoder_thetas
-        data = self._data(self.encode(X), self.globals_.D.shape[1]) if data is None else data
-        with self._threads():
-            params = self._validated()
-            return encoder_thetas(self, data, refine_iter=params["refine_iter"],
-                                  seed=self._transform_seed(),
-                                  precision=params["encoder_precision"]), data
+    def _thetas(self, X, mode: InferenceMode):
+        """(theta^(1..T), cells) of the documents ``X`` as ``transform`` infers them."""
+        data = self._data(self._corpus(X, self.vocabulary_, None), self.globals_.D.shape[1])
+        self._check_memory(mode.inference_bytes(data, self.layers_, len(self.vocabulary_)))
+        return mode.thetas(self._fitted_state(), data), data
 
     def log_likelihood(self, X=None) -> float:
         """Log-likelihood per token: of the training data at the last sweep (X=None), or of
@@ -562,17 +441,6 @@ class CPGBN(TransformerMixin, BaseEstimator):
         result = inferred.result
         collected = result.loglik[-max(result.n_collected, 1):]
         return float(np.mean(collected) / max(int(inferred.data.true_length.sum()), 1))
-
-    def _features(self, thetas, data: ConvData, all_layers: bool = False) -> np.ndarray:
-        thetas = thetas if all_layers else thetas[:1]
-        feats = np.hstack(thetas)
-        if self.feature_normalization == "length":
-            feats = feats / np.maximum(data.true_length, 1)[:, None]
-        return feats
-
-    def _transform_seed(self) -> int:
-        return int(np.random.SeedSequence([self.seed_, 0x7472616E]).generate_state(1, np.uint64)[0]
-                   % _MAX_SEED)
 
     def __sklearn_is_fitted__(self) -> bool:
         """The scikit-learn protocol behind ``sklearn.utils.validation.check_is_fitted``."""
@@ -654,13 +522,20 @@ class CPGBN(TransformerMixin, BaseEstimator):
         """Save to a directory (JSON + npz, versioned, no pickle); atomic."""
         from .io import save_model
         self._check_fitted()
-        save_model(self, directory)
+        save_model(self.get_params(), self._fitted_state(), directory)
 
     @classmethod
     def load(cls, directory) -> "CPGBN":
         """Load a model saved by :meth:`save`."""
+        from .errors import ModelFormatError
         from .io import load_model
-        return load_model(cls, directory)
+        params, fitted = load_model(directory)
+        try:
+            model = cls(**params)
+        except TypeError as exc:
+            raise ModelFormatError(f"model in {directory} is corrupted: {exc}") from None
+        model._set_fitted(fitted)
+        return model
 
     def _more_tags(self):
         return {"X_types": ["string"], "non_deterministic": False}
@@ -679,24 +554,12 @@ class PGBN(CPGBN):
     trivial and both pooling priors are the same model.
     """
 
-    #: One column per document: nothing to pad (not a parameter, so not in ``get_params``).
+    #: One column per document: nothing to pad, and nothing to split over positions (not
+    #: parameters, so not in ``get_params``).
     padding = 0
+    pooling_concentration = None
 
-    def __init__(self, layers=(200,), *, filter_width=1, vocab_size=8000, token_count=1, eta=0.05,
-                 e0=0.1, f0=0.1, sample_r=True, n_iter=200, burn_in=150, transform_iter=None,
-                 transform_burn_in=None, feature_normalization="length", random_state=None,
-                 n_threads=None, memory_limit=None, progress=False, device=None,
-                 inference="gibbs", batch_size=100, n_epochs=10, learning_rate=1e-3,
-                 refine_iter=0, encoder_precision="float32"):
-        super().__init__(layers, filter_width=filter_width, vocab_size=vocab_size,
-                         token_count=token_count, eta=eta, e0=e0, f0=f0, sample_r=sample_r,
-                         n_iter=n_iter, burn_in=burn_in, transform_iter=transform_iter,
-                         transform_burn_in=transform_burn_in,
-                         feature_normalization=feature_normalization, random_state=random_state,
-                         n_threads=n_threads, memory_limit=memory_limit, progress=progress,
-                         device=device, inference=inference, batch_size=batch_size,
-                         n_epochs=n_epochs, learning_rate=learning_rate, refine_iter=refine_iter,
-                         encoder_precision=encoder_precision)
+    __init__ = declare_init(PGBN_PARAMETERS)
 
     def _observation(self) -> ObservationModel:
         """Word counts, multiplied by ``token_count`` (an integer; the link is not offered)."""
@@ -707,8 +570,8 @@ class PGBN(CPGBN):
     def _data(self, corpus: Corpus, filter_width: int) -> ConvData:
         return from_bag_of_words(corpus.tokens, corpus.offsets, self._observation().scale)
 
-    def _validated(self) -> dict:
-        params = super()._validated()
+    def _model_settings(self) -> dict:
+        params = super()._model_settings()
         params["filter_width"] = 1
         return params
 

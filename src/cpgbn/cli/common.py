@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from ..errors import CPGBNInputError
-from ..inference_modes import MODES
+from ..modes import MODES
 
 __all__ = ["add_data_args", "add_inference_args", "add_run_args", "data_file", "inference_params",
            "layer_sizes", "positive_float", "positive_int", "read_documents", "token_count"]

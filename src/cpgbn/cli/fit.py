@@ -15,10 +15,13 @@ def cmd_fit(args) -> int:
     from ..files import check_replaceable
     from ..model import CPGBN
     check_replaceable(args.out)
-    streamed = data_file(args.data, args.format) if args.inference != "gibbs" else None
+    from ..modes import MODE_CLASSES
+    mode = MODE_CLASSES[args.inference]   # argparse's choices: a known mode
+    # the minibatch modes read a file a block of lines at a time
+    streamed = data_file(args.data, args.format) if mode.streams_files else None
     if streamed is None:
         texts, _ = read_documents(args.data, args.split, args.data_dir, args.format)
-    else:   # the minibatch modes read a file a block of lines at a time
+    else:
         texts = streamed
     model = CPGBN(layers=args.layers, filter_width=args.filter_width, vocab_size=args.vocab_size,
                   token_count=args.token_count, padding=args.padding, eta=args.eta,
@@ -34,16 +37,16 @@ def cmd_fit(args) -> int:
               resume=args.resume)
     seconds = time.perf_counter() - start
     model.save(args.out)
-    if args.inference == "gibbs":
+    if mode.loss_name is None:   # the Gibbs chain's log-likelihood
         figure = f"log-likelihood per token {model.log_likelihood():.4f}"
+        named = ""
     else:   # the minibatch modes' loss, named (it is no log-likelihood)
-        from ..inference_modes import LOSS_NAMES
         figure = (f"{len(model.loss_trace_)} minibatch steps; last step's "
-                  f"{LOSS_NAMES[args.inference]} {model.loss_trace_[-1]:.4g}")
-    mode = "" if args.inference == "gibbs" else f" ({args.inference})"
+                  f"{mode.loss_name} {model.loss_trace_[-1]:.4g}")
+        named = f" ({args.inference})"
     documents = (f"{len(texts)} documents" if streamed is None
                  else f"{streamed.path} (streamed in blocks)")
-    print(f"fitted CPGBN {'-'.join(map(str, model.layers_))}{mode} on {documents} "
+    print(f"fitted CPGBN {'-'.join(map(str, model.layers_))}{named} on {documents} "
           f"({model.n_train_tokens_} tokens, V={len(model.vocabulary_)}) in {seconds:.1f}s; "
           f"{figure} ({model.observation_model.describe()}); saved to {args.out}")
     return 0

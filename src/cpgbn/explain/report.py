@@ -293,8 +293,7 @@ def build_report(model, texts=None, labels=None, *, title: str | None = None, so
                                getattr(model, "burn_in", None))
         figures = [_img(png, "training log-likelihood")]
     else:   # a minibatch mode: its per-step loss (not a log-likelihood)
-        from ..inference_modes import LOSS_NAMES
-        figures = [_img(plots.loss_png(model.loss_trace_, LOSS_NAMES.get(model.inference, "loss")),
+        figures = [_img(plots.loss_png(model.loss_trace_, model.loss_name or "loss"),
                         "training loss")]
     # label the usage bars by what the kernel does in the data when known, else its best phrase
     best = {r.kernel: (f'"{r.corpus_phrases[0].text}"' if r.corpus_phrases

@@ -38,8 +38,7 @@ def usage_concentration(usage) -> tuple[float, float]:
 def _training_facts(model) -> list[tuple[str, str]]:
     """The training, the training data, the time and the training figure: the Gibbs chain's
     log-likelihood, or in the minibatch modes their per-step loss (no log-likelihood;
-    :data:`cpgbn.inference_modes.LOSS_NAMES` says what it is)."""
-    mode = getattr(model, "inference", "gibbs")
+    the model's ``loss_name`` says what it is)."""
     gibbs = not hasattr(model, "loss_trace_")   # set by the minibatch modes only
     trace = np.asarray(model.loglik_trace_ if gibbs else model.loss_trace_, dtype=np.float64)
     n = len(trace)
@@ -48,7 +47,7 @@ def _training_facts(model) -> list[tuple[str, str]]:
         training = (f"{n} Gibbs sweeps ({min(burn_in, n)} burn-in, {max(n - burn_in, 0)} "
                     f"averaged), seed {model.seed_}")
     else:
-        training = (f"inference={mode!r}: {n} minibatch steps of up to {model.batch_size} "
+        training = (f"inference={model.inference!r}: {n} minibatch steps of up to {model.batch_size} "
                     f"documents ({model.n_epochs} epochs), seed {model.seed_}")
     facts = [("training", training)]
     n_docs = getattr(model, "train_features_", None)
@@ -66,9 +65,8 @@ def _training_facts(model) -> list[tuple[str, str]]:
                                         f"(first sweep {per_token[0]:.4f}; last 10% of sweeps "
                                         f"{tail.mean():.4f} +- {tail.std():.4f})"))
     elif n:
-        from ..inference_modes import LOSS_NAMES
         tail = trace[-max(1, n // 10):]
-        name = LOSS_NAMES.get(mode, "loss")
+        name = model.loss_name or "loss"
         facts.append(("training loss", f"{name}: {trace[-1]:.4g} at the last step "
                                        f"(first step {trace[0]:.4g}; last 10% of steps "
                                        f"{tail.mean():.4g} +- {tail.std():.4g})"))

@@ -1,10 +1,12 @@
-"""The run loop of a chain, written once for every backend and inference algorithm.
+"""A Gibbs chain as an algorithm of the training loop: sweeps, their collection and trace.
 
-:func:`run_chain` repeats an algorithm's ``sweep`` until the state has completed ``n_iter``
-sweeps, averages theta (and the globals) over the sweeps after ``burn_in``, keeps the trace
-(log-likelihood and wall time per sweep), reports progress and calls a per-sweep hook (the
-estimator's checkpoints).  The state and the running sums live on the backend (a GPU, for the
-PyTorch one) and come back to the host at the end, or before each hook call.
+:class:`GibbsChain` takes one sweep per step of :func:`cpgbn.inference.training.train` (the
+one loop of every mode: progress, checkpoints, the non-finite stop), averages theta (and the
+globals) over the sweeps after ``burn_in``, keeps the chain's trace (log-likelihood and wall
+time per sweep) and calls a per-sweep hook.  The state and the running sums live on the backend
+(a GPU, for the PyTorch one) and come back to the host at the end, before a checkpoint, or
+before each hook call.  :func:`run_chain` runs one without checkpoints (inference for new
+documents, tests, studies).
 """
 
 from __future__ import annotations
@@ -111,51 +113,145 @@ class _Sums:
             np.copyto(g.r, get(dev.r, np.float64))
 
 
+class GibbsChain:
+    """Gibbs sweeps as the steps of the training loop (:func:`~cpgbn.inference.training.train`):
+    step i is sweep i of ``sampler`` over the whole corpus (the batch the loop passes is the
+    sampler's own data); after ``burn_in`` sweeps theta (and, with ``collect_globals``, D, Phi,
+    r) are summed.
+
+    ``state`` (numpy) holds the final values once :meth:`result` is called; the state and the
+    running sums live on the backend meanwhile.  ``collector`` continues a run (its sums and
+    trace); ``monitor`` (:class:`~cpgbn.inference.mixing.MixingMonitor`) measures the mixing
+    after every sweep, outside the sweep's timed part; ``on_sweep(state, collector)`` is called
+    after each sweep with the numpy state and sums (on a GPU that copies them to the host).
+    A checkpoint keeps the state and the collector (:meth:`to_arrays`).
+    """
+
+    def __init__(self, sampler, state: GibbsState, burn_in: int, *,
+                 collect_globals: bool | None = None, collector: Collector | None = None,
+                 monitor=None, on_sweep=None):
+        self.sampler, self.burn_in = sampler, int(burn_in)
+        self.monitor, self.on_sweep = monitor, on_sweep
+        if collect_globals is None:
+            collect_globals = sampler.learn_globals
+        self._attach(state, Collector.empty(state, collect_globals) if collector is None
+                     else collector)
+
+    def _attach(self, state: GibbsState, collector: Collector) -> None:
+        backend = self.sampler.backend
+        self.state, self.collector = state, collector
+        self.current = state_on(backend, state)
+        self.sums = _Sums(backend, collector)
+        if self.monitor is not None:
+            if collector.mixing is None:
+                collector.mixing = MixingTrace()
+            collector.mixing.pad_to(self.current.sweep, self.current.theta[0].shape[1])
+            self.monitor.start(backend, self.current)
+
+    @property
+    def sweeps_done(self) -> int:
+        return int(self.current.sweep)
+
+    def whole_corpus(self, identity, labels=None):
+        """The loop's stream for this chain: its data (with ``labels``, when given) at every
+        step; ``identity`` is what a checkpoint must match (a fingerprint of the data and the
+        chain's parameters)."""
+        from .batches import WholeCorpus
+        return WholeCorpus(self.sampler.data, identity, labels)
+
+    def step(self, i: int, batch) -> "StepReport":
+        from .training import StepReport
+
+        current, collector = self.current, self.collector
+        start = time.perf_counter()
+        self.sampler.sweep_on_backend(current)
+        loglik = float(current.loglik.sum())  # on a GPU this also waits for the sweep
+        seconds = time.perf_counter() - start
+        collector.seconds.append(seconds)
+        collector.loglik.append(loglik)
+        if current.sweep > self.burn_in:
+            collector.n_collected += 1
+            self.sums.add(current)
+        if self.monitor is not None:
+            self.monitor.observe(self.sampler.backend, current, collector.mixing)
+        if self.on_sweep is not None:
+            self._flush()
+            self.on_sweep(self.state, collector)
+        return StepReport(-loglik / max(batch.n_docs, 1), None, batch.n_docs, seconds)
+
+    def _flush(self) -> None:
+        self.sums.flush()
+        write_back(self.sampler.backend, self.current, self.state,
+                   with_globals=self.sampler.learn_globals)
+
+    def result(self) -> RunResult:
+        """The run's means and trace; ``state`` holds the final values."""
+        self._flush()
+        return self.collector.result(self.state)
+
+    # ---------------------------------------------------------------- checkpoints
+    def config(self) -> dict:
+        return {"algorithm": "gibbs", "burn_in": self.burn_in,
+                "collect_globals": self.collector.globals_sum is not None}
+
+    def meta(self) -> dict:
+        return {"n_layers": len(self.state.theta), "sweep": int(self.current.sweep),
+                "n_collected": int(self.collector.n_collected),
+                "has_globals_sum": self.collector.globals_sum is not None}
+
+    def to_arrays(self) -> dict:
+        self._flush()
+        state, collector = self.state, self.collector
+        g = state.globals
+        arrays = {"D": g.D, "r": g.r, "w": state.w, "m": state.m, "A": state.A,
+                  "loglik": state.loglik,
+                  "chain_loglik": np.asarray(collector.loglik, dtype=np.float64),
+                  "chain_seconds": np.asarray(collector.seconds, dtype=np.float64)}
+        for i, p in enumerate(g.phi):
+            arrays[f"phi_{i}"] = p
+        if collector.mixing is not None:
+            arrays.update(collector.mixing.arrays(state.m.shape[1]))
+        for i, (t, c, acc) in enumerate(zip(state.theta, state.c, collector.theta_sum)):
+            arrays[f"theta_{i}"], arrays[f"c_{i}"], arrays[f"theta_sum_{i}"] = t, c, acc
+        if collector.globals_sum is not None:
+            arrays["sum_D"] = collector.globals_sum.D
+            arrays["sum_r"] = collector.globals_sum.r
+            for i, p in enumerate(collector.globals_sum.phi):
+                arrays[f"sum_phi_{i}"] = p
+        return arrays
+
+    def load(self, arrays: dict, meta: dict) -> None:
+        a, T = arrays, int(meta["n_layers"])
+        g = GlobalParameters(a["D"], [a[f"phi_{i}"] for i in range(T - 1)], a["r"])
+        state = GibbsState(globals=g, w=a["w"], m=a["m"],
+                           theta=[a[f"theta_{i}"] for i in range(T)],
+                           c=[a[f"c_{i}"] for i in range(T)], A=a["A"], loglik=a["loglik"],
+                           sweep=int(meta["sweep"]))
+        g_sum = (GlobalParameters(a["sum_D"], [a[f"sum_phi_{i}"] for i in range(T - 1)],
+                                  a["sum_r"]) if meta["has_globals_sum"] else None)
+        collector = Collector([a[f"theta_sum_{i}"] for i in range(T)], g_sum,
+                              int(meta["n_collected"]), a["chain_loglik"].tolist(),
+                              a["chain_seconds"].tolist(), MixingTrace.from_arrays(a))
+        self._attach(state, collector)
+
+
 def run_chain(algorithm, state: GibbsState, n_iter: int, burn_in: int, *, progress=None,
               collect_globals: bool = True, collector: Collector | None = None,
               on_sweep=None, monitor=None) -> RunResult:
     """Run ``algorithm.sweep_on_backend`` until ``state.sweep == n_iter``; average theta (and,
-    with ``collect_globals``, D, Phi, r) over the sweeps after ``burn_in``.
+    with ``collect_globals``, D, Phi, r) over the sweeps after ``burn_in``: a
+    :class:`GibbsChain` driven by the training loop, without checkpoints.
 
-    A run continues from ``state.sweep`` with an existing ``collector`` (a resumed
-    checkpoint): every draw depends only on (seed, sweep, step, block), so a resumed run is
-    identical to an uninterrupted one.  ``progress`` is an optional object with ``update(n)``
-    (a tqdm bar); ``on_sweep(state, collector)`` is called after each sweep with the numpy
-    state and sums (on a GPU that copies them to the host: use it sparingly).
-    ``monitor``, a :class:`~cpgbn.inference.mixing.MixingMonitor`, measures the mixing after
-    every sweep into ``collector.mixing`` (outside the sweep's timed part; it only reads).
+    A run continues from ``state.sweep`` with an existing ``collector``: every draw depends
+    only on (seed, sweep, step, block), so a continued run is identical to an uninterrupted
+    one.  ``progress`` is an optional object with ``update(n)`` (a tqdm bar).
     ``state`` (and ``collector``) hold the final values when the run returns.
     """
-    backend = algorithm.backend
-    if collector is None:
-        collector = Collector.empty(state, collect_globals)
-    current = state_on(backend, state)
-    sums = _Sums(backend, collector)
-    if monitor is not None:
-        if collector.mixing is None:
-            collector.mixing = MixingTrace()
-        collector.mixing.pad_to(current.sweep, current.theta[0].shape[1])
-        monitor.start(backend, current)
+    from .training import train
 
-    def flush() -> None:
-        sums.flush()
-        write_back(backend, current, state, with_globals=algorithm.learn_globals)
-
-    while current.sweep < n_iter:
-        start = time.perf_counter()
-        algorithm.sweep_on_backend(current)
-        loglik = float(current.loglik.sum())  # on a GPU this also waits for the sweep
-        collector.seconds.append(time.perf_counter() - start)
-        collector.loglik.append(loglik)
-        if current.sweep > burn_in:
-            collector.n_collected += 1
-            sums.add(current)
-        if monitor is not None:
-            monitor.observe(backend, current, collector.mixing)
-        if progress is not None:
-            progress.update(1)
-        if on_sweep is not None:
-            flush()
-            on_sweep(state, collector)
-    flush()
-    return collector.result(state)
+    chain = GibbsChain(algorithm, state, burn_in, collect_globals=collect_globals,
+                       collector=collector, monitor=monitor, on_sweep=on_sweep)
+    if chain.sweeps_done < n_iter:
+        train(chain, chain.whole_corpus(None), n_iter, first_step=chain.sweeps_done,
+              progress=False if progress is None else progress)
+    return chain.result()

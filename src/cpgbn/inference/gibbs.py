@@ -101,14 +101,19 @@ class GibbsSampler:
         (:class:`~cpgbn.inference.updates.AccumulateStatistics`) goes with
         ``learn_globals=False``.
     backend : a backend object, or None for :class:`~cpgbn.backends.numba.backend.NumbaBackend`
-        (built over ``data`` and ``seed``).
+        (built over ``data``, ``seed`` and ``first_doc``).
+    first_doc : int, default 0
+        The global id of ``data``'s first document in a larger corpus (a multiple of the numba
+        backend's document block): the documents then draw the numbers they draw in the whole
+        corpus (streams keyed by the global block), so shards of a corpus swept apart, with the
+        same globals, give the whole corpus' local draws.
 
     ``sweep`` and ``draw_weights`` take a numpy :class:`GibbsState` (moved to the backend and
     written back in place) or a state already on the backend; ``run`` moves the state once.
     """
 
     def __init__(self, data, hyper: Hyperparameters, seed: int, *, learn_globals: bool = True,
-                 backend=None, global_update=None):
+                 backend=None, global_update=None, first_doc: int = 0):
         beta = hyper.pooling_concentration
         if beta is not None and (isinstance(beta, bool) or not isinstance(beta, Real)
                                  or not 0 < beta < float("inf")):
@@ -117,7 +122,8 @@ class GibbsSampler:
         self.hyper = hyper
         self.seed = int(seed)
         self.learn_globals = learn_globals
-        self.backend = NumbaBackend(data, self.seed) if backend is None else backend
+        self.backend = (NumbaBackend(data, self.seed, first_doc=first_doc) if backend is None
+                        else backend)
         if global_update is None and learn_globals:
             global_update = GibbsGlobalUpdate()
         self.global_update = global_update

@@ -54,16 +54,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import CPGBNInputError
+from .batches import Batch, ConvDataBlocks, Minibatches
 from .state import GibbsState, GlobalParameters, Hyperparameters
+from .streams import ENCODER_DRAW as _ENCODER_DRAW, ENCODER_INIT as _ENCODER_INIT
+from .streams import REFINE as _REFINE, derived_seed
 from .tlasgr import TLASGRSchedule
-from .training import ConvDataBlocks, StepReport, TrainingTrace, derived_seed, train
+from .training import StepReport, TrainingTrace, train
 from .minibatch import MinibatchGibbs
 from .updates import TLASGRGlobalUpdate
 
 __all__ = ["GLOBAL_STATISTICS", "ENCODER_PRECISIONS", "HybridTrainer", "HybridResult",
            "fit_hybrid", "encoder_features", "refine_with_gibbs", "build_encoder"]
-
-_ENCODER_INIT, _ENCODER_DRAW, _REFINE = 0xE1, 0xE2, 0xE3
 
 #: Positions per group of documents in the encoder's step: the batch's loss and gradient are
 #: accumulated over groups of whole documents of about this many positions, so the autograd
@@ -255,12 +256,13 @@ class HybridTrainer:
             self._sampler.data = batch
         return self._sampler
 
-    def step(self, i: int, batch) -> StepReport:
-        """One step of Algorithm 1 on ``batch`` (module docstring)."""
+    def step(self, i: int, record: Batch) -> StepReport:
+        """One step of Algorithm 1 on the batch ``record`` (module docstring)."""
         import torch
 
         from ..backends.torch.packed import pack
 
+        batch = record.data
         generator = torch.Generator(device=self.device)
         generator.manual_seed(derived_seed(self.seed, _ENCODER_DRAW, i))
         self.encoder.train()
@@ -282,7 +284,7 @@ class HybridTrainer:
         self.optimizer.step()
 
         if self._local_chain is not None:
-            self._local_chain.step(i, batch)
+            self._local_chain.step(i, record)
             self._set_globals(self._local_chain.globals)
             return report
         self._encoder_statistics_step(i, batch, packed, sample)
@@ -384,7 +386,7 @@ def fit_hybrid(source, layers, vocab_size: int, hyper: Hyperparameters, *, seed:
     """Fit the globals and the encoder by Algorithm 1 (module docstring).
 
     ``source``: a ConvData or a block source
-    (:class:`~cpgbn.inference.training.TextFileBlocks`).  Other arguments: those of
+    (:class:`~cpgbn.inference.batches.TextFileBlocks`).  Other arguments: those of
     :class:`HybridTrainer` and :func:`~cpgbn.inference.training.train`.
     """
     from .minibatch import filter_width_of
@@ -398,7 +400,7 @@ def fit_hybrid(source, layers, vocab_size: int, hyper: Hyperparameters, *, seed:
                               rao_blackwell=rao_blackwell, globals_=globals_,
                               max_grad_norm=max_grad_norm, global_statistics=global_statistics,
                               local_sweeps=local_sweeps)
-    trace = train(algorithm, source, n_steps, batch_size=batch_size, seed=seed,
+    trace = train(algorithm, Minibatches(source, batch_size, seed), n_steps,
                   checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every,
                   resume=resume, progress=progress, on_step=on_step)
     return algorithm.result(trace)

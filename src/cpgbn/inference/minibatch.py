@@ -30,9 +30,11 @@ from ..errors import CPGBNInputError
 from ..layers.batches import restrict_vocabulary
 from .gibbs import GibbsSampler
 from .state import GlobalParameters, Hyperparameters
+from . import streams
+from .batches import Batch, ConvDataBlocks, Minibatches
 from .prior import sample_globals
 from .tlasgr import TLASGRSchedule
-from .training import ConvDataBlocks, StepReport, TrainingTrace, derived_seed, train
+from .training import StepReport, TrainingTrace, train
 from .updates import AccumulateStatistics, TLASGRGlobalUpdate
 
 __all__ = ["MinibatchGibbs", "MinibatchResult", "fit_minibatch_gibbs", "initial_globals"]
@@ -45,7 +47,7 @@ def initial_globals(layers, vocab_size: int, filter_width: int, hyper: Hyperpara
     layers = tuple(int(k) for k in layers)
     flat = Hyperparameters(eta=(1.0,) * len(layers), gamma0=hyper.gamma0, c0=hyper.c0,
                            sample_r=False)
-    rng = np.random.default_rng(derived_seed(seed, 0x1217))
+    rng = np.random.default_rng(streams.derived_seed(seed, streams.MINIBATCH_INIT))
     return sample_globals(layers, int(vocab_size), int(filter_width), flat, rng)
 
 
@@ -106,7 +108,6 @@ class MinibatchGibbs:
         self.globals = globals_.copy()
         self.update = TLASGRGlobalUpdate(n_docs_total, self.seed, schedule=schedule,
                                          update_r=hyper.sample_r)
-        self._sampler = None
 
     def config(self) -> dict:
         return {"mode": "minibatch-gibbs", "layers": self.layers, "V": self.vocab_size,
@@ -114,37 +115,32 @@ class MinibatchGibbs:
                 "burn_in": self.burn_in, "collect": self.collect, "schedule": repr(self.schedule),
                 "N": self.update.n_docs_total}
 
-    def _sampler_for(self, batch) -> GibbsSampler:
-        if self._sampler is None:
-            self._sampler = GibbsSampler(batch, self.hyper, self.seed, learn_globals=False,
-                                         backend=NumbaBackend(batch, self.seed))
-        else:
-            self._sampler.data = batch
-        return self._sampler
-
-    def step(self, i: int, batch) -> StepReport:
+    def step(self, i: int, batch: Batch) -> StepReport:
         """Local sweeps on ``batch`` with the globals fixed, then one TLASGR step (step i)."""
         # swept against the rows of D of the batch's own words (exact: layers.batches)
-        words, local_batch = restrict_vocabulary(batch)
+        words, local_batch = restrict_vocabulary(batch.data)
         g = self.globals
-        sampler = self._sampler_for(local_batch)
-        first = (int(i) - 1) * (self.burn_in + self.collect)
-        state = sampler.local_state(GlobalParameters(np.ascontiguousarray(g.D[words]), g.phi,
-                                                     g.r), first)
-        sampler.global_update = None            # burn-in: no statistics needed
-        for _ in range(self.burn_in):
-            sampler.sweep_on_backend(state)
+        # one backend for the batch's chain; its burn-in keeps no statistics, its collected
+        # sweeps add theirs up (two samplers over the same state and backend)
+        backend = NumbaBackend(local_batch, self.seed)
+        burn = GibbsSampler(local_batch, self.hyper, self.seed, learn_globals=False,
+                            backend=backend)
         kept = AccumulateStatistics()
-        sampler.global_update = kept
+        collect = GibbsSampler(local_batch, self.hyper, self.seed, learn_globals=False,
+                               backend=backend, global_update=kept)
+        first = (int(i) - 1) * (self.burn_in + self.collect)
+        state = burn.local_state(GlobalParameters(np.ascontiguousarray(g.D[words]), g.phi,
+                                                  g.r), first)
+        for _ in range(self.burn_in):
+            burn.sweep_on_backend(state)
         for _ in range(self.collect):
-            sampler.sweep_on_backend(state)
-        sampler.global_update = None
+            collect.sweep_on_backend(state)
         loss = -float(state.loglik.sum()) / batch.n_docs
         if np.isfinite(loss):
             stats = kept.mean()
             counts = np.zeros(g.D.shape, dtype=np.float64)
             counts[words] = stats.kernel_counts
-            self.update.apply(sampler.backend, g, replace(stats, kernel_counts=counts),
+            self.update.apply(backend, g, replace(stats, kernel_counts=counts),
                               hyper=self.hyper, sweep=i)
         return StepReport(loss, None, batch.n_docs)
 
@@ -181,7 +177,7 @@ def fit_minibatch_gibbs(source, layers, vocab_size: int, hyper: Hyperparameters,
     """Fit the globals by minibatch Gibbs (module docstring).
 
     ``source``: a ConvData (the corpus in memory) or a block source
-    (:class:`~cpgbn.inference.training.TextFileBlocks` for a file read in blocks).  The other
+    (:class:`~cpgbn.inference.batches.TextFileBlocks` for a file read in blocks).  The other
     arguments are those of :class:`MinibatchGibbs` and :func:`~cpgbn.inference.training.train`.
     Returns a :class:`MinibatchResult`.
     """
@@ -191,7 +187,7 @@ def fit_minibatch_gibbs(source, layers, vocab_size: int, hyper: Hyperparameters,
     algorithm = MinibatchGibbs(layers, vocab_size, filter_width, hyper,
                                n_docs_total=source.n_docs, seed=seed, burn_in=burn_in,
                                collect=collect, schedule=schedule, globals_=globals_)
-    trace = train(algorithm, source, n_steps, batch_size=batch_size, seed=seed,
+    trace = train(algorithm, Minibatches(source, batch_size, seed), n_steps,
                   checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every,
                   resume=resume, progress=progress, on_step=on_step)
     return algorithm.result(trace)

@@ -41,3 +41,42 @@ LOCAL_INIT = 179
 def stream(sweep: int, code: int) -> int:
     """The stream of step ``code`` in sweep ``sweep`` (sweep -1: the initial state)."""
     return (sweep + 1) * STEPS_PER_SWEEP + code
+
+
+# ---------------------------------------------------------------------- seeds of numpy streams
+# Besides the per-step streams above, a few draws use numpy generators seeded from the run's
+# seed and a salt of their own (with further integers: an epoch, a block, a step).  Every salt
+# is here, so that no two draws share a stream by accident; like the codes above, they are part
+# of what a seed means.
+
+#: The minibatch stream's order of blocks in an epoch (seed, BLOCK_ORDER, epoch).
+BLOCK_ORDER = 0xB1
+#: The shuffle of one block's documents in an epoch (seed, BLOCK_SHUFFLE, epoch, block).
+BLOCK_SHUFFLE = 0xB10C
+#: The minibatch modes' starting globals (seed, MINIBATCH_INIT).
+MINIBATCH_INIT = 0x1217
+#: The hybrid encoder's initial weights, its draw at step i, and the refinement's block seeds.
+ENCODER_INIT, ENCODER_DRAW, REFINE = 0xE1, 0xE2, 0xE3
+#: The TLASGR step's normal draws (seed, step, parameter, TLASGR_NORMAL[, block]).
+TLASGR_NORMAL = 0x7C5A
+#: The seed of inference for new documents (seed, TRANSFORM): "tran" in ASCII.
+TRANSFORM = 0x7472616E
+
+_MAX_SEED = 2**63 - 1
+
+
+def derived_seed(seed: int, *parts: int) -> int:
+    """A 63-bit seed that is a function of (seed, parts) alone (numpy's SeedSequence)."""
+    import numpy as np
+
+    state = np.random.SeedSequence([int(seed)] + [int(p) for p in parts]).generate_state(
+        1, np.uint64)[0]
+    return int(state >> np.uint64(1))
+
+
+def transform_seed(seed: int) -> int:
+    """The seed of Gibbs inference for new documents of a model fitted with ``seed``."""
+    import numpy as np
+
+    return int(np.random.SeedSequence([int(seed), TRANSFORM]).generate_state(1, np.uint64)[0]
+               % _MAX_SEED)

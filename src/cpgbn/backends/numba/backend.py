@@ -7,7 +7,11 @@ given (``out``) and returns it, so callers that hold a reference see the new val
 
 Random numbers: every kernel derives its streams from ``(seed, stream, block)``, blocks of
 :data:`DOC_BLOCK` documents or :data:`WORD_BLOCK` vocabulary rows, so a seed gives the same
-draws for any number of threads.
+draws for any number of threads.  A document block is numbered globally: the backend of a
+shard of the corpus whose first document has global id ``first_doc`` (a multiple of
+:data:`DOC_BLOCK`) numbers its blocks from ``first_doc / DOC_BLOCK``, so its documents draw
+exactly what they draw inside the whole corpus (the local steps; the global draws see only the
+shard's statistics).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import numba
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
+from ...errors import CPGBNInputError
 from . import conv, gbn
 from .mixing import compare_assignments
 from .shared_shape import shared_shape_table
@@ -51,6 +56,8 @@ class NumbaBackend:
         The cells of the documents (re-assignable, as the Geweke test does between sweeps).
     seed : int
         Every draw is a function of (seed, stream, block).
+    first_doc : int, default 0
+        The global id of ``data``'s first document (a multiple of :data:`DOC_BLOCK`).
     """
 
     name = "numba"
@@ -59,9 +66,14 @@ class NumbaBackend:
     #: dtype of the kernel counts n_kvf and the latent counts m and A (whole numbers).
     count_dtype = np.int32
 
-    def __init__(self, data, seed: int):
+    def __init__(self, data, seed: int, *, first_doc: int = 0):
+        if int(first_doc) < 0 or int(first_doc) % DOC_BLOCK:
+            raise CPGBNInputError(f"first_doc must be a non-negative multiple of {DOC_BLOCK} "
+                                  f"(the random streams' document block), got {first_doc}")
         self.data = data
         self.seed = int(seed)
+        #: The global number of the first document block (module docstring).
+        self.first_block = int(first_doc) // DOC_BLOCK
         self._count_slabs = None
         self._slabs_zero = False  # True once draw_kernels has summed and zeroed the slabs
 
@@ -161,7 +173,7 @@ class NumbaBackend:
         if augment:
             conv.kernel_row_sums(g.D, row_sums)
         conv.sweep_positions(
-            self.seed, stream, DOC_BLOCK, data.doc_cells, data.doc_positions, data.cell_word,
+            self.seed, stream, DOC_BLOCK, self.first_block, data.doc_cells, data.doc_positions, data.cell_word,
             data.cell_col, data.cell_count, data.mode, data.fixed_count, g.D, row_sums,
             prior_shape, 1.0 + state.c[0], draw_w, augment, state.w, state.m, state.theta[0],
             state.A, counts, state.loglik,
@@ -213,13 +225,13 @@ class NumbaBackend:
     # ------------------------------------------------------------------ steps 3-6
     def draw_doc_scales(self, shape_sum, theta_sum, e0: float, f0: float, stream: int, out):
         """c_j ~ Gam(e0 + shape_sum_j, 1 / (f0 + theta_sum_j))."""
-        gbn.draw_doc_scales(self.seed, stream, DOC_BLOCK, shape_sum, theta_sum, e0, f0, out)
+        gbn.draw_doc_scales(self.seed, stream, DOC_BLOCK, self.first_block, shape_sum, theta_sum, e0, f0, out)
         return out
 
     def layer_tables(self, counts, shape, stream: int):
         """l_jk ~ CRT(counts_jk, shape_jk)."""
         tables = np.empty(counts.shape, dtype=np.int64)
-        gbn.layer_tables(self.seed, stream, DOC_BLOCK, counts, shape, tables)
+        gbn.layer_tables(self.seed, stream, DOC_BLOCK, self.first_block, counts, shape, tables)
         return tables
 
     def split_tables(self, tables, phi, theta_above, stream: int, with_counts: bool):
@@ -228,7 +240,7 @@ class NumbaBackend:
         m_next = np.empty((tables.shape[0], phi.shape[1]), dtype=np.int64)
         slabs = (np.zeros((numba.get_num_threads(),) + phi.shape, dtype=np.int64)
                  if with_counts else np.zeros((0, 0, 0), dtype=np.int64))
-        gbn.split_tables(self.seed, stream, DOC_BLOCK, tables, phi, theta_above, m_next, slabs)
+        gbn.split_tables(self.seed, stream, DOC_BLOCK, self.first_block, tables, phi, theta_above, m_next, slabs)
         return m_next, (slabs.sum(axis=0) if with_counts else None)
 
     def draw_phi(self, phi, counts, eta: float, stream: int):
@@ -243,7 +255,7 @@ class NumbaBackend:
 
     def draw_doc_gammas(self, shape, counts, rate, stream: int, out):
         """theta_jk ~ Gam(shape_jk + counts_jk, 1 / rate_j)."""
-        gbn.draw_doc_gammas(self.seed, stream, DOC_BLOCK, shape, counts, rate, out)
+        gbn.draw_doc_gammas(self.seed, stream, DOC_BLOCK, self.first_block, shape, counts, rate, out)
         return out
 
     # ------------------------------------------------------------------ mixing diagnostic

@@ -21,7 +21,9 @@ geometric gaps, instead of one uniform per position (:mod:`cpgbn.backends.numba.
 decompositions of the same laws.
 
 Every parallel loop runs over fixed blocks of documents (or words); block b draws from its
-own stream ``(seed, stream, b)``, so a seed gives the same result for any thread count.
+own stream ``(seed, stream, first_block + b)``, so a seed gives the same result for any thread
+count, and a shard of a corpus whose first document starts global block ``first_block`` draws
+what the whole corpus draws for the same documents.
 Integer counts are summed into per-thread slabs (integer addition is order-free) and
 floating-point sums go through per-block partials added in block order.
 """
@@ -223,9 +225,10 @@ def _light_candidates(w, D, p0, v, col, f_lo, f_hi, light_idx, light_cum):
 
 
 @njit(parallel=True, cache=True)
-def sweep_positions(seed, stream, block_size, doc_cells, doc_positions, cell_word, cell_col,
-                    cell_count, mode, fixed_count, D, D_row_sums, prior_shape, rate, draw_w,
-                    augment, w, m, theta, A, counts, loglik, tables, pooling_concentration):
+def sweep_positions(seed, stream, block_size, first_block, doc_cells, doc_positions, cell_word,
+                    cell_col, cell_count, mode, fixed_count, D, D_row_sums, prior_shape, rate,
+                    draw_w, augment, w, m, theta, A, counts, loglik, tables,
+                    pooling_concentration):
     """One pass over all documents: draw w | m, then re-augment every cell m | w, D.
 
     For document j (prior shape a_jk, rate 1 + c_j^(2)):
@@ -271,7 +274,7 @@ def sweep_positions(seed, stream, block_size, doc_cells, doc_positions, cell_wor
     free_split = pooling_concentration > 0.0
     for block in prange(n_blocks):
         state = np.empty(4, dtype=np.uint64)
-        seed_state(state, seed, stream, block)
+        seed_state(state, seed, stream, first_block + block)
         heavy_k = np.empty((max_pos, n_kernels), dtype=np.int32)
         n_heavy_at = np.empty(max_pos, dtype=np.int32)
         weight_scratch = np.empty((4, n_kernels), dtype=np.float64)

@@ -35,38 +35,38 @@ def draw_gamma(state, shape):
 
 
 @njit(parallel=True, cache=True)
-def draw_doc_gammas(seed, stream, block_size, shape, counts, rate, out):
+def draw_doc_gammas(seed, stream, block_size, first_block, shape, counts, rate, out):
     """out[j, k] ~ Gam(shape[j, k] + counts[j, k], 1 / rate[j]) (downward theta draws)."""
     n_docs, n_topics = out.shape
     n_blocks = (n_docs + block_size - 1) // block_size
     for block in prange(n_blocks):
         state = np.empty(4, dtype=np.uint64)
-        seed_state(state, seed, stream, block)
+        seed_state(state, seed, stream, first_block + block)
         for j in range(block * block_size, min(n_docs, (block + 1) * block_size)):
             for k in range(n_topics):
                 out[j, k] = draw_gamma(state, shape[j, k] + counts[j, k]) / rate[j]
 
 
 @njit(parallel=True, cache=True)
-def draw_doc_scales(seed, stream, block_size, shape_sum, theta_sum, e0, f0, out):
+def draw_doc_scales(seed, stream, block_size, first_block, shape_sum, theta_sum, e0, f0, out):
     """c_j ~ Gam(e0 + shape_sum_j, 1 / (f0 + theta_sum_j)) (gamma rate of each layer, per document)."""
     n_docs = len(out)
     n_blocks = (n_docs + block_size - 1) // block_size
     for block in prange(n_blocks):
         state = np.empty(4, dtype=np.uint64)
-        seed_state(state, seed, stream, block)
+        seed_state(state, seed, stream, first_block + block)
         for j in range(block * block_size, min(n_docs, (block + 1) * block_size)):
             out[j] = draw_gamma(state, e0 + shape_sum[j]) / (f0 + theta_sum[j])
 
 
 @njit(parallel=True, cache=True)
-def layer_tables(seed, stream, block_size, counts, shape, out):
+def layer_tables(seed, stream, block_size, first_block, counts, shape, out):
     """out[j, k] ~ CRT(counts[j, k], shape[j, k]): the tables that carry layer t's counts upward."""
     n_docs, n_topics = counts.shape
     n_blocks = (n_docs + block_size - 1) // block_size
     for block in prange(n_blocks):
         state = np.empty(4, dtype=np.uint64)
-        seed_state(state, seed, stream, block)
+        seed_state(state, seed, stream, first_block + block)
         for j in range(block * block_size, min(n_docs, (block + 1) * block_size)):
             for k in range(n_topics):
                 out[j, k] = crt(state, counts[j, k], max(shape[j, k], TINY))
@@ -82,7 +82,7 @@ def longest_document(doc_positions):
 
 
 @njit(parallel=True, cache=True)
-def position_tables(seed, stream, block_size, doc_positions, m, shape, out):
+def position_tables(seed, stream, block_size, first_block, doc_positions, m, shape, out):
     """out[j, k] = sum_s CRT(m_jks, shape[j, k] / S_j): tables of the pooling layer.
 
     Under the pooling prior w_jks ~ Gam(a_jk / S_j, 1/c_j), marginalising w leaves one
@@ -99,7 +99,7 @@ def position_tables(seed, stream, block_size, doc_positions, m, shape, out):
     max_pos = longest_document(doc_positions)
     for block in prange(n_blocks):
         state = np.empty(4, dtype=np.uint64)
-        seed_state(state, seed, stream, block)
+        seed_state(state, seed, stream, first_block + block)
         listed = np.empty(max_pos * n_topics, dtype=np.int64)
         for j in range(block * block_size, min(n_docs, (block + 1) * block_size)):
             p0 = doc_positions[j]
@@ -144,7 +144,7 @@ def pooled_tables(state, counts, shape, out):
 
 
 @njit(parallel=True, cache=True)
-def split_tables(seed, stream, block_size, tables, phi, theta_above, m_out, phi_counts):
+def split_tables(seed, stream, block_size, first_block, tables, phi, theta_above, m_out, phi_counts):
     """Split each l_jk over the topics k' of the layer above, in proportion to Phi[k, k'] theta_above[j, k'].
 
     The split counts are summed over k into ``m_out[j, k']`` (the counts reaching layer t+1)
@@ -157,7 +157,7 @@ def split_tables(seed, stream, block_size, tables, phi, theta_above, m_out, phi_
     update_counts = phi_counts.shape[0] > 0
     for block in prange(n_blocks):
         state = np.empty(4, dtype=np.uint64)
-        seed_state(state, seed, stream, block)
+        seed_state(state, seed, stream, first_block + block)
         cum = np.empty(n_above, dtype=np.float64)
         split = np.empty(n_above, dtype=np.int64)
         slab = numba.get_thread_id() if update_counts else 0

@@ -1,0 +1,61 @@
+"""Inference modes: the ways ``CPGBN(inference=...)`` fits a model and infers new documents.
+
+Each mode is a class (:class:`~cpgbn.modes.base.InferenceMode`) that owns its parameters'
+checks, its fit, the fitted state it returns, its features for new documents and its memory
+estimate:
+
+* ``"gibbs"`` -- :class:`~cpgbn.modes.gibbs.GibbsMode`, the exact full-batch sampler;
+* ``"minibatch-gibbs"`` -- :class:`~cpgbn.modes.minibatch.MinibatchGibbsMode`, local Gibbs
+  sweeps + TLASGR-MCMC per minibatch;
+* ``"hybrid"`` -- :class:`~cpgbn.modes.hybrid.HybridMode`, the Weibull encoder + TLASGR-MCMC
+  (paper Algorithm 1).
+
+:func:`mode_for` is the one place where the value of ``inference`` is looked up; a new mode is
+a new class in :data:`MODE_CLASSES`.
+"""
+
+from __future__ import annotations
+
+from ..errors import CPGBNInputError
+from .base import (FITTED_ATTRIBUTES, Checkpointing, FittedState, InferenceMode, Training,
+                   features)
+from .gibbs import GibbsMode
+from .hybrid import HybridMode
+from .minibatch import BLOCK_DOCS, LOCAL_BURN_IN, LOCAL_COLLECT, MinibatchGibbsMode, \
+    steps_per_epoch
+
+__all__ = ["MODES", "MODE_CLASSES", "LOSS_NAMES", "FITTED_ATTRIBUTES", "BLOCK_DOCS",
+           "LOCAL_BURN_IN", "LOCAL_COLLECT", "Checkpointing", "FittedState", "InferenceMode",
+           "Training", "features", "check_mode_parameters", "mode_for", "steps_per_epoch"]
+
+#: Every mode by its value of ``CPGBN(inference=...)``.
+MODE_CLASSES: dict[str, type[InferenceMode]] = {
+    mode.name: mode for mode in (GibbsMode, MinibatchGibbsMode, HybridMode)}
+
+#: The values of ``CPGBN(inference=...)``.
+MODES = tuple(MODE_CLASSES)
+
+#: What each minibatch mode's per-step loss (``CPGBN.loss_trace_``) is.
+LOSS_NAMES = {name: mode.loss_name for name, mode in MODE_CLASSES.items()
+              if mode.loss_name is not None}
+
+
+def check_mode_parameters(params: dict) -> dict:
+    """Every mode's own parameters of ``params`` checked and resolved (as scikit-learn
+    validates the parameters a model does not use), and ``inference`` itself."""
+    name = params["inference"]
+    if not isinstance(name, str) or name not in MODE_CLASSES:
+        raise CPGBNInputError(f"inference must be one of {', '.join(map(repr, MODES))}, "
+                              f"got {name!r}")
+    resolved = {"inference": name}
+    for mode in MODE_CLASSES.values():
+        resolved.update(mode.check_parameters(params))
+    return resolved
+
+
+def mode_for(settings: dict) -> InferenceMode:
+    """The mode that ``settings["inference"]`` names, over ``settings`` (the estimator's
+    validated parameters), after its compatibility checks."""
+    mode = MODE_CLASSES[settings["inference"]](settings)
+    mode.check_compatible()
+    return mode

@@ -1,0 +1,196 @@
+"""What every inference mode shares: the record of a fitted model, the training job a mode is
+given, and the base class of the modes.
+
+A mode (:class:`InferenceMode`) is one way to learn a CPGBN's globals and to infer the local
+variables of new documents.  It owns the checks of its own parameters
+(:meth:`InferenceMode.check_parameters`), its fit (:meth:`InferenceMode.fit`, which returns a
+:class:`FittedState`), the features of new documents (:meth:`InferenceMode.thetas`) and its
+memory estimate.  The estimator validates the model's parameters once, picks the mode once
+(:func:`cpgbn.modes.mode_for`) and assigns the :class:`FittedState` it gets back in one place;
+:mod:`cpgbn.io` saves and loads the same record.  A new way to fit (the supervised model's, a
+distributed one) is a new subclass, not new branches in the estimator.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+import numpy as np
+
+from ..inference.state import GlobalParameters, Hyperparameters
+from ..layers.cells import ConvData
+from ..text.vocabulary import Vocabulary
+
+__all__ = ["FittedState", "FITTED_ATTRIBUTES", "Training", "Checkpointing", "InferenceMode",
+           "features", "numba_threads"]
+
+
+@dataclass
+class FittedState:
+    """Everything a fit learns, under the estimator attributes' names (each ends in ``_``).
+
+    Every mode sets the first nine; the others are None where a mode has no such thing.
+    This list is the only list of the fitted attributes: the estimator assigns them from it
+    and :mod:`cpgbn.io` saves and loads them from it.
+    """
+
+    vocabulary_: Vocabulary
+    layers_: tuple
+    """K_1, ..., K_T as fitted."""
+    hyper_: Hyperparameters
+    seed_: int
+    """The resolved seed."""
+    globals_: GlobalParameters
+    """D (V, F, K_1), Phi^(2..T), r: Gibbs, their means over the collected sweeps; the
+    minibatch modes, the TLASGR chain's last state."""
+    kernel_usage_: np.ndarray
+    """(K_1,) share of each kernel in the training documents' theta^(1) (sums to 1)."""
+    n_train_tokens_: int
+    loglik_trace_: np.ndarray
+    """(n_iter,) the training chain's log-likelihood per sweep (empty in the minibatch modes)."""
+    sweep_seconds_: np.ndarray
+    """(n_iter,) seconds of each sweep (empty in the minibatch modes)."""
+    train_features_: np.ndarray | None = None
+    """(N, K_1) training features (not kept by a streamed fit, nor saved)."""
+    train_theta_: list | None = None
+    """theta^(1..T) of the training documents, [(N, K_t)] (as ``train_features_``)."""
+    mixing_: object | None = None
+    """Gibbs: the chain's :class:`~cpgbn.inference.mixing.Mixing` diagnostic."""
+    loss_trace_: np.ndarray | None = None
+    """Minibatch modes, per step: the loss named by the mode's ``loss_name``."""
+    kl_trace_: np.ndarray | None = None
+    """Minibatch modes, per step: the KL per document (NaN when the mode has none)."""
+    step_seconds_: np.ndarray | None = None
+    """Minibatch modes: seconds of each step."""
+    encoder_config_: dict | None = None
+    """Hybrid: the encoder's JSON-able configuration."""
+    encoder_weights_: dict | None = None
+    """Hybrid: the encoder's weights, float32 arrays by ``state_dict`` name."""
+    format_version_: int | None = None
+    """A loaded model: the format version of its directory."""
+    saved_by_version_: str | None = None
+    """A loaded model: the cpgbn version that saved it."""
+
+    def present(self) -> dict:
+        """The attributes that are set (not None), by name."""
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if getattr(self, f.name) is not None}
+
+
+#: The names of every fitted attribute (:class:`FittedState`'s fields).
+FITTED_ATTRIBUTES = tuple(f.name for f in fields(FittedState))
+
+
+@dataclass
+class Checkpointing:
+    """Where and how often a fit saves its state, and whether it resumes from it."""
+
+    directory: Path | None = None
+    every: int = 10
+    resume: bool = False
+
+
+@dataclass
+class Training:
+    """A fit's job, as the estimator prepares it for a mode.
+
+    vocabulary, layers, hyper, seed : the model being fitted.
+    data : the training documents' cells (None when a file is streamed: then ``file``).
+    file : a :class:`~cpgbn.text.stream.TextFile`, with ``scan`` (its one pass) and
+        ``encode(texts, first_line) -> ConvData`` building a block's cells as ``data`` would be.
+    labels : the documents' labels, when given (in memory: one per document).
+    n_tokens : tokens in the training documents.
+    chain_params : the parameters that change the chain (fingerprints of checkpoints).
+    checkpointing : :class:`Checkpointing`.
+    """
+
+    vocabulary: Vocabulary
+    layers: tuple
+    hyper: Hyperparameters
+    seed: int
+    n_tokens: int
+    chain_params: dict
+    data: ConvData | None = None
+    file: object | None = None
+    scan: object | None = None
+    encode: object | None = None
+    labels: np.ndarray | None = None
+    checkpointing: Checkpointing = field(default_factory=Checkpointing)
+
+
+def features(thetas, data: ConvData, normalization: str, all_layers: bool = False) -> np.ndarray:
+    """The feature matrix of theta^(1..T): theta^(1) (or every layer's, concatenated), divided
+    by each document's length L_j when ``normalization == "length"`` (the authors' features)."""
+    thetas = thetas if all_layers else thetas[:1]
+    feats = np.hstack(thetas)
+    if normalization == "length":
+        feats = feats / np.maximum(data.true_length, 1)[:, None]
+    return feats
+
+
+@contextlib.contextmanager
+def numba_threads(n_threads):
+    """numba's threads set to ``n_threads`` (None: unchanged), restored afterwards."""
+    import numba
+
+    previous = numba.get_num_threads()
+    if n_threads is not None:
+        numba.set_num_threads(min(int(n_threads), numba.config.NUMBA_NUM_THREADS))
+    try:
+        yield
+    finally:
+        numba.set_num_threads(previous)
+
+
+class InferenceMode:
+    """One way to fit and to infer (module docstring).
+
+    ``settings`` is the estimator's validated parameters (a dict: the model's, resolved, and
+    every mode's own, checked by :meth:`check_parameters`).  Subclasses set ``name`` (the value
+    of ``CPGBN(inference=...)``), ``loss_name`` (what their per-step loss is; None: the Gibbs
+    chain's log-likelihood) and ``streams_files`` (whether ``fit`` reads a
+    :class:`~cpgbn.text.stream.TextFile` a block at a time).
+    """
+
+    name: str = ""
+    loss_name: str | None = None
+    streams_files: bool = False
+    #: The estimator parameters besides the model's (``cpgbn.params.MODEL``) and the seed
+    #: that change this mode's chain: what a checkpoint's fingerprint includes.
+    chain_parameters: tuple = ()
+
+    def __init__(self, settings: dict):
+        self.settings = settings
+
+    @staticmethod
+    def check_parameters(params: dict) -> dict:
+        """This mode's own parameters of ``params`` (the estimator's, raw) checked and
+        resolved.  Every mode's check runs on every fit, as scikit-learn validates parameters
+        a model does not use; a check names the parameter and the value."""
+        return {}
+
+    def check_compatible(self) -> None:
+        """Refuse settings this mode cannot run (a one-line CPGBNInputError)."""
+
+    def training_bytes(self, data: ConvData, layers, vocab_size: int) -> int:
+        """Bytes a fit on ``data`` needs (checked before it starts)."""
+        raise NotImplementedError
+
+    def inference_bytes(self, data: ConvData, layers, vocab_size: int) -> int:
+        """Bytes :meth:`thetas` needs for ``data`` (checked before it starts)."""
+        raise NotImplementedError
+
+    def fit(self, training: Training) -> FittedState:
+        """Learn the globals from ``training``; the fitted state."""
+        raise NotImplementedError
+
+    def thetas(self, fitted: FittedState, data: ConvData) -> list[np.ndarray]:
+        """theta^(1..T) of the documents ``data`` with the fitted globals: [(N, K_t)]."""
+        raise NotImplementedError
+
+    def streams_transform(self) -> bool:
+        """Whether ``transform(TextFile)`` may read the file a block at a time (the features
+        of a block do not depend on the other blocks' documents)."""
+        return False

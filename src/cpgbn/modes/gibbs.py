@@ -1,0 +1,119 @@
+"""``CPGBN(inference="gibbs")``: the full-batch Gibbs sampler (paper section 3).
+
+Training runs ``n_iter`` sweeps over every document (:class:`~cpgbn.inference.gibbs.
+GibbsSampler`, numba, or the PyTorch sampler when ``device`` is set) and averages the globals
+and theta^(1..T) over the sweeps after ``burn_in``; new documents get theta from the same
+sweeps with the globals fixed (paper section 4), ``transform_iter`` of them after
+``transform_burn_in``, seeded by :func:`cpgbn.inference.streams.transform_seed`.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+
+from ..inference.gibbs import GibbsSampler, RunResult
+from ..inference.mixing import MixingMonitor
+from ..inference.streams import transform_seed
+from ..layers.cells import ConvData
+from .base import FittedState, InferenceMode, Training, features, numba_threads
+
+__all__ = ["GibbsMode", "sampler_for", "progress_bar"]
+
+
+def sampler_for(data: ConvData, hyper, seed: int, *, learn_globals: bool, device=None):
+    """The numba sampler over ``data``, or the PyTorch one on ``device`` when it is set."""
+    if device is None:
+        return GibbsSampler(data, hyper, seed, learn_globals=learn_globals)
+    from ..inference.gibbs import TorchGibbsSampler
+    return TorchGibbsSampler(data, hyper, seed, learn_globals=learn_globals, device=device)
+
+
+def progress_bar(show: bool, total: int, desc: str):
+    """A tqdm bar of ``total`` sweeps when ``show`` (None when stderr is not a terminal)."""
+    if not show:
+        return None
+    from tqdm.auto import tqdm
+    return tqdm(total=total, desc=desc, unit="sweep", leave=False, disable=None)
+
+
+class GibbsMode(InferenceMode):
+    """The exact sampler: fit and inference by Gibbs sweeps (module docstring)."""
+
+    name = "gibbs"
+    chain_parameters = ("n_iter", "burn_in", "device")
+
+    def training_bytes(self, data: ConvData, layers, vocab_size: int) -> int:
+        return self._gibbs_bytes(data, layers, vocab_size, training=True)
+
+    def _gibbs_bytes(self, data: ConvData, layers, vocab_size: int, training: bool) -> int:
+        import numba
+
+        from ..inference.memory import estimate_bytes
+        n_threads = self.settings["n_threads"] or numba.get_num_threads()
+        return estimate_bytes(data.n_docs, data.n_positions, data.n_cells, vocab_size,
+                              data.filter_width, layers, n_threads, training)
+
+    def inference_bytes(self, data: ConvData, layers, vocab_size: int) -> int:
+        """Bytes :meth:`infer` needs for ``data``."""
+        return self._gibbs_bytes(data, layers, vocab_size, training=False)
+
+    def fit(self, training: Training) -> FittedState:
+        from ..inference.training import train
+        from ..inference.driver import GibbsChain
+        from ..inference.checkpoint import fingerprint
+
+        s, data = self.settings, training.data
+        ckpt = training.checkpointing
+        weights = (None if s["feature_normalization"] == "none"
+                   else 1.0 / np.maximum(data.true_length, 1))  # as in the features
+        with numba_threads(s["n_threads"]):
+            sampler = sampler_for(data, training.hyper, training.seed, learn_globals=True,
+                                  device=s["device"])
+            state = sampler.initial_state(training.layers, len(training.vocabulary))
+            chain = GibbsChain(sampler, state, s["burn_in"], monitor=MixingMonitor(weights))
+            identity = fingerprint(data.cell_word, data.cell_col, np.asarray(data.cell_count),
+                                   data.doc_cells, data.doc_length, training.vocabulary.tokens,
+                                   training.chain_params, training.seed)
+            # no checkpoint at the end: the fit is done, and deletes the directory
+            train(chain, chain.whole_corpus(identity, training.labels), s["n_iter"],
+                  checkpoint_dir=ckpt.directory, checkpoint_every=ckpt.every,
+                  resume=ckpt.resume, progress=None if s["progress"] else False, desc="fit",
+                  unit="sweep", save_at_end=False)
+            result = chain.result()
+        if ckpt.directory is not None:
+            shutil.rmtree(ckpt.directory, ignore_errors=True)
+        theta = result.theta_mean
+        usage = theta[0].sum(axis=0)
+        return FittedState(
+            vocabulary_=training.vocabulary, layers_=training.layers, hyper_=training.hyper,
+            seed_=training.seed, globals_=result.globals_mean, kernel_usage_=usage / usage.sum(),
+            n_train_tokens_=training.n_tokens, loglik_trace_=np.asarray(result.loglik),
+            sweep_seconds_=np.asarray(result.seconds),
+            train_features_=features(theta, data, s["feature_normalization"]),
+            train_theta_=theta, mixing_=result.mixing)
+
+    def infer(self, fitted: FittedState, data: ConvData, *, n_iter: int, burn_in: int,
+              seed: int, on_sweep=None) -> RunResult:
+        """``n_iter`` sweeps over ``data`` with the fitted globals fixed; the run's result
+        (means of theta^(1..T) over the sweeps after ``burn_in``).  ``on_sweep(state,
+        collector)`` is called after every sweep (numpy arrays)."""
+        s = self.settings
+        with numba_threads(s["n_threads"]):
+            sampler = sampler_for(data, fitted.hyper_, seed, learn_globals=False,
+                                  device=s["device"])
+            state = sampler.initial_state(fitted.layers_, len(fitted.vocabulary_),
+                                          fitted.globals_)
+            bar = progress_bar(s["progress"], n_iter, "transform")
+            try:
+                return sampler.run(state, n_iter, burn_in, progress=bar, on_sweep=on_sweep)
+            finally:
+                if bar is not None:
+                    bar.close()
+
+    def thetas(self, fitted: FittedState, data: ConvData) -> list[np.ndarray]:
+        s = self.settings
+        return self.infer(fitted, data, n_iter=s["transform_iter"],
+                          burn_in=s["transform_burn_in"],
+                          seed=transform_seed(fitted.seed_)).theta_mean

@@ -1,0 +1,130 @@
+"""``CPGBN(inference="hybrid")``: the paper's Algorithm 1 (:mod:`cpgbn.inference.hybrid`).
+
+Per minibatch, a draw from the Weibull convolutional encoder and one Adam step on the negative
+ELBO, then one TLASGR step; PyTorch on ``device`` (default the CPU).  New documents get
+theta^(1..T) from the encoder's mean path (deterministic), optionally followed by
+``refine_iter`` Gibbs sweeps (:meth:`HybridMode.thetas`); ``encoder_precision`` sets the
+arithmetic of the encoder's position head.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+
+from ..errors import CPGBNInputError, check_int, check_positive
+from ..inference.hybrid import ENCODER_PRECISIONS
+from ..inference.streams import transform_seed
+from ..layers.cells import ConvData
+from .base import FittedState, Training, numba_threads
+from .minibatch import MinibatchMode
+
+__all__ = ["HybridMode", "require_torch"]
+
+_TORCH_HINT = "needs PyTorch: pip install 'cpgbn[torch]'"
+
+
+def require_torch(what: str) -> None:
+    """Raise a CPGBNInputError with the extra's install hint when torch cannot be imported."""
+    import importlib
+    try:   # by name: only whether it imports matters here, no name of it is used
+        importlib.import_module("torch")
+    except ImportError:
+        raise CPGBNInputError(f"{what} {_TORCH_HINT}") from None
+
+
+@contextlib.contextmanager
+def _threads(n_threads):
+    """numba's and torch's intra-op threads set to ``n_threads`` (None: unchanged), restored
+    afterwards."""
+    if n_threads is None:
+        with numba_threads(None):
+            yield
+        return
+    import torch
+    previous = torch.get_num_threads()
+    torch.set_num_threads(int(n_threads))
+    try:
+        with numba_threads(n_threads):
+            yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+class HybridMode(MinibatchMode):
+    """``inference="hybrid"`` (module docstring)."""
+
+    name = "hybrid"
+    chain_parameters = ("batch_size", "n_epochs", "learning_rate", "device")
+    loss_name = "negative ELBO per document of the minibatch"
+
+    @staticmethod
+    def check_parameters(params: dict) -> dict:
+        precision = params["encoder_precision"]
+        if precision not in ENCODER_PRECISIONS:
+            raise CPGBNInputError(f"encoder_precision must be one of "
+                                  f"{', '.join(map(repr, ENCODER_PRECISIONS))}, got "
+                                  f"{precision!r}")
+        return dict(learning_rate=check_positive("learning_rate", params["learning_rate"]),
+                    refine_iter=check_int("refine_iter", params["refine_iter"], 0),
+                    encoder_precision=precision)
+
+    def check_compatible(self) -> None:
+        require_torch("inference='hybrid'")
+
+    def training_bytes(self, data: ConvData, layers, vocab_size: int) -> int:
+        # minibatches; the Gibbs refinement runs in blocks
+        from ..inference.hybrid import ENCODER_CHUNK_POSITIONS, REFINE_BLOCK_DOCS
+        from ..inference.memory import estimate_hybrid_bytes
+        s = self.settings
+        refine = REFINE_BLOCK_DOCS if s["refine_iter"] > 0 else 0
+        # a step's graph holds a group of at most ENCODER_CHUNK_POSITIONS positions
+        per_batch = -(-data.n_positions * s["batch_size"] // max(data.n_docs, 1))
+        return estimate_hybrid_bytes(data.n_docs, data.n_positions, data.n_cells, vocab_size,
+                                     data.filter_width, layers,
+                                     chunk_positions=min(ENCODER_CHUNK_POSITIONS, per_batch),
+                                     refine_block_docs=refine)
+
+    def learn(self, training: Training, source, common: dict):
+        from ..inference.hybrid import fit_hybrid
+        s = self.settings
+        with _threads(s["n_threads"]):
+            run = fit_hybrid(source, training.layers, len(training.vocabulary), training.hyper,
+                             device=s["device"] or "cpu", learning_rate=s["learning_rate"],
+                             n_steps=self.n_steps(source.n_docs, source.block_docs), **common)
+        return run, dict(encoder_config_=run.encoder_config,
+                         encoder_weights_=run.encoder_weights)
+
+    def inference_bytes(self, data: ConvData, layers, vocab_size: int) -> int:
+        # the encoder runs a batch at a time and the refinement a block at a time: bounded
+        # by the training estimate's parts, not by the number of documents
+        return 0
+
+    def streams_transform(self) -> bool:
+        # the encoder's mean path is a function of each document alone
+        return self.settings["refine_iter"] == 0
+
+    def thetas(self, fitted: FittedState, data: ConvData) -> list[np.ndarray]:
+        """theta^(1..T) from the encoder's mean path (deterministic), or with ``refine_iter``
+        > 0 the average over that many Gibbs sweeps with the globals fixed, started there
+        (:func:`cpgbn.inference.hybrid.refine_with_gibbs`, seeded by the transform seed).  A
+        list of (N, K_t) float64 arrays."""
+        if fitted.encoder_config_ is None or fitted.encoder_weights_ is None:
+            raise CPGBNInputError("this model has no encoder (it was not fitted with "
+                                  "inference='hybrid'); fit it again, or set inference='gibbs' "
+                                  "for Gibbs inference with its globals")
+        require_torch("the features of a model fitted with inference='hybrid'")
+        from ..inference.hybrid import encoder_features, refine_with_gibbs
+        s = self.settings
+        device = s["device"] or "cpu"
+        with _threads(s["n_threads"]):
+            if s["refine_iter"] > 0:
+                return refine_with_gibbs(fitted.encoder_config_, fitted.encoder_weights_,
+                                         fitted.globals_, data, fitted.hyper_,
+                                         n_sweeps=s["refine_iter"],
+                                         seed=transform_seed(fitted.seed_), device=device,
+                                         head_precision=s["encoder_precision"])
+            return encoder_features(fitted.encoder_config_, fitted.encoder_weights_,
+                                    fitted.globals_, data, device=device,
+                                    head_precision=s["encoder_precision"])

@@ -1,0 +1,172 @@
+"""The minibatch modes' common part, and ``CPGBN(inference="minibatch-gibbs")``.
+
+Both minibatch modes learn the globals D, Phi^(2..T), r from minibatches with TLASGR-MCMC
+(paper section 3.3), through the one training loop (:func:`cpgbn.inference.training.train`:
+seeded minibatch stream, checkpoints, exact resume).  Units: ``n_epochs`` passes over the
+training corpus; one epoch is :func:`steps_per_epoch` minibatch steps of at most
+``batch_size`` documents (every document exactly once).  The per-step loss they record is
+*not* a log-likelihood of the corpus: each mode's ``loss_name`` says what it is.
+
+:class:`MinibatchGibbsMode` (:mod:`cpgbn.inference.minibatch`): per minibatch, local Gibbs
+sweeps with the globals fixed (:data:`LOCAL_BURN_IN` burn-in and :data:`LOCAL_COLLECT`
+collected sweeps, the authors' MNIST scheme), then one TLASGR step; the numba sampler only.
+New documents get Gibbs inference with the learned globals, as in the Gibbs mode.
+"""
+
+from __future__ import annotations
+
+import shutil
+import warnings
+
+import numpy as np
+
+from ..errors import CPGBNInputError, check_int
+from ..inference.batches import ConvDataBlocks, TextFileBlocks
+from ..inference.checkpoint import fingerprint
+from ..layers.cells import ConvData
+from .base import FittedState, Training, features
+from .gibbs import GibbsMode
+
+__all__ = ["BLOCK_DOCS", "LOCAL_BURN_IN", "LOCAL_COLLECT", "MinibatchMode",
+           "MinibatchGibbsMode", "steps_per_epoch"]
+
+#: Local Gibbs sweeps per minibatch in ``"minibatch-gibbs"`` before / while collecting the
+#: statistics of the TLASGR step (the authors' MNIST demo: 24 and 16).
+LOCAL_BURN_IN, LOCAL_COLLECT = 24, 16
+
+#: Documents per block of the minibatch stream (each epoch shuffles within and across blocks).
+BLOCK_DOCS = 4096
+
+
+def steps_per_epoch(n_docs: int, batch_size: int, block_docs: int = BLOCK_DOCS) -> int:
+    """Minibatch steps in one pass over ``n_docs`` documents: each block of ``block_docs``
+    documents is cut into ceil(n / batch_size) minibatches
+    (:class:`cpgbn.inference.batches.Minibatches`)."""
+    full, rest = divmod(int(n_docs), int(block_docs))
+    per_block = -(-int(block_docs) // int(batch_size))
+    return full * per_block + -(-rest // int(batch_size))
+
+
+class _FingerprintedBlocks(ConvDataBlocks):
+    """The training corpus in blocks, whose identity (what a checkpoint must match to be
+    resumed) includes a hash of the tokens and the estimator's parameters, not only sizes."""
+
+    def __init__(self, data: ConvData, fingerprint_: str, labels=None):
+        super().__init__(data, BLOCK_DOCS, labels=labels)
+        self.fingerprint = fingerprint_
+
+    def identity(self) -> dict:
+        return {**super().identity(), "fingerprint": self.fingerprint}
+
+
+class _FingerprintedFile(TextFileBlocks):
+    """A training file in blocks; its identity is the digest of its documents with the
+    estimator's parameters (not its path: a moved file resumes, an edited one does not)."""
+
+    def __init__(self, path, encode, labeled: bool, fingerprint_: str):
+        super().__init__(path, encode, BLOCK_DOCS, labeled=labeled)
+        self.fingerprint = fingerprint_
+
+    def identity(self) -> dict:
+        return {"kind": "file", "n_docs": self.n_docs, "block_docs": self.block_docs,
+                "fingerprint": self.fingerprint}
+
+
+def block_source(training: Training):
+    """The training documents of ``training`` as a block source: its cells in memory, or its
+    file read a block at a time; fingerprinted by the data (the cells, or the file's digest),
+    the vocabulary, the seed and the parameters that change the run."""
+    if training.data is not None:
+        data = training.data
+        corpus_print = fingerprint(data.cell_word, data.cell_col, np.asarray(data.cell_count),
+                                   data.doc_cells, data.doc_length, training.vocabulary.tokens,
+                                   training.chain_params, training.seed)
+        return _FingerprintedBlocks(data, corpus_print, training.labels)
+    file_print = fingerprint(training.scan.digest, training.vocabulary.tokens,
+                             training.chain_params, training.seed)
+    return _FingerprintedFile(training.file.path, training.encode, training.file.labeled,
+                              file_print)
+
+
+class MinibatchMode(GibbsMode):
+    """What the minibatch modes share: their parameters, the streamed fit, the fitted state
+    (:meth:`fit`), and Gibbs inference for new documents (inherited)."""
+
+    streams_files = True
+    chain_parameters = ("batch_size", "n_epochs")
+
+    @staticmethod
+    def check_parameters(params: dict) -> dict:
+        return dict(batch_size=check_int("batch_size", params["batch_size"], 1),
+                    n_epochs=check_int("n_epochs", params["n_epochs"], 1))
+
+    def n_steps(self, n_docs: int, block_docs: int) -> int:
+        s = self.settings
+        return s["n_epochs"] * steps_per_epoch(n_docs, s["batch_size"], block_docs)
+
+    def learn(self, training: Training, source, n_steps: int) -> tuple[object, dict]:
+        """Run the algorithm over ``source``: (its result, extra fitted attributes)."""
+        raise NotImplementedError
+
+    def fit(self, training: Training) -> FittedState:
+        s, ckpt = self.settings, training.checkpointing
+        source = block_source(training)
+        common = dict(seed=training.seed, batch_size=s["batch_size"],
+                      checkpoint_dir=ckpt.directory, checkpoint_every=ckpt.every,
+                      resume=ckpt.resume, progress=None if s["progress"] else False)
+        run, extra = self.learn(training, source, common)
+        if ckpt.directory is not None:
+            shutil.rmtree(ckpt.directory, ignore_errors=True)
+        traces = {name: np.asarray(values, dtype=np.float64) for name, values in
+                  (("loss_trace_", run.trace.loss), ("kl_trace_", run.trace.kl),
+                   ("step_seconds_", run.trace.seconds))}
+        fitted = FittedState(
+            vocabulary_=training.vocabulary, layers_=training.layers, hyper_=training.hyper,
+            seed_=training.seed, globals_=run.globals, kernel_usage_=np.zeros(0),
+            n_train_tokens_=training.n_tokens, loglik_trace_=np.zeros(0),
+            sweep_seconds_=np.zeros(0), **traces, **extra)
+        # no chain visits every training document with the final globals: their features
+        # are what transform gives them (a streamed fit keeps none: N x K_1 grows with the file)
+        if training.data is not None:
+            theta = self.thetas(fitted, training.data)
+            fitted.train_theta_ = theta
+            fitted.train_features_ = features(theta, training.data,
+                                              s["feature_normalization"])
+            usage = theta[0].sum(axis=0)
+        else:
+            usage = np.zeros(training.layers[0])
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                for block in range(source.n_blocks):   # one block at a time
+                    usage += self.thetas(fitted, source.read_block(block).data)[0].sum(axis=0)
+        fitted.kernel_usage_ = usage / usage.sum()
+        return fitted
+
+
+class MinibatchGibbsMode(MinibatchMode):
+    """``inference="minibatch-gibbs"`` (module docstring)."""
+
+    name = "minibatch-gibbs"
+    loss_name = ("negative log-likelihood per document of the minibatch at its last local "
+                 "sweep")
+
+    def check_compatible(self) -> None:
+        device = self.settings["device"]
+        if device is not None:
+            raise CPGBNInputError(f"inference='minibatch-gibbs' runs the numba sampler: leave "
+                                  f"device unset (None), got device={device!r}")
+
+    def training_bytes(self, data: ConvData, layers, vocab_size: int) -> int:
+        # every training document is inferred at once afterwards (train_theta_)
+        return self.inference_bytes(data, layers, vocab_size)
+
+    def learn(self, training: Training, source, common: dict):
+        from ..inference.minibatch import fit_minibatch_gibbs
+        from .base import numba_threads
+        with numba_threads(self.settings["n_threads"]):
+            run = fit_minibatch_gibbs(source, training.layers, len(training.vocabulary),
+                                      training.hyper, burn_in=LOCAL_BURN_IN,
+                                      collect=LOCAL_COLLECT,
+                                      n_steps=self.n_steps(source.n_docs, source.block_docs),
+                                      **common)
+        return run, {}
