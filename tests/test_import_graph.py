@@ -303,6 +303,10 @@ LAYERS = {
     "cpgbn.text": ({"cpgbn.datasets"}, "the loaders use the text readers, not the reverse"),
     "cpgbn.datasets": ({"cpgbn.model", "cpgbn.explain", "cpgbn.evaluate"},
                        "loading data needs no model"),
+    "cpgbn.modes": ({"cpgbn.model", "cpgbn.explain", "cpgbn.evaluate"},
+                    "the estimator dispatches to the modes, which return a fitted state"),
+    "cpgbn.inference": ({"cpgbn.model", "cpgbn.modes", "cpgbn.io"},
+                        "the algorithms know nothing of the estimator or of its modes"),
 }
 
 

@@ -48,8 +48,10 @@ def test_the_hybrid_is_checked_against_its_own_smaller_estimate():
 
     texts = random_texts(150, min_len=80, max_len=100)
     layers, V, batch_size = (300,), 30, 5
-    corpus_data = CPGBN(layers=layers, vocab_size=V)._data(
-        CPGBN(vocab_size=V)._corpus(texts, None, V), 3)
+    from cpgbn.params import DEFAULT_TOKEN_COUNT
+    from cpgbn.text import Corpus
+    corpus = Corpus.from_texts(texts, vocab_size=V)   # as the estimator encodes them
+    corpus_data = from_token_sequences(corpus.tokens, corpus.offsets, 3, DEFAULT_TOKEN_COUNT)
     gibbs = estimate_bytes(corpus_data.n_docs, corpus_data.n_positions, corpus_data.n_cells, V,
                            3, layers, 1, training=False)
     per_batch = -(-corpus_data.n_positions * batch_size // corpus_data.n_docs)

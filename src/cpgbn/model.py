@@ -24,8 +24,8 @@ from .inference.driver import RunResult
 from .inference.state import GlobalParameters, Hyperparameters
 from .inference.streams import transform_seed
 from .layers.cells import ConvData, ObservationModel, from_bag_of_words, from_token_sequences
-from .modes import (FITTED_ATTRIBUTES, MODE_CLASSES, Checkpointing, FittedState,
-                    InferenceMode, Training, check_mode_parameters, features, mode_for)
+from .modes import (FITTED_ATTRIBUTES, Checkpointing, FittedState, InferenceMode, Training,
+                    check_mode_parameters, features, mode_class, mode_for)
 from .modes.gibbs import GibbsMode
 from .params import (CPGBN_PARAMETERS, DEFAULT_TOKEN_COUNT, MODEL as MODEL_PARAMETERS,
                      PGBN_PARAMETERS, declare_init)
@@ -252,7 +252,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
     def loss_name(self) -> str | None:
         """What ``loss_trace_`` holds in this model's inference mode (None for Gibbs, whose
         training figure is the log-likelihood in ``loglik_trace_``)."""
-        return MODE_CLASSES[self.inference].loss_name if self.inference in MODE_CLASSES else None
+        return mode_class(self.inference).loss_name
 
     def _data(self, corpus: Corpus, filter_width: int) -> ConvData:
         data = from_token_sequences(corpus.tokens, corpus.offsets, filter_width,

@@ -16,8 +16,11 @@ import time
 
 import numpy as np
 
-from cpgbn import CPGBN
 from cpgbn.evaluate.provenance import provenance
+from cpgbn.inference.gibbs import GibbsSampler
+from cpgbn.inference.state import Hyperparameters
+from cpgbn.layers.cells import from_token_sequences
+from cpgbn.text import Corpus
 from cpgbn.datasets import load_dataset
 
 from studies.common.paths import ROOT
@@ -42,21 +45,20 @@ def prior_shares(state) -> np.ndarray:
 
 def measure(dataset, layers, token_count, seed, data_dir, n_iter, burn_in):
     texts, _ = load_dataset(dataset, "train", data_dir=data_dir)
-    model = CPGBN(layers=tuple(int(k) for k in layers.split("-")), vocab_size=V[dataset],
-                  token_count=token_count, n_iter=n_iter, burn_in=burn_in, random_state=seed)
-    params = model._validated()
-    corpus = model._corpus(texts, None, params["vocab_size"])
-    data = model._data(corpus, params["filter_width"])
-    model.hyper_ = params["hyper"]
-    sampler = model._sampler(data, seed, learn_globals=True)
-    state = sampler.initial_state(params["layers"], len(corpus.vocabulary))
+    # the estimator's chain, built from the public pieces it uses (CPGBN's defaults: F = 3,
+    # eta 0.05, e0 = f0 = 0.1), so that every sweep's state can be read
+    layers = tuple(int(k) for k in layers.split("-"))
+    corpus = Corpus.from_texts(texts, vocab_size=V[dataset])
+    data = from_token_sequences(corpus.tokens, corpus.offsets, 3, token_count)
+    hyper = Hyperparameters(eta=(0.05,) * len(layers))
+    sampler = GibbsSampler(data, hyper, seed, learn_globals=True)
+    state = sampler.initial_state(layers, len(corpus.vocabulary))
     shares = []
 
     def record(st, _collector):
         if st.sweep > burn_in:
             shares.append(prior_shares(st))
-    with model._threads():
-        sampler.run(state, n_iter, burn_in, on_sweep=record)
+    sampler.run(state, n_iter, burn_in, on_sweep=record)
     shares = np.array(shares)  # (collected sweeps, N)
     return {"median": float(np.median(shares, axis=1).mean()),
             "p90": float(np.percentile(shares, 90, axis=1).mean()),

@@ -15,12 +15,13 @@ def cmd_fit(args) -> int:
     from ..files import check_replaceable
     from ..model import CPGBN
     check_replaceable(args.out)
-    from ..modes import MODE_CLASSES
-    mode = MODE_CLASSES[args.inference]   # argparse's choices: a known mode
+    from ..modes import mode_class
+    mode = mode_class(args.inference)
     # the minibatch modes read a file a block of lines at a time
     streamed = data_file(args.data, args.format) if mode.streams_files else None
+    labels = None   # a streamed labelled file carries its own
     if streamed is None:
-        texts, _ = read_documents(args.data, args.split, args.data_dir, args.format)
+        texts, labels = read_documents(args.data, args.split, args.data_dir, args.format)
     else:
         texts = streamed
     model = CPGBN(layers=args.layers, filter_width=args.filter_width, vocab_size=args.vocab_size,
@@ -33,7 +34,7 @@ def cmd_fit(args) -> int:
     if args.resume and (checkpoint / "checkpoint.json").is_file():
         print(f"resuming from {checkpoint}", file=sys.stderr)
     start = time.perf_counter()
-    model.fit(texts, checkpoint_dir=checkpoint, checkpoint_every=args.checkpoint_every,
+    model.fit(texts, labels, checkpoint_dir=checkpoint, checkpoint_every=args.checkpoint_every,
               resume=args.resume)
     seconds = time.perf_counter() - start
     model.save(args.out)

@@ -237,21 +237,27 @@ class GibbsChain:
 
 def run_chain(algorithm, state: GibbsState, n_iter: int, burn_in: int, *, progress=None,
               collect_globals: bool = True, collector: Collector | None = None,
-              on_sweep=None, monitor=None) -> RunResult:
+              on_sweep=None, monitor=None, checkpoint_dir=None, checkpoint_every: int = 10,
+              resume: bool = False, identity=None, labels=None) -> RunResult:
     """Run ``algorithm.sweep_on_backend`` until ``state.sweep == n_iter``; average theta (and,
     with ``collect_globals``, D, Phi, r) over the sweeps after ``burn_in``: a
-    :class:`GibbsChain` driven by the training loop, without checkpoints.
+    :class:`GibbsChain` driven by the training loop.
 
     A run continues from ``state.sweep`` with an existing ``collector``: every draw depends
     only on (seed, sweep, step, block), so a continued run is identical to an uninterrupted
-    one.  ``progress`` is an optional object with ``update(n)`` (a tqdm bar).
-    ``state`` (and ``collector``) hold the final values when the run returns.
+    one.  ``progress``: None (no bar), a bar (an object with ``update(n)``) or a factory
+    ``progress(total, initial) -> bar``.  With ``checkpoint_dir`` the chain is saved every
+    ``checkpoint_every`` sweeps (not after the last), fingerprinted by ``identity`` (what must
+    match to ``resume``: the data and the parameters); ``labels`` go with the documents to
+    every sweep.  ``state`` (and ``collector``) hold the final values when the run returns.
     """
     from .training import train
 
     chain = GibbsChain(algorithm, state, burn_in, collect_globals=collect_globals,
                        collector=collector, monitor=monitor, on_sweep=on_sweep)
     if chain.sweeps_done < n_iter:
-        train(chain, chain.whole_corpus(None), n_iter, first_step=chain.sweeps_done,
-              progress=False if progress is None else progress)
+        train(chain, chain.whole_corpus(identity, labels), n_iter,
+              first_step=chain.sweeps_done, progress=False if progress is None else progress,
+              checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every, resume=resume,
+              save_at_end=False)
     return chain.result()

@@ -328,15 +328,16 @@ class GibbsSampler:
     # ------------------------------------------------------------------ runs
     def run(self, state: GibbsState, n_iter: int, burn_in: int, *, progress=None,
             collect_globals: bool | None = None, collector: Collector | None = None,
-            on_sweep=None, monitor=None) -> RunResult:
+            on_sweep=None, monitor=None, **checkpointing) -> RunResult:
         """Run sweeps until ``state.sweep == n_iter``; average theta (and the globals) over the
-        sweeps after ``burn_in``; ``monitor`` measures the mixing (see
+        sweeps after ``burn_in``; ``monitor`` measures the mixing; ``checkpointing``:
+        ``checkpoint_dir``, ``checkpoint_every``, ``resume``, ``identity``, ``labels`` (see
         :func:`cpgbn.inference.driver.run_chain`)."""
         if collect_globals is None:
             collect_globals = self.learn_globals
         return run_chain(self, state, n_iter, burn_in, progress=progress,
                          collect_globals=collect_globals, collector=collector, on_sweep=on_sweep,
-                         monitor=monitor)
+                         monitor=monitor, **checkpointing)
 
     # ------------------------------------------------------------------ helpers
     def draw_weights(self, state: GibbsState) -> GibbsState:

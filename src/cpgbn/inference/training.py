@@ -91,8 +91,10 @@ class TrainingTrace:
 def _progress_bar(progress, total: int, initial: int, desc: str, unit: str):
     if progress is False or initial >= total:
         return None
-    if progress is not None and progress is not True:
+    if hasattr(progress, "update"):
         return progress   # the caller's bar
+    if callable(progress):
+        return progress(total, initial)   # the caller's factory
     from tqdm.auto import tqdm
     return tqdm(total=int(total), initial=initial, desc=desc, unit=unit, leave=False,
                 disable=None if progress is None else not progress)
@@ -112,9 +114,9 @@ def train(algorithm, batches, n_steps: int, *, checkpoint_dir=None, checkpoint_e
     checkpoint_dir : directory or None; ``checkpoint_every`` steps between checkpoints, and
         one at the end unless ``save_at_end`` is False (a caller that deletes it right away).
     resume : continue from ``checkpoint_dir`` when it holds a checkpoint of the same run.
-    progress : None (a tqdm bar when stderr is a terminal), False (none), True (a bar), or a
-        bar of the caller's (an object with ``update(n)``); ``desc`` and ``unit`` label a bar
-        made here.
+    progress : None (a tqdm bar when stderr is a terminal), False (none), True (a bar), a
+        bar of the caller's (an object with ``update(n)``), or a factory
+        ``progress(total, initial) -> bar``; ``desc`` and ``unit`` label a bar made here.
     on_step : optional ``on_step(i, report)`` after each step (tests stop a run with it).
     first_step : the steps the algorithm has already taken (a chain continued by hand).
     communicator : with several processes, only ``communicator.is_root`` writes checkpoints.

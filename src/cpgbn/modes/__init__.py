@@ -26,7 +26,8 @@ from .minibatch import BLOCK_DOCS, LOCAL_BURN_IN, LOCAL_COLLECT, MinibatchGibbsM
 
 __all__ = ["MODES", "MODE_CLASSES", "LOSS_NAMES", "FITTED_ATTRIBUTES", "BLOCK_DOCS",
            "LOCAL_BURN_IN", "LOCAL_COLLECT", "Checkpointing", "FittedState", "InferenceMode",
-           "Training", "features", "check_mode_parameters", "mode_for", "steps_per_epoch"]
+           "Training", "features", "check_mode_parameters", "mode_class", "mode_for",
+           "steps_per_epoch"]
 
 #: Every mode by its value of ``CPGBN(inference=...)``.
 MODE_CLASSES: dict[str, type[InferenceMode]] = {
@@ -40,14 +41,18 @@ LOSS_NAMES = {name: mode.loss_name for name, mode in MODE_CLASSES.items()
               if mode.loss_name is not None}
 
 
-def check_mode_parameters(params: dict) -> dict:
-    """Every mode's own parameters of ``params`` checked and resolved (as scikit-learn
-    validates the parameters a model does not use), and ``inference`` itself."""
-    name = params["inference"]
+def mode_class(name) -> type[InferenceMode]:
+    """The mode class of ``CPGBN(inference=name)``: the one lookup of that value."""
     if not isinstance(name, str) or name not in MODE_CLASSES:
         raise CPGBNInputError(f"inference must be one of {', '.join(map(repr, MODES))}, "
                               f"got {name!r}")
-    resolved = {"inference": name}
+    return MODE_CLASSES[name]
+
+
+def check_mode_parameters(params: dict) -> dict:
+    """Every mode's own parameters of ``params`` checked and resolved (as scikit-learn
+    validates the parameters a model does not use), and ``inference`` itself."""
+    resolved = {"inference": mode_class(params["inference"]).name}
     for mode in MODE_CLASSES.values():
         resolved.update(mode.check_parameters(params))
     return resolved
@@ -56,6 +61,6 @@ def check_mode_parameters(params: dict) -> dict:
 def mode_for(settings: dict) -> InferenceMode:
     """The mode that ``settings["inference"]`` names, over ``settings`` (the estimator's
     validated parameters), after its compatibility checks."""
-    mode = MODE_CLASSES[settings["inference"]](settings)
+    mode = mode_class(settings["inference"])(settings)
     mode.check_compatible()
     return mode

@@ -19,7 +19,7 @@ from ..inference.streams import transform_seed
 from ..layers.cells import ConvData
 from .base import FittedState, InferenceMode, Training, features, numba_threads
 
-__all__ = ["GibbsMode", "sampler_for", "progress_bar"]
+__all__ = ["GibbsMode", "sampler_for", "progress_bars"]
 
 
 def sampler_for(data: ConvData, hyper, seed: int, *, learn_globals: bool, device=None):
@@ -30,12 +30,17 @@ def sampler_for(data: ConvData, hyper, seed: int, *, learn_globals: bool, device
     return TorchGibbsSampler(data, hyper, seed, learn_globals=learn_globals, device=device)
 
 
-def progress_bar(show: bool, total: int, desc: str):
-    """A tqdm bar of ``total`` sweeps when ``show`` (None when stderr is not a terminal)."""
+def progress_bars(show: bool, desc: str):
+    """A factory of tqdm bars of sweeps (``(total, initial) -> bar``, shown only when stderr
+    is a terminal) when ``show``, else None."""
     if not show:
         return None
-    from tqdm.auto import tqdm
-    return tqdm(total=total, desc=desc, unit="sweep", leave=False, disable=None)
+
+    def bar(total: int, initial: int):
+        from tqdm.auto import tqdm
+        return tqdm(total=total, initial=initial, desc=desc, unit="sweep", leave=False,
+                    disable=None)
+    return bar
 
 
 class GibbsMode(InferenceMode):
@@ -60,8 +65,6 @@ class GibbsMode(InferenceMode):
         return self._gibbs_bytes(data, layers, vocab_size, training=False)
 
     def fit(self, training: Training) -> FittedState:
-        from ..inference.training import train
-        from ..inference.driver import GibbsChain
         from ..inference.checkpoint import fingerprint
 
         s, data = self.settings, training.data
@@ -72,16 +75,14 @@ class GibbsMode(InferenceMode):
             sampler = sampler_for(data, training.hyper, training.seed, learn_globals=True,
                                   device=s["device"])
             state = sampler.initial_state(training.layers, len(training.vocabulary))
-            chain = GibbsChain(sampler, state, s["burn_in"], monitor=MixingMonitor(weights))
             identity = fingerprint(data.cell_word, data.cell_col, np.asarray(data.cell_count),
                                    data.doc_cells, data.doc_length, training.vocabulary.tokens,
                                    training.chain_params, training.seed)
-            # no checkpoint at the end: the fit is done, and deletes the directory
-            train(chain, chain.whole_corpus(identity, training.labels), s["n_iter"],
-                  checkpoint_dir=ckpt.directory, checkpoint_every=ckpt.every,
-                  resume=ckpt.resume, progress=None if s["progress"] else False, desc="fit",
-                  unit="sweep", save_at_end=False)
-            result = chain.result()
+            result = sampler.run(state, s["n_iter"], s["burn_in"],
+                                 progress=progress_bars(s["progress"], "fit"),
+                                 monitor=MixingMonitor(weights), checkpoint_dir=ckpt.directory,
+                                 checkpoint_every=ckpt.every, resume=ckpt.resume,
+                                 identity=identity, labels=training.labels)
         if ckpt.directory is not None:
             shutil.rmtree(ckpt.directory, ignore_errors=True)
         theta = result.theta_mean
@@ -105,12 +106,9 @@ class GibbsMode(InferenceMode):
                                   device=s["device"])
             state = sampler.initial_state(fitted.layers_, len(fitted.vocabulary_),
                                           fitted.globals_)
-            bar = progress_bar(s["progress"], n_iter, "transform")
-            try:
-                return sampler.run(state, n_iter, burn_in, progress=bar, on_sweep=on_sweep)
-            finally:
-                if bar is not None:
-                    bar.close()
+            return sampler.run(state, n_iter, burn_in,
+                               progress=progress_bars(s["progress"], "transform"),
+                               on_sweep=on_sweep)
 
     def thetas(self, fitted: FittedState, data: ConvData) -> list[np.ndarray]:
         s = self.settings

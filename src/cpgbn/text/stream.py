@@ -3,7 +3,7 @@ read a block of lines at a time, and :func:`scan_text_file` makes the one pass o
 streamed fit needs before training (vocabulary, sizes, empty documents, a digest).
 
 ``CPGBN(inference="hybrid").fit(TextFile("big.tsv"))`` trains on minibatches cut from blocks
-of the file (:class:`cpgbn.inference.training.TextFileBlocks`), so the file may be larger than
+of the file (:class:`cpgbn.inference.batches.TextFileBlocks`), so the file may be larger than
 memory; the model is the one ``fit(read_lines(...))`` gives for the same seed, because the
 scan builds the same vocabulary as :meth:`cpgbn.text.Corpus.from_texts` and the blocks are the
 in-memory blocks.
