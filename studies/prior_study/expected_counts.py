@@ -3,11 +3,12 @@
 The authors' GPU code does not draw the multinomial split of a token's pseudo-count over its
 candidates (f, k); it adds the expected counts, count * w_{j,k,s} d_{k,v,f} / lambda, as
 fractions (notes, section 3, step 1).  That is not a Gibbs step, and the CRT of the upward pass
-is not defined for a fractional count, so the library does not offer it.  This module makes
-the samplers of this process use backends that do it, to test whether that approximation explains the
-paper's MR figure (``prior_study.py --expected-counts --device cuda``; the PyTorch sampler
-on 2 CPU cores takes about 8 s per sweep on 3000 MR documents once w has left its start, too
-slow for the study).
+is not defined for a fractional count, so the library does not offer it.  This module has
+backends that do it, subclasses of the library's, and an estimator whose Gibbs sampler runs on
+them (:class:`ExpectedCountsCPGBN`: the library's schedule, given this study's backend as its
+``backend`` argument), to test whether that approximation explains the paper's MR figure
+(``prior_study.py --expected-counts --device cuda``; the PyTorch sampler on 2 CPU cores takes
+about 8 s per sweep on 3000 MR documents once w has left its start, too slow for the study).
 
 What the patch changes:
 
@@ -21,8 +22,8 @@ With ``token_count="bernoulli-poisson"`` the number of units of a token is still
 authors' code and this study use an integer pseudo-count.
 
 Two backends make the same changes, subclasses of the library's: the PyTorch one (fast on a
-GPU; :func:`use_expected_counts` installs it) and :class:`ExpectedCountsNumbaBackend`
-(:func:`use_expected_counts_numba`) (on a CPU: measured on one
+GPU; :func:`expected_counts_torch_backend`, the estimator's with ``device``) and
+:class:`ExpectedCountsNumbaBackend` (the estimator's without) (on a CPU: measured on one
 core shared with other runs, about 2.2 s per sweep on 5,000 MR sentences where the library's
 sampler falls to 0.6, and 20-23 minutes per MR seed under the authors' protocol; its position
 step is written plainly, every w_jks drawn, instead of the library's sparse walk, which needs
@@ -30,12 +31,15 @@ integer m).
 """
 from __future__ import annotations
 
+import functools
 from math import lgamma
 
 import numba
 import numpy as np
 
 from cpgbn.backends.numba.backend import DOC_BLOCK, NumbaBackend
+from cpgbn.inference.gibbs import GibbsSampler
+from cpgbn.model import CPGBN
 from cpgbn.backends.numba.conv import cell_units
 from cpgbn.backends.numba.distributions import crt, gamma
 from cpgbn.backends.numba.gbn import TINY
@@ -50,13 +54,7 @@ REDISTRIBUTE_DROP = 1e-12
 AUTHORS_EPS = 1e-4
 
 
-def use_expected_counts():
-    """Make every PyTorch sampler of this process use :class:`ExpectedCountsTorchBackend`."""
-    from cpgbn.backends.torch import backend
-
-    backend.TorchBackend = expected_counts_torch_backend()
-
-
+@functools.cache
 def expected_counts_torch_backend():
     """The PyTorch backend with the expected split and the rounded first-layer tables (a
     subclass, built on demand so that this module imports without torch)."""
@@ -131,13 +129,34 @@ class RedistributedNumbaBackend(ExpectedCountsNumbaBackend):
     redistribute = True
 
 
-def use_expected_counts_numba(redistribute=False):
-    """Make every numba sampler of this process use the expected counts (the default backend
-    of :class:`cpgbn.inference.gibbs.GibbsSampler` becomes :class:`ExpectedCountsNumbaBackend`,
-    or :class:`RedistributedNumbaBackend` with ``redistribute``)."""
-    from cpgbn.inference import gibbs
+class ExpectedCountsCPGBN(CPGBN):
+    """CPGBN whose Gibbs sampler (fit and transform) draws on this study's backends:
+    :class:`ExpectedCountsNumbaBackend` without ``device``, the PyTorch one
+    (:func:`expected_counts_torch_backend`) with it."""
 
-    gibbs.NumbaBackend = RedistributedNumbaBackend if redistribute else ExpectedCountsNumbaBackend
+    #: The numba backend of this estimator's sampler.
+    numba_backend = ExpectedCountsNumbaBackend
+    #: The sampler built over the backend (the library's schedule; tests put a recording
+    #: subclass here).
+    sampler_class = GibbsSampler
+
+    def _sampler(self, data, seed: int, learn_globals: bool):
+        if self.device is None:
+            backend = self.numba_backend(data, int(seed))
+        elif self.numba_backend is RedistributedNumbaBackend:
+            raise ValueError("the redistributed w step is written for the numba sampler: "
+                             "leave out device")
+        else:
+            backend = expected_counts_torch_backend()(data, int(seed), device=self.device)
+        return self.sampler_class(data, self.hyper_, seed, learn_globals=learn_globals,
+                                  backend=backend)
+
+
+class RedistributedCPGBN(ExpectedCountsCPGBN):
+    """:class:`ExpectedCountsCPGBN` with the authors' w step (:class:`RedistributedNumbaBackend`;
+    the numba sampler only)."""
+
+    numba_backend = RedistributedNumbaBackend
 
 
 @numba.njit(parallel=True, cache=True)
