@@ -4,9 +4,9 @@
 runs R sweeps with the globals fixed (``cpgbn.inference.hybrid.refine_with_gibbs``).  This
 script profiles that ``transform`` (cProfile, one process) on every ``--every``-th IMDB test
 review with a model saved by ``benchmarks/hybrid_imdb.py`` (its ``train`` phase: ``--model``)
-and reports the seconds of its parts: the encoder's start (``_mean_start``), the numba position
-sweeps (``sweep_positions``: the first augmentation m | w, then one per sweep) and the rest
-(tokenizing, allocation, the upper layers).  A warm-up ``transform`` of 100 reviews compiles
+and reports the seconds of its parts: the encoder's start (its backend's ``mean_path``), the
+numba position sweeps (``sweep_positions``: the first augmentation m | w, then one per sweep)
+and the rest (tokenizing, allocation, the upper layers).  A warm-up ``transform`` of 100 reviews compiles
 or loads numba's kernels first.  ``--encoder-precision`` sets the encoder's head arithmetic.
 
     python benchmarks/refine_profile.py --data-dir ../shared/data --model MODEL_DIR --threads 1
@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-PARTS = {"encoder_start": "_mean_start", "position_sweeps": "sweep_positions"}
+PARTS = {"encoder_start": "mean_path", "position_sweeps": "sweep_positions"}
 
 
 def main(argv=None) -> None:

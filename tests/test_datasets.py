@@ -234,6 +234,30 @@ def test_evaluate_passes_model_params_and_rejects_bad_ones(tmp_path, monkeypatch
         evaluate("mr", model_params=[("sample_r", False)], **kwargs)
 
 
+def test_evaluate_fits_a_given_subclass_of_the_model(tmp_path):
+    """``estimator``: a subclass of CPGBN is built with evaluate's parameters in CPGBN's place
+    and named in the record; anything else is refused."""
+    from cpgbn import CPGBN
+    from cpgbn.errors import CPGBNInputError
+    from cpgbn.evaluate import evaluate
+    root = _fake_dir(tmp_path, 20)
+    built = []
+
+    class Counting(CPGBN):
+        def fit_transform(self, X, y=None):
+            built.append((type(self), self.n_iter))
+            return super().fit_transform(X, y)
+
+    kwargs = dict(layers=(3,), protocol="paper", data_dir=root, n_iter=4, burn_in=2, vocab_size=50,
+                  features="transductive")
+    result = evaluate("mr", estimator=Counting, **kwargs)
+    assert built == [(Counting, 4)]
+    assert result["estimator"].endswith("Counting") and "estimator" not in evaluate("mr", **kwargs)
+    for model, estimator in [("pgbn", CPGBN), ("cpgbn", len), ("lda", Counting)]:
+        with pytest.raises(CPGBNInputError, match="estimator must be a subclass"):
+            evaluate("mr", model=model, estimator=estimator, **kwargs)
+
+
 @pytest.mark.parametrize("features", ["inductive", "inferred"])
 def test_evaluate_takes_training_features_from_the_chosen_source(tmp_path, monkeypatch, features):
     """inductive: the classifier is trained on the training chain's averages; inferred: on the

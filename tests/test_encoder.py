@@ -68,7 +68,7 @@ def _dense_forward(enc, data, j):
     padded = nnf.pad(H, (left, enc.filter_width - 1 - left))                     # (K1, L_j)
     weight = enc.position_head.weight.view(2 * K1, enc.filter_width, K1).permute(0, 2, 1)
     out = nnf.conv1d(padded[None], weight, enc.position_head.bias)[0]           # (2 K1, S_j)
-    log_shape_bounds = (np.log(enc.shape_range[0]), np.log(enc.shape_range[1]))
+    log_shape_bounds = (np.log(SHAPE_RANGE[0]), np.log(SHAPE_RANGE[1]))
     shape = torch.exp(out[:K1].clamp(*log_shape_bounds)).T
     scale = torch.exp(out[K1:].clamp(*LOG_SCALE_RANGE)).T
     h = H.mean(dim=1) if enc.pooling == "mean" else H.max(dim=1).values
@@ -81,16 +81,18 @@ def _dense_forward(enc, data, j):
     return H.T, shape, scale, upper
 
 
-@pytest.mark.parametrize("padding, pooling, shape_range", [
-    (0, "mean", SHAPE_RANGE), (2, "mean", SHAPE_RANGE), (0, "max", SHAPE_RANGE),
-    (0, "mean", (1.5, 2.0)),                 # a narrow range, so that the clip is exercised
+@pytest.mark.parametrize("padding, pooling, gain", [
+    (0, "mean", 1.0), (2, "mean", 1.0), (0, "max", 1.0),
+    (0, "mean", 30.0),          # the heads' weights scaled up, so that the clips are exercised
 ])
-def test_lookup_equals_dense_convolution(padding, pooling, shape_range):
+def test_lookup_equals_dense_convolution(padding, pooling, gain):
     tokens, offsets = _documents([6, 1, 0, 9, 3])
     data = from_token_sequences(tokens, offsets, F, padding=padding)
-    enc = _encoder(pooling=pooling, shape_range=shape_range)
+    enc = _encoder(pooling=pooling)
     batch = pack(data)
     with torch.no_grad():
+        for head in [enc.position_head, *enc.heads]:
+            head.weight.mul_(gain)
         H = enc.first_hidden(batch)
         out = enc(batch)
         for j in range(data.n_docs):
@@ -104,6 +106,10 @@ def test_lookup_equals_dense_convolution(padding, pooling, shape_range):
                 torch.testing.assert_close(out.layer_scale[t][j], scale, rtol=1e-12, atol=0)
     assert H.shape == (data.n_positions, LAYERS[0])
     assert (H >= 0).all()
+    if gain > 1:   # both ends of the shapes' clip reached
+        shapes = torch.cat([out.position_shape.flatten()] + [s.flatten() for s in out.layer_shape])
+        assert torch.isclose(shapes, torch.tensor(SHAPE_RANGE[0], dtype=shapes.dtype)).any()
+        assert torch.isclose(shapes, torch.tensor(SHAPE_RANGE[1], dtype=shapes.dtype)).any()
 
 
 def test_bag_of_words_counts_enter_the_lookup():
@@ -232,29 +238,6 @@ def test_chunked_mean_thetas_equal_the_mean_path(layers, above, chunk):
         enc.mean_thetas(batch, phi, w_out=w[1:])
 
 
-@pytest.mark.parametrize("chunk", [1, 7, 10_000])
-def test_the_median_statistic_pools_the_weibull_medians(chunk):
-    """w_statistic="median": theta^(1)_j = sum_s Lambda (ln 2)^(1/k) of the mean path's q(w)
-    (scipy's Weibull median), the upper layers unchanged."""
-    from scipy.stats import weibull_min
-
-    tokens, offsets = _documents([5, 0, 1, 12, 3, 9], seed=13)
-    batch = pack_tokens(tokens, offsets, F)
-    enc = _encoder(LAYERS)
-    _, phi, _ = _globals(LAYERS)
-    with torch.no_grad():
-        mean = enc.sample(batch, phi, mean=True)
-    median = weibull_min.median(mean.w_shape.numpy(), scale=mean.w_scale.numpy())
-    want = np.zeros((batch.n_docs, LAYERS[0]))
-    np.add.at(want, batch.position_doc.numpy(), median)
-    got = enc.mean_thetas(batch, phi, chunk_positions=chunk, w_statistic="median")
-    np.testing.assert_allclose(got[0].numpy(), want, rtol=1e-10)
-    for x, y in zip(got[1:], mean.theta[1:]):
-        torch.testing.assert_close(x, y, rtol=1e-12, atol=0)
-    with pytest.raises(CPGBNInputError, match="w_statistic must be"):
-        enc.mean_thetas(batch, phi, w_statistic="mode")
-
-
 @pytest.mark.parametrize("layers", [(5,), LAYERS])
 def test_a_bfloat16_position_head_rounds_only_the_head(layers):
     """head_dtype=torch.bfloat16: theta^(1) within bfloat16 rounding of float32's (the
@@ -289,8 +272,6 @@ def test_bad_input_raises():
         _encoder(vocab=5)(batch)
     with pytest.raises(CPGBNInputError, match="pooling"):
         WeibullConvEncoder(V, LAYERS, F, pooling="sum")
-    with pytest.raises(CPGBNInputError, match="shape_range"):
-        WeibullConvEncoder(V, LAYERS, F, shape_range=(0.0, 1.0))
     with pytest.raises(CPGBNInputError, match="w_shape_above"):
         WeibullConvEncoder(V, LAYERS, F, w_shape_above="half")
     with pytest.raises(CPGBNInputError, match="out of range"):

@@ -332,6 +332,31 @@ def test_layers(package):
     assert {"cpgbn.text", "cpgbn.errors"} <= reachable(graph, "cpgbn.datasets")  # the graph is real
 
 
+def third_party_imports(module: Module) -> list[tuple[str, int]]:
+    """(top-level package, line) of every import of a package outside ``cpgbn``, at any depth."""
+    tree = ast.parse(module.path.read_text(encoding="utf-8"), filename=str(module.path))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(alias.name.split(".")[0], node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.append((node.module.split(".")[0], node.lineno))
+    return [(name, line) for name, line in found if name != "cpgbn"]
+
+
+def test_inference_reaches_torch_only_through_a_backend(package):
+    """``inference/`` holds the schedules; tensor code lives in ``backends/torch/`` and is
+    reached through the backend protocols (cpgbn.inference.backend), so no module of
+    ``inference/`` imports torch itself, not even inside a function."""
+    modules, _ = package
+    found = [f"{m.shown}:{line}" for m in modules.values()
+             if m.name.startswith("cpgbn.inference.") or m.name == "cpgbn.inference"
+             for name, line in third_party_imports(m) if name == "torch"]
+    assert not found, "torch imported in inference/: " + ", ".join(found)
+    assert any(name == "torch" for m in modules.values() if m.name.startswith("cpgbn.backends")
+               for name, _ in third_party_imports(m))   # the check sees imports
+
+
 def test_no_private_name_crosses_a_module(package):
     modules, _ = package
     uses = [use for module in modules.values() for use in private_uses(module, modules)]

@@ -1,4 +1,4 @@
-"""TLASGR-MCMC for column-stochastic globals (cpgbn.inference.tlasgr and its torch twin).
+"""TLASGR-MCMC for column-stochastic globals (cpgbn.inference.tlasgr, on numpy and on a backend).
 
 1. The schedule and the preconditioner M (first minibatch initialises it, then an EMA).
 2. Every column stays on the simplex after many steps, large steps and empty columns included,
@@ -8,7 +8,8 @@
    within 5 standard errors); with other counts it moves by the predicted drift (the power
    check), and its covariance is the projected 2 eps / M (diag(phi) - phi phi').
 4. The state round-trips through arrays (and an npz file) and a resumed run continues
-   exactly; bad input raises CPGBNInputError; the torch twin computes the same update.
+   exactly; bad input raises CPGBNInputError; on the PyTorch backend's tensors the step computes
+   the same update.
 """
 
 import io
@@ -18,7 +19,6 @@ import pytest
 import torch
 
 from cpgbn.backends.numba.weights import FLOOR as NUMBA_FLOOR
-from cpgbn.inference.tlasgr import tlasgr_step_torch
 from cpgbn.errors import CPGBNInputError
 from cpgbn.inference.tlasgr import FLOOR, TLASGRSchedule, TLASGRState, tlasgr_step
 
@@ -211,7 +211,18 @@ def test_bad_inputs_raise():
         tlasgr_step(phi, np.ones_like(phi), state, rho=1.0, eta=0.1)
 
 
-def test_torch_twin_matches_numpy():
+def _torch_backend():
+    from cpgbn.backends.torch.backend import TorchBackend
+    from cpgbn.layers.cells import from_token_sequences
+
+    data = from_token_sequences(np.array([1, 2, 3]), np.array([0, 3]), 2)
+    return TorchBackend(data, 0, device="cpu")
+
+
+def test_the_step_on_torch_tensors_matches_numpy():
+    """The same function on the PyTorch backend's tensors (all columns at once, the backend's
+    normals) computes numpy's update, and keeps float32 kernels float32 on the simplex."""
+    backend = _torch_backend()
     rng = np.random.default_rng(12)
     V, F, K = 7, 3, 4
     D = _columns(rng, V * F, K).reshape(V, F, K)
@@ -219,16 +230,41 @@ def test_torch_twin_matches_numpy():
     normal = rng.standard_normal((V * F, K))
     state = TLASGRState(np.array([5.0, 0.0, 40.0, 2.0]), 3)
     a, sa = tlasgr_step(D, counts, state, rho=4.0, eta=0.05, normal=normal)
-    b, sb = tlasgr_step_torch(torch.from_numpy(D), torch.from_numpy(counts), state, rho=4.0,
-                              eta=0.05, normal=torch.from_numpy(normal))
+    b, sb = tlasgr_step(torch.from_numpy(D), torch.from_numpy(counts), state, rho=4.0,
+                        eta=0.05, normal=torch.from_numpy(normal), arrays=backend)
+    assert isinstance(b, torch.Tensor)
     np.testing.assert_allclose(b.numpy(), a, rtol=1e-12, atol=1e-300)
     np.testing.assert_allclose(sb.precision, sa.precision, rtol=1e-14)
     assert sb.n_updates == sa.n_updates == 4
-    generator = torch.Generator().manual_seed(0)
-    c, _ = tlasgr_step_torch(torch.from_numpy(D).float(), torch.from_numpy(counts), state,
-                             rho=4.0, eta=0.05, generator=generator)
+    normals = backend.column_normals(V * F, K, (0, 1, 2))
+    c, _ = tlasgr_step(torch.from_numpy(D).float(), torch.from_numpy(counts), state,
+                       rho=4.0, eta=0.05, normal=normals, arrays=backend)
     assert c.dtype == torch.float32 and c.shape == (V, F, K)
     _assert_on_simplex(c.numpy(), atol=1e-5)
+    with pytest.raises(CPGBNInputError, match="simplex"):
+        tlasgr_step(torch.from_numpy(D) * 2, torch.from_numpy(counts), state, rho=4.0,
+                    eta=0.05, normal=normals, arrays=backend)
+
+
+def test_backend_normals_are_a_function_of_the_key():
+    """Both backends' TLASGR normals repeat for a key and differ across keys; the numba
+    backend's come one block of columns at a time, each block from its own stream."""
+    from cpgbn.backends.numba.backend import COLUMN_BLOCK, NumbaBackend
+
+    for backend in (NumbaBackend, _torch_backend()):
+        first = backend.column_normals(5, 40, (3, 1, 0, 9))
+        again = backend.column_normals(5, 40, (3, 1, 0, 9))
+        other = backend.column_normals(5, 40, (3, 2, 0, 9))
+        for lo, hi in [(0, COLUMN_BLOCK), (COLUMN_BLOCK, 40)]:
+            x, y, z = (np.asarray(f(lo, hi)) for f in (first, again, other))
+            assert x.shape == (5, hi - lo) and x.dtype == np.float64
+            np.testing.assert_array_equal(x, y)
+            assert not np.array_equal(x, z)
+    block = NumbaBackend.column_normals(5, 40, (3, 1, 0, 9))
+    np.testing.assert_array_equal(
+        block(COLUMN_BLOCK, 40),
+        np.random.default_rng(np.random.SeedSequence([3, 1, 0, 9, COLUMN_BLOCK]))
+        .standard_normal((5, 40 - COLUMN_BLOCK)))
 
 
 def test_step_in_column_blocks_equals_the_whole_arithmetic():

@@ -51,6 +51,8 @@ def _sha256(path: Path) -> str:
 
 
 def _jsonable(value):
+    if isinstance(value, type):   # a mode class given as ``inference``: saved by its mode's name
+        return getattr(value, "name", value.__name__)
     if isinstance(value, tuple):
         return [_jsonable(v) for v in value]
     if isinstance(value, np.integer):

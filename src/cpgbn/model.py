@@ -110,7 +110,9 @@ class CPGBN(TransformerMixin, BaseEstimator):
         "gibbs": the sampler above.  The minibatch modes learn the globals by TLASGR-MCMC with
         local Gibbs sweeps ("minibatch-gibbs", numba) or the paper's Weibull encoder ("hybrid",
         Algorithm 1, PyTorch); there ``n_iter``/``burn_in`` only set Gibbs inference's sweeps.
-        See :mod:`cpgbn.modes`.
+        See :mod:`cpgbn.modes`.  A subclass of one of these modes' classes
+        (:class:`cpgbn.modes.InferenceMode`) may be given instead of its name: a variant, such
+        as a Gibbs sampler on a backend of one's own (saved under its mode's name).
     batch_size, n_epochs : int, default 100, 10
         Minibatch modes: documents per minibatch, and passes over the training corpus.
     learning_rate : float, default 1e-3
@@ -395,7 +397,8 @@ class CPGBN(TransformerMixin, BaseEstimator):
         seed = transform_seed(self.seed_) if seed is None else _check_int("seed", seed, 0)
         corpus = self._corpus(X, self.vocabulary_, None)
         data = self._data(corpus, self.globals_.D.shape[1])
-        gibbs = GibbsMode(settings)   # inference with the globals fixed, whatever the mode
+        mode = self._mode(settings)   # Gibbs inference with the globals fixed, in every mode
+        gibbs = mode if isinstance(mode, GibbsMode) else GibbsMode(settings)
         self._check_memory(gibbs.inference_bytes(data, self.layers_, len(self.vocabulary_)))
         inferred = Inference(corpus, data, None)
         hook = None if on_sweep is None else (lambda state, collector: on_sweep(state, inferred))

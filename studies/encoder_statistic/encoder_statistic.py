@@ -10,9 +10,10 @@ hybrid_features study's fit: 200-100-50, 5 epochs, learning rate 3e-3) and score
 authors' protocol (RBF SVC on theta^(1) / L), the features of that one model by:
 
 * ``mean``: the encoder's mean path (``transform`` with ``refine_iter=0``);
-* ``median``: the same path with the median of q(w) (``encoder_features(w_statistic="median")``);
-* ``floor-1``: the mean path with the shapes of q(w) held at >= 1 (the encoder's shape range
-  raised from 0.1 at feature time), so that no position's mean exceeds its scale Lambda;
+* ``median``: the same path with the median of q(w), lambda (ln 2)^(1/k), pooled instead of
+  its mean;
+* ``floor-1``: the mean path with the encoder's shapes held at >= 1 (its floor raised from 0.1
+  at feature time), so that no position's mean exceeds its scale Lambda;
 * ``proportions``: the mean path's theta^(1) divided by its sum over k (the refined features'
   sums are nearly constant, the encoder's spread: see the sums below), not by the length;
 * ``refine-2``: two Gibbs sweeps from the encoder's state (``refine_iter=2``), the reference
@@ -25,6 +26,11 @@ that lacks one of the paths is fitted again (a hybrid fit is reproducible for a 
 Each path's record also holds the spread of the training documents' feature sums (the
 quartiles of sum_k theta^(1)_jk / L_j), the scale the classifier sees.  Records:
 ``results/encoder_statistic/cells/``, table ``results/encoder_statistic/encoder_statistic.md``.
+
+The ``median`` and ``floor-1`` paths are variants of the library's mean path built here from the
+encoder's public pieces (its forward pass, ``sample(mean=True, output=...)``: the upper layers at
+their Weibull means), not options of the library; they equal the library's chunked
+``mean_thetas`` up to float rounding, which ``test_encoder_statistic.py`` checks on the mean.
 
     python -m studies.encoder_statistic.encoder_statistic --datasets trec --seeds 0,1,2
 """
@@ -47,6 +53,8 @@ from studies.hybrid_features.hybrid_features import run_cell as hybrid_features_
 OUT = RESULTS / "encoder_statistic"
 PATHS = ("mean", "median", "floor-1", "proportions", "refine-2")
 SHAPE_FLOOR = 1.0
+#: ln(ln 2): the Weibull median is lambda (ln 2)^(1/k)
+LN_LN_2 = float(np.log(np.log(2.0)))
 
 
 def features(model: CPGBN, path: str, texts) -> np.ndarray:
@@ -59,27 +67,51 @@ def features(model: CPGBN, path: str, texts) -> np.ndarray:
         theta1 = hybrid_features(model, "encoder", texts)
         return theta1 / theta1.sum(axis=1, keepdims=True)
     if path == "median":
-        return _encoder_theta1_by_length(model, texts, w_statistic="median")
+        return _encoder_theta1_by_length(model, texts, median=True)
     if path == "floor-1":
-        from cpgbn.backends.torch.encoder import SHAPE_RANGE
-        high = model.encoder_config_.get("shape_range", SHAPE_RANGE)[1]
-        return _encoder_theta1_by_length(model, texts, shape_range=[SHAPE_FLOOR, high])
+        return _encoder_theta1_by_length(model, texts, shape_floor=SHAPE_FLOOR)
     raise ValueError(f"unknown path {path!r}")
 
 
-def _encoder_theta1_by_length(model: CPGBN, texts, *, w_statistic="mean", shape_range=None):
-    """theta^(1) / L from the encoder's mean path with the given summary of q(w) and, if set,
-    another range for the encoder's shapes of q(w)."""
-    from cpgbn.inference.hybrid import encoder_features
+def mean_path_theta1(encoder, batch, phi, *, median: bool = False, shape_floor=None):
+    """theta^(1) of the encoder's mean path over a packed ``batch`` (``sample(mean=True)``: every
+    layer above at its Weibull mean), pooling each q(w_jks)'s median Lambda (ln 2)^(1/k)
+    instead of its mean with ``median``, and with every shape of q (Sigma, sigma^(t)) held at
+    >= ``shape_floor`` when given (the encoder clips them at 0.1 itself, so a higher floor is
+    the clip raised)."""
+    import torch
+
+    from cpgbn.backends.torch.packed import segment_sum
+
+    with torch.no_grad():
+        output = encoder(batch)
+        if shape_floor is not None:
+            output.position_shape = output.position_shape.clamp(min=shape_floor)
+            output.layer_shape = [s.clamp(min=shape_floor) for s in output.layer_shape]
+        sample = encoder.sample(batch, phi, mean=True, output=output)
+        if not median:
+            return sample.theta[0]
+        w_median = sample.w_scale * torch.exp(LN_LN_2 / sample.w_shape)
+        return segment_sum(w_median, batch.position_doc, batch.n_docs)
+
+
+def _encoder_theta1_by_length(model: CPGBN, texts, *, median=False, shape_floor=None,
+                              batch_size=512):
+    """theta^(1) / L from the encoder's mean path (:func:`mean_path_theta1`), ``batch_size``
+    documents at a time."""
+    from cpgbn.backends.torch.hybrid import build_encoder
+    from cpgbn.backends.torch.packed import pack
     from cpgbn.layers.cells import from_token_sequences
     corpus = model.encode(texts)          # the cells as transform builds them
     data = from_token_sequences(corpus.tokens, corpus.offsets, model.globals_.D.shape[1],
                                 model.observation_model, model.padding)
-    config = dict(model.encoder_config_)
-    if shape_range is not None:
-        config["shape_range"] = shape_range
-    theta1 = encoder_features(config, model.encoder_weights_, model.globals_, data,
-                              w_statistic=w_statistic)[0]
+    encoder = build_encoder(model.encoder_config_, model.encoder_weights_)
+    encoder.eval()
+    theta1 = np.empty((data.n_docs, encoder.layers[0]))
+    for lo in range(0, data.n_docs, batch_size):
+        docs = np.arange(lo, min(data.n_docs, lo + batch_size))
+        theta1[docs] = mean_path_theta1(encoder, pack(data, docs), model.globals_.phi,
+                                        median=median, shape_floor=shape_floor).double().numpy()
     return theta1 / np.maximum(data.true_length, 1)[:, None]
 
 

@@ -1,4 +1,5 @@
-"""The encoder-statistic study's paths on a small fit, and its table."""
+"""The encoder-statistic study's paths on a small fit, its mean-path variants against the
+library's path and scipy's Weibull median, and its table."""
 import warnings
 
 import numpy as np
@@ -41,3 +42,37 @@ def test_the_table_reads_the_records():
     assert "| median | 50.0 +- 0.0 (n=2) | 2 (4.00) | 50.0 (n=1) | 2 (4.00) |" in table
     assert study.cell_name("trec", 1, 5) == "trec--seed1.json"
     assert study.cell_name("trec", 1, 20) == "trec--seed1--20ep.json"
+
+
+def test_the_variants_of_the_mean_path():
+    """With neither variant the study's path is the library's chunked mean path; the median
+    variant pools scipy's Weibull medians of the same q(w) (the upper layers unchanged); a
+    shape floor at the encoder's own clip (0.1) changes nothing, a higher one does."""
+    import torch
+    from scipy.stats import weibull_min
+
+    from cpgbn.backends.torch.encoder import SHAPE_RANGE, WeibullConvEncoder
+    from cpgbn.backends.torch.packed import pack_tokens
+
+    rng = np.random.default_rng(13)
+    lengths = [5, 0, 1, 12, 3, 9]
+    tokens, offsets = rng.integers(0, 11, sum(lengths)), np.cumsum([0] + lengths)
+    batch = pack_tokens(tokens, offsets, 3)
+    torch.manual_seed(0)
+    encoder = WeibullConvEncoder(11, (5, 4, 3), 3).double()
+    phi = [rng.dirichlet(np.ones(5), 4).T, rng.dirichlet(np.ones(4), 3).T]
+    library = encoder.mean_thetas(batch, phi, chunk_positions=7)[0]
+    torch.testing.assert_close(study.mean_path_theta1(encoder, batch, phi), library,
+                               rtol=1e-12, atol=0)
+    torch.testing.assert_close(study.mean_path_theta1(encoder, batch, phi,
+                                                      shape_floor=SHAPE_RANGE[0]), library,
+                               rtol=1e-12, atol=0)
+    assert not torch.allclose(study.mean_path_theta1(encoder, batch, phi, shape_floor=1.0),
+                              library)
+    with torch.no_grad():
+        mean = encoder.sample(batch, phi, mean=True)
+    median = weibull_min.median(mean.w_shape.numpy(), scale=mean.w_scale.numpy())
+    want = np.zeros((batch.n_docs, 5))
+    np.add.at(want, batch.position_doc.numpy(), median)
+    got = study.mean_path_theta1(encoder, batch, phi, median=True)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-10)

@@ -3,11 +3,12 @@
 The authors' GPU code does not draw the multinomial split of a token's pseudo-count over its
 candidates (f, k); it adds the expected counts, count * w_{j,k,s} d_{k,v,f} / lambda, as
 fractions (notes, section 3, step 1).  That is not a Gibbs step, and the CRT of the upward pass
-is not defined for a fractional count, so the library does not offer it.  This module makes
-the samplers of this process use backends that do it, to test whether that approximation explains the
-paper's MR figure (``prior_study.py --expected-counts --device cuda``; the PyTorch sampler
-on 2 CPU cores takes about 8 s per sweep on 3000 MR documents once w has left its start, too
-slow for the study).
+is not defined for a fractional count, so the library does not offer it.  This module has
+backends that do it, subclasses of the library's, and an estimator whose Gibbs sampler runs on
+them (:class:`ExpectedCountsCPGBN`: ``CPGBN(inference=ExpectedCountsGibbs)``, the library's
+schedule given this study's backend as its ``backend`` argument), to test whether that approximation explains the paper's MR figure
+(``prior_study.py --expected-counts --device cuda``; the PyTorch sampler on 2 CPU cores takes
+about 8 s per sweep on 3000 MR documents once w has left its start, too slow for the study).
 
 What the patch changes:
 
@@ -21,8 +22,8 @@ With ``token_count="bernoulli-poisson"`` the number of units of a token is still
 authors' code and this study use an integer pseudo-count.
 
 Two backends make the same changes, subclasses of the library's: the PyTorch one (fast on a
-GPU; :func:`use_expected_counts` installs it) and :class:`ExpectedCountsNumbaBackend`
-(:func:`use_expected_counts_numba`) (on a CPU: measured on one
+GPU; :func:`expected_counts_torch_backend`, the estimator's with ``device``) and
+:class:`ExpectedCountsNumbaBackend` (the estimator's without) (on a CPU: measured on one
 core shared with other runs, about 2.2 s per sweep on 5,000 MR sentences where the library's
 sampler falls to 0.6, and 20-23 minutes per MR seed under the authors' protocol; its position
 step is written plainly, every w_jks drawn, instead of the library's sparse walk, which needs
@@ -30,12 +31,18 @@ integer m).
 """
 from __future__ import annotations
 
+import functools
+from dataclasses import replace
 from math import lgamma
 
 import numba
 import numpy as np
 
 from cpgbn.backends.numba.backend import DOC_BLOCK, NumbaBackend
+from cpgbn.inference.gibbs import GibbsSampler
+from cpgbn.model import CPGBN
+from cpgbn.modes.gibbs import GibbsMode
+from cpgbn.params import CPGBN_PARAMETERS, declare_init
 from cpgbn.backends.numba.conv import cell_units
 from cpgbn.backends.numba.distributions import crt, gamma
 from cpgbn.backends.numba.gbn import TINY
@@ -50,13 +57,7 @@ REDISTRIBUTE_DROP = 1e-12
 AUTHORS_EPS = 1e-4
 
 
-def use_expected_counts():
-    """Make every PyTorch sampler of this process use :class:`ExpectedCountsTorchBackend`."""
-    from cpgbn.backends.torch import backend
-
-    backend.TorchBackend = expected_counts_torch_backend()
-
-
+@functools.cache
 def expected_counts_torch_backend():
     """The PyTorch backend with the expected split and the rounded first-layer tables (a
     subclass, built on demand so that this module imports without torch)."""
@@ -131,13 +132,52 @@ class RedistributedNumbaBackend(ExpectedCountsNumbaBackend):
     redistribute = True
 
 
-def use_expected_counts_numba(redistribute=False):
-    """Make every numba sampler of this process use the expected counts (the default backend
-    of :class:`cpgbn.inference.gibbs.GibbsSampler` becomes :class:`ExpectedCountsNumbaBackend`,
-    or :class:`RedistributedNumbaBackend` with ``redistribute``)."""
-    from cpgbn.inference import gibbs
+class ExpectedCountsGibbs(GibbsMode):
+    """The Gibbs mode whose sampler (fit and transform) draws on this study's backends:
+    :class:`ExpectedCountsNumbaBackend` without ``device``, the PyTorch one
+    (:func:`expected_counts_torch_backend`) with it (the library's schedule, given the backend
+    as its ``backend`` argument)."""
 
-    gibbs.NumbaBackend = RedistributedNumbaBackend if redistribute else ExpectedCountsNumbaBackend
+    #: The numba backend of this mode's sampler.
+    numba_backend = ExpectedCountsNumbaBackend
+    #: The sampler built over the backend (the library's schedule; tests put a recording
+    #: subclass here).
+    sampler_class = GibbsSampler
+
+    def sampler(self, data, hyper, seed: int, *, learn_globals: bool):
+        device = self.settings["device"]
+        if device is None:
+            backend = self.numba_backend(data, int(seed))
+        elif self.numba_backend is RedistributedNumbaBackend:
+            raise ValueError("the redistributed w step is written for the numba sampler: "
+                             "leave out device")
+        else:
+            backend = expected_counts_torch_backend()(data, int(seed), device=device)
+        return self.sampler_class(data, hyper, seed, learn_globals=learn_globals,
+                                  backend=backend)
+
+
+class RedistributedGibbs(ExpectedCountsGibbs):
+    """:class:`ExpectedCountsGibbs` with the authors' w step (:class:`RedistributedNumbaBackend`;
+    the numba sampler only)."""
+
+    numba_backend = RedistributedNumbaBackend
+
+
+def estimator_for(mode: type) -> type:
+    """A CPGBN subclass whose ``inference`` defaults to ``mode`` (a Gibbs mode of this study),
+    for :func:`cpgbn.evaluate.protocols.evaluate`'s ``estimator``."""
+    parameters = tuple(replace(p, default=mode) if p.name == "inference" else p
+                       for p in CPGBN_PARAMETERS)
+    return type(f"{mode.__name__}CPGBN", (CPGBN,),
+                {"__init__": declare_init(parameters), "mode": mode,
+                 "__module__": __name__,
+                 "__doc__": f"CPGBN fitted by :class:`{mode.__name__}`."})
+
+
+#: CPGBN with the expected counts, and with the authors' w step too.
+ExpectedCountsCPGBN = estimator_for(ExpectedCountsGibbs)
+RedistributedCPGBN = estimator_for(RedistributedGibbs)
 
 
 @numba.njit(parallel=True, cache=True)

@@ -23,11 +23,12 @@ and Phi set to their posterior means given the counts instead of drawn.  That is
 sampler; it is here only to test whether it explains the paper's accuracies, and it patches the
 sampler's module functions for this process only (the numba sampler, not ``--device``).
 ``--expected-counts`` is the authors' other approximation, fractional expected counts in place
-of the sampled split of each token (``expected_counts.py``); it patches the numba sampler, or
-with ``--device`` the PyTorch one (``cuda``; on a CPU the PyTorch sampler is too slow for MR).
-``--redistribute`` adds the authors' w step to the expected counts (theta^(1) drawn pooled and
-spread over the positions in proportion to the expected counts, with their 1e-4 guard, which
-makes a vanished kernel stay vanished: ``expected_counts.use_expected_counts_numba``).
+of the sampled split of each token (``expected_counts.py``); its estimator runs the numba
+sampler on the study's backend, or with ``--device`` the PyTorch one (``cuda``; on a CPU the
+PyTorch sampler is too slow for MR).  ``--redistribute`` adds the authors' w step to the
+expected counts (theta^(1) drawn pooled and spread over the positions in proportion to the
+expected counts, with their 1e-4 guard, which makes a vanished kernel stay vanished:
+``expected_counts.RedistributedCPGBN``).
 ``--authors-code`` is every difference of the authors' accuracy notebooks at once: expected
 counts, the redistributed w, r fixed, padding 1 and the last sample of the globals.
 """
@@ -172,7 +173,7 @@ def main():
         args.padding = args.padding or 1
     if args.redistribute:
         if args.device:
-            ap.error("--redistribute patches the numba sampler; leave out --device")
+            ap.error("--redistribute is written for the numba sampler; leave out --device")
         args.expected_counts = True
     if args.expected_counts and args.mean_globals:
         ap.error("--expected-counts and --mean-globals both replace the kernel draw; give one")
@@ -182,9 +183,10 @@ def main():
         use_posterior_mean_globals()
     if args.last_globals:
         use_last_sample_globals()
+    estimator = None
     if args.expected_counts:
-        from studies.prior_study.expected_counts import use_expected_counts, use_expected_counts_numba
-        use_expected_counts() if args.device else use_expected_counts_numba(args.redistribute)
+        from studies.prior_study.expected_counts import ExpectedCountsCPGBN, RedistributedCPGBN
+        estimator = RedistributedCPGBN if args.redistribute else ExpectedCountsCPGBN
     out = Path(args.out) if args.out else DEFAULT_OUT
     record = load_cells(out)
     if args.merge:
@@ -225,7 +227,7 @@ def main():
             cell = evaluate(dataset, layers=tuple(int(k) for k in layers.split("-")),
                             protocol="authors", seeds=[seed], vocab_size=V + 1, token_count=tc,
                             eta=eta, device=args.device, n_iter=args.n_iter, burn_in=args.burn_in,
-                            model_params=model_params or None)
+                            model_params=model_params or None, estimator=estimator)
             variants = (["r fixed at 1/K_T"] if args.fixed_r else []) + \
                 (["D, Phi = posterior means (not a sampler)"] if args.mean_globals else []) + \
                 (["expected fractional counts (not a sampler)"] if args.expected_counts else []) + \

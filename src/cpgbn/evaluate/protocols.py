@@ -84,7 +84,7 @@ MODELS = ("cpgbn", "pgbn", "lda")
 
 
 def _make_model(kind, *, layers, filter_width, vocab_size, token_count, eta, n_iter, burn_in, seed,
-                n_threads, progress, device=None, model_params=None):
+                n_threads, progress, device=None, model_params=None, estimator=None):
     if model_params is not None and not isinstance(model_params, dict):
         raise CPGBNInputError(f"model_params must be a dict, got {type(model_params).__name__}")
     model_params = dict(model_params or {})
@@ -93,10 +93,18 @@ def _make_model(kind, *, layers, filter_width, vocab_size, token_count, eta, n_i
             raise CPGBNInputError(f"LDA has one layer, got layers={layers}")
         if model_params:
             raise CPGBNInputError(f"model_params are for CPGBN and PGBN, got {model_params} for LDA")
+        if estimator is not None:
+            raise CPGBNInputError(f"estimator must be a subclass of CPGBN or PGBN, got "
+                                  f"{estimator!r} for LDA")
         return LDAFeatures(layers[0], vocab_size, n_iter=min(n_iter, 100), seed=seed)
     cls = {"cpgbn": CPGBN, "pgbn": PGBN}.get(kind)
     if cls is None:
         raise CPGBNInputError(f"model must be one of {MODELS}, got {kind!r}")
+    if estimator is not None:
+        if not (isinstance(estimator, type) and issubclass(estimator, cls)):
+            raise CPGBNInputError(f"estimator must be a subclass of {cls.__name__} for "
+                                  f"model={kind!r}, got {estimator!r}")
+        cls = estimator
     extra = {} if kind == "pgbn" else {"filter_width": filter_width}
     fixed = {"layers", "vocab_size", "token_count", "eta", "n_iter", "burn_in", "random_state",
              "n_threads", "progress", "device", "filter_width"}
@@ -155,7 +163,8 @@ def evaluate(dataset: str, *, layers=(200,), protocol: str = "authors", seeds=(0
              vocab_size: int | None = None, token_count=DEFAULT_TOKEN_COUNT, n_iter: int | None = None,
              burn_in: int | None = None, filter_width: int = 3, eta=0.05, n_threads=None,
              progress: bool = False, log=None, save_model=None, model: str = "cpgbn",
-             device=None, features: str = "inductive", model_params: dict | None = None) -> dict:
+             device=None, features: str = "inductive", model_params: dict | None = None,
+             estimator: type | None = None) -> dict:
     """Train on the training split, infer the test split, score an SVM; repeat for each seed.
 
     Returns a JSON-ready dict: settings, per-run accuracy, timing and (CPGBN, PGBN) the training
@@ -170,6 +179,9 @@ def evaluate(dataset: str, *, layers=(200,), protocol: str = "authors", seeds=(0
     more inference over the training texts) or "transductive" (one fit on the training and test
     texts together, both feature sets from that chain).  See the module docstring.
     ``model_params``: further estimator parameters, e.g. ``{"sample_r": False}`` (recorded).
+    ``estimator``: a subclass of the ``model``'s class (CPGBN or PGBN) to evaluate in its place,
+    with the same parameters (e.g. one whose sampler draws on another backend); its name is
+    recorded.
     """
     origin = provenance()  # before any work: the code this process imported
     dataset = dataset.lower()
@@ -189,25 +201,26 @@ def evaluate(dataset: str, *, layers=(200,), protocol: str = "authors", seeds=(0
             return _make_model(model, layers=layers, filter_width=filter_width,
                                vocab_size=vocab_size, token_count=token_count, eta=eta,
                                n_iter=n_iter, burn_in=burn_in, seed=seed, n_threads=n_threads,
-                               progress=progress, device=device, model_params=model_params)
+                               progress=progress, device=device, model_params=model_params,
+                               estimator=estimator)
         splits = (_transductive_splits(dataset, proto, data_dir, seed, new_estimator)
                   if features == "transductive" else
                   _inductive_splits(dataset, proto, data_dir, seed, new_estimator,
                                     reinfer_train=features == "inferred"))
-        for split_name, estimator, (f_train, y_train), (f_test, y_test), seconds in splits:
+        for split_name, fitted, (f_train, y_train), (f_test, y_test), seconds in splits:
             classifier = make_classifier(proto.classifier, seed).fit(f_train, y_train)
             accuracy = float(classifier.score(f_test, np.asarray(y_test)))
             run = dict(seed=int(seed), split=split_name, accuracy=accuracy,
                        fit_seconds=round(seconds[0], 2), transform_seconds=round(seconds[1], 2),
-                       median_sweep_seconds=(float(np.median(estimator.sweep_seconds_))
-                                             if len(estimator.sweep_seconds_) else None),
+                       median_sweep_seconds=(float(np.median(fitted.sweep_seconds_))
+                                             if len(fitted.sweep_seconds_) else None),
                        n_train=len(y_train), n_test=len(y_test))
-            mixing = getattr(estimator, "mixing_", None)  # CPGBN and PGBN: the training chain's
+            mixing = getattr(fitted, "mixing_", None)  # CPGBN and PGBN: the training chain's
             if mixing is not None:
                 run["mixing"] = mixing.as_record()
             runs.append(run)
             if save_model is not None and model != "lda":
-                estimator.save(save_model)
+                fitted.save(save_model)
             if log is not None:
                 log(f"{dataset} {model} layers={'-'.join(map(str, layers))} seed={seed} {split_name}: "
                     f"accuracy {accuracy:.4f} (fit {seconds[0]:.0f}s)")
@@ -221,6 +234,8 @@ def evaluate(dataset: str, *, layers=(200,), protocol: str = "authors", seeds=(0
         filter_width=filter_width, eta=eta, seeds=[int(s) for s in seeds],
         features=features,
         model_params=dict(model_params or {}),
+        **({} if estimator is None else
+           {"estimator": f"{estimator.__module__}.{estimator.__qualname__}"}),
         device=None if device is None or model == "lda" else str(device),
         accuracy_mean=float(seed_means.mean()),
         accuracy_std=float(seed_means.std(ddof=1)) if len(seed_means) > 1 else 0.0,

@@ -42,16 +42,13 @@ before the marginalisation.  The Geweke tests (``tests/test_geweke*.py``) check 
 against the joint distribution.
 
 The order is written once, in :meth:`GibbsSampler.sweep_on_backend`; a backend
-(:mod:`cpgbn.backends`) only draws.  Its interface, as used here: ``data``; ``works_on_host``;
-``sweep_context()``; ``to_backend(array, dtype)`` / ``to_numpy(array, dtype)``; array helpers
-``ones, full, log1p, row_sums, column_sums, rows_of, stack_shape, total_of``; the initial draws
-``initial_kernels, initial_phi, initial_theta1``; and one method per conditional:
-``draw_first_layer`` (step 1, returning the kernel counts and the first layer's tables),
-``draw_kernels``, ``draw_doc_scales``, ``layer_tables``, ``split_tables``, ``draw_phi``,
-``draw_gamma_vector``, ``draw_doc_gammas``; and, for global updates other than the exact
-draws, ``total_kernel_counts``, ``kernel_counts_from_total`` and ``as_float``; for the mixing
-diagnostic (:mod:`cpgbn.inference.mixing`), ``assignment_changes``.  Each draw takes an
-explicit stream (:mod:`cpgbn.inference.streams`).
+(:mod:`cpgbn.backends`) only draws.  What the schedule calls on it is declared in
+:class:`cpgbn.inference.backend.Backend`: the documents (``data``), array helpers, the initial
+draws and one method per conditional (``draw_first_layer`` for step 1, returning the kernel
+counts and the first layer's tables; ``draw_kernels``, ``draw_doc_scales``, ``layer_tables``,
+``split_tables``, ``draw_phi``, ``draw_gamma_vector``, ``draw_doc_gammas``).  Each draw takes
+an explicit stream (:mod:`cpgbn.inference.streams`).  The backend is an argument of the
+sampler (``backend=``; the numba one when it is left out).
 
 The global draws (steps 2 and 5) are pluggable (:mod:`cpgbn.inference.updates`): the local
 steps reduce the documents to sufficient statistics summed over them (kernel counts, Phi
@@ -74,6 +71,7 @@ from numbers import Real
 from ..backends.numba.backend import NumbaBackend
 from ..errors import CPGBNInputError
 from . import streams
+from .backend import Backend
 from .driver import Collector, RunResult, run_chain
 from .state import GibbsState, GlobalParameters, Hyperparameters, state_on, write_back
 from .streams import stream
@@ -100,8 +98,9 @@ class GibbsSampler:
         statistics at all otherwise.  An update that keeps the globals fixed
         (:class:`~cpgbn.inference.updates.AccumulateStatistics`) goes with
         ``learn_globals=False``.
-    backend : a backend object, or None for :class:`~cpgbn.backends.numba.backend.NumbaBackend`
-        (built over ``data``, ``seed`` and ``first_doc``).
+    backend : a :class:`~cpgbn.inference.backend.Backend` over ``data``, or None for
+        :class:`~cpgbn.backends.numba.backend.NumbaBackend` (built over ``data``, ``seed`` and
+        ``first_doc``).
     first_doc : int, default 0
         The global id of ``data``'s first document in a larger corpus (a multiple of the numba
         backend's document block): the documents then draw the numbers they draw in the whole
@@ -113,7 +112,7 @@ class GibbsSampler:
     """
 
     def __init__(self, data, hyper: Hyperparameters, seed: int, *, learn_globals: bool = True,
-                 backend=None, global_update=None, first_doc: int = 0):
+                 backend: Backend | None = None, global_update=None, first_doc: int = 0):
         beta = hyper.pooling_concentration
         if beta is not None and (isinstance(beta, bool) or not isinstance(beta, Real)
                                  or not 0 < beta < float("inf")):

@@ -21,9 +21,9 @@ Step i (1-based) on a minibatch of B documents out of N:
    * ``"encoder"`` (the paper's form): with the same draw as step 1 (detached), the Gibbs
      schedule's local part reduces the batch to the statistics
      (:meth:`GibbsSampler.statistics_given_locals` on the PyTorch backend: m | w, D, then
-     tables and splits upward through the encoder's theta^(2..T)); with ``rao_blackwell``
-     the kernel counts are their expectation given w and D
-     (:func:`~cpgbn.backends.torch.elbo.expected_kernel_counts`);
+     tables and splits upward through the encoder's theta^(2..T)), the kernel counts being
+     their expectation given w and D (Rao-Blackwellised:
+     :func:`~cpgbn.backends.torch.elbo.expected_kernel_counts`);
 
 4. one :class:`~cpgbn.inference.updates.TLASGRGlobalUpdate` step with rho = N / B for D and
    every Phi^(t) (r from its rho-scaled conditional when ``hyper.sample_r``).
@@ -45,6 +45,13 @@ count).
 
 New documents: :func:`encoder_features` (the encoder's deterministic mean path) and, for a few
 Gibbs refinement sweeps from there, :func:`refine_with_gibbs`.
+
+This module is the schedule: the order of the steps, which statistics feed which update, the
+grouping of documents, the seeds, what a checkpoint holds.  Every tensor operation (the
+encoder, its draws, loss, gradient and optimiser, its mean path) is a method of the encoder
+backend (:class:`cpgbn.inference.backend.EncoderBackend`;
+:class:`cpgbn.backends.torch.hybrid.TorchEncoderBackend` on the ``device`` asked for), imported
+when first needed, so that this module imports without torch.
 """
 
 from __future__ import annotations
@@ -54,6 +61,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import CPGBNInputError
+from .backend import EncoderBackend
 from .batches import Batch, ConvDataBlocks, Minibatches
 from .state import GibbsState, GlobalParameters, Hyperparameters
 from .streams import ENCODER_DRAW as _ENCODER_DRAW, ENCODER_INIT as _ENCODER_INIT
@@ -103,7 +111,7 @@ class HybridResult:
         chain's last state.
     encoder_weights : dict name -> numpy array -- the encoder's ``state_dict`` (float32).
     encoder_config : dict -- the arguments of :func:`build_encoder` (vocab_size, layers,
-        filter_width, pooling, shape_range, w_shape_above): JSON-able.
+        filter_width, pooling, w_shape_above): JSON-able.
     trace : TrainingTrace -- per step: negative ELBO and KL per document, seconds.
     tlasgr : dict of numpy arrays -- TLASGR state (to continue training).
     n_steps : int
@@ -117,22 +125,17 @@ class HybridResult:
     n_steps: int
 
 
+def _torch_encoder():
+    """The encoder backend's class (PyTorch), imported when first needed."""
+    from ..backends.torch.hybrid import TorchEncoderBackend
+    return TorchEncoderBackend
+
+
 def build_encoder(encoder_config: dict, weights: dict | None = None, device="cpu"):
-    """A WeibullConvEncoder from its config (and weights: numpy arrays by state_dict name)."""
-    import torch
-
-    from ..backends.torch.encoder import WeibullConvEncoder
-
-    cfg = dict(encoder_config)
-    encoder = WeibullConvEncoder(cfg.pop("vocab_size"), cfg.pop("layers"),
-                                 cfg.pop("filter_width"), **cfg)
-    if weights is not None:
-        state = {name: torch.as_tensor(np.asarray(value)) for name, value in weights.items()}
-        missing = set(encoder.state_dict()) - set(state)
-        if missing:
-            raise CPGBNInputError(f"encoder weights lack {sorted(missing)[0]!r}")
-        encoder.load_state_dict(state)
-    return encoder.to(device)
+    """A WeibullConvEncoder from its config (and weights: numpy arrays by state_dict name):
+    :func:`cpgbn.backends.torch.hybrid.build_encoder`."""
+    from ..backends.torch.hybrid import build_encoder as build
+    return build(encoder_config, weights, device)
 
 
 class HybridTrainer:
@@ -145,9 +148,8 @@ class HybridTrainer:
     seed : int
     learning_rate : float -- Adam's step size for the encoder.
     device : torch device for the encoder, the globals and the statistics.
-    encoder_options : dict -- ``pooling``, ``shape_range``, ``w_shape_above`` of the encoder.
+    encoder_options : dict -- ``pooling``, ``w_shape_above`` of the encoder.
     schedule : TLASGRSchedule
-    rao_blackwell : bool -- expected instead of sampled kernel counts for D ("encoder" only).
     globals_ : starting globals (default: Dir(1) draws, as minibatch Gibbs).
     max_grad_norm : float or None -- clip of the encoder gradient's norm (None: no clip).
         Without it the encoder does not learn even with the planted globals fixed: a few
@@ -155,17 +157,17 @@ class HybridTrainer:
         orders of magnitude above the rest (docs/hybrid.md).
     global_statistics : "gibbs" or "encoder" -- step 3 of the module docstring.
     local_sweeps : (burn-in, collected) local Gibbs sweeps per step ("gibbs" only).
+
+    The encoder's side is an :class:`~cpgbn.inference.backend.EncoderBackend` on ``device``
+    (:attr:`encoder_backend`); :attr:`globals` are the globals as its arrays.
     """
 
     def __init__(self, layers, vocab_size: int, filter_width: int, hyper: Hyperparameters, *,
                  n_docs_total: int, seed: int, learning_rate: float = 1e-3, device="cpu",
                  encoder_options: dict | None = None,
-                 schedule: TLASGRSchedule = TLASGRSchedule(), rao_blackwell: bool = True,
+                 schedule: TLASGRSchedule = TLASGRSchedule(),
                  globals_: GlobalParameters | None = None, max_grad_norm: float | None = 10.0,
                  global_statistics: str = "gibbs", local_sweeps: tuple[int, int] = (5, 5)):
-        import torch
-
-        from ..backends.torch.backend import resolve_device
         from .minibatch import check_globals, initial_globals
 
         self.layers = tuple(int(k) for k in layers)
@@ -179,8 +181,6 @@ class HybridTrainer:
         if not (np.isfinite(learning_rate) and learning_rate > 0):
             raise CPGBNInputError(f"learning_rate must be a positive number, got {learning_rate}")
         self.learning_rate = float(learning_rate)
-        self.device = resolve_device(device)
-        self.rao_blackwell = bool(rao_blackwell)
         if max_grad_norm is not None and not max_grad_norm > 0:
             raise CPGBNInputError(f"max_grad_norm must be > 0 or None, got {max_grad_norm}")
         self.max_grad_norm = None if max_grad_norm is None else float(max_grad_norm)
@@ -195,13 +195,10 @@ class HybridTrainer:
         self.local_sweeps = (burn, collect)
         self.encoder_config = {"vocab_size": self.vocab_size, "layers": list(self.layers),
                                "filter_width": self.filter_width, **(encoder_options or {})}
-        if "shape_range" in self.encoder_config:
-            self.encoder_config["shape_range"] = [float(x) for x in
-                                                  self.encoder_config["shape_range"]]
-        with torch.random.fork_rng(devices=[]):   # seeded weights, the caller's RNG untouched
-            torch.manual_seed(derived_seed(self.seed, _ENCODER_INIT))
-            self.encoder = build_encoder(self.encoder_config, device=self.device)
-        self.optimizer = torch.optim.Adam(self.encoder.parameters(), lr=self.learning_rate)
+        # seeded initial weights (the caller's torch RNG untouched) and Adam
+        self.encoder_backend: EncoderBackend = _torch_encoder().for_training(
+            self.encoder_config, init_seed=derived_seed(self.seed, _ENCODER_INIT),
+            learning_rate=self.learning_rate, device=device)
         if globals_ is None:
             globals_ = initial_globals(self.layers, vocab_size, filter_width, hyper, seed)
         else:
@@ -212,7 +209,7 @@ class HybridTrainer:
         self._local_chain = None
         if self.global_statistics == "gibbs":
             # The globals' chain is minibatch Gibbs itself (numba, numpy globals, its own
-            # TLASGR state); the encoder reads a torch copy of its globals after every step.
+            # TLASGR state); the encoder reads a device copy of its globals after every step.
             self._local_chain = MinibatchGibbs(
                 self.layers, self.vocab_size, self.filter_width, hyper,
                 n_docs_total=n_docs_total, seed=self.seed, burn_in=self.local_sweeps[0],
@@ -222,150 +219,111 @@ class HybridTrainer:
             self.update = TLASGRGlobalUpdate(n_docs_total, self.seed, schedule=schedule,
                                              update_r=hyper.sample_r)
 
+    @property
+    def encoder(self):
+        """The encoder's network (its backend's)."""
+        return self.encoder_backend.encoder
+
     def _set_globals(self, g: GlobalParameters) -> None:
-        import torch
-        put = lambda a, dtype: torch.as_tensor(np.array(a, dtype=dtype), device=self.device)  # noqa: E731
+        put = self.encoder_backend.to_device
         self.globals = GlobalParameters(put(g.D, np.float32), [put(p, np.float64) for p in g.phi],
                                         put(g.r, np.float64))
 
     def host_globals(self) -> GlobalParameters:
-        g = self.globals
-        return GlobalParameters(g.D.cpu().numpy().copy(), [p.cpu().numpy().copy() for p in g.phi],
-                                g.r.cpu().numpy().copy())
+        g, get = self.globals, self.encoder_backend.to_host
+        return GlobalParameters(get(g.D), [get(p) for p in g.phi], get(g.r))
 
     def config(self) -> dict:
         return {"mode": "hybrid", "encoder": self.encoder_config, "hyper": repr(self.hyper),
                 "seed": self.seed, "lr": self.learning_rate, "schedule": repr(self.schedule),
-                "rao_blackwell": self.rao_blackwell, "N": self.update.n_docs_total,
-                "device": self.device.type, "max_grad_norm": self.max_grad_norm,
+                "N": self.update.n_docs_total, "device": self.encoder_backend.device_type,
+                "max_grad_norm": self.max_grad_norm,
                 "global_statistics": self.global_statistics,
                 "local_sweeps": list(self.local_sweeps)}
 
     def sampler_for(self, batch):
-        """The Gibbs schedule on the PyTorch backend over ``batch``, with this trainer's TLASGR
-        update (built at the first call, re-pointed at each new batch)."""
-        from ..backends.torch.backend import TorchBackend
+        """The Gibbs schedule on the encoder's device (the PyTorch backend) over ``batch``, with
+        this trainer's TLASGR update (built at the first call, re-pointed at each new batch)."""
         from .gibbs import GibbsSampler
 
         if self._sampler is None:
-            self._sampler = GibbsSampler(batch, self.hyper, self.seed, learn_globals=False,
-                                         backend=TorchBackend(batch, self.seed,
-                                                              device=self.device),
-                                         global_update=self.update)
+            self._sampler = GibbsSampler(
+                batch, self.hyper, self.seed, learn_globals=False,
+                backend=self.encoder_backend.gibbs_backend(batch, self.seed),
+                global_update=self.update)
         else:
             self._sampler.data = batch
         return self._sampler
 
     def step(self, i: int, record: Batch) -> StepReport:
         """One step of Algorithm 1 on the batch ``record`` (module docstring)."""
-        import torch
-
-        from ..backends.torch.packed import pack
-
         batch = record.data
-        generator = torch.Generator(device=self.device)
-        generator.manual_seed(derived_seed(self.seed, _ENCODER_DRAW, i))
-        self.encoder.train()
-        self.optimizer.zero_grad(set_to_none=True)
         if self._local_chain is not None:
             groups = document_groups(batch.doc_positions, ENCODER_CHUNK_POSITIONS)
         else:     # the encoder's statistics need the whole batch's draw at once
             groups = [np.arange(batch.n_docs)]
-        loss = kl = 0.0
-        for docs in groups:
-            packed = pack(batch, None if len(groups) == 1 else docs, device=self.device)
-            sample, part_loss, part_kl = self._loss_and_gradient(packed, generator, batch.n_docs)
-            loss, kl = loss + part_loss, kl + part_kl
+        loss, kl, draw = self.encoder_backend.gradient(
+            batch, groups, derived_seed(self.seed, _ENCODER_DRAW, i), self.globals)
         report = StepReport(loss, kl, batch.n_docs)
         if not (np.isfinite(report.loss) and np.isfinite(report.kl)):
             return report                      # the driver stops; nothing is changed
-        if self.max_grad_norm is not None:
-            torch.nn.utils.clip_grad_norm_(self.encoder.parameters(), self.max_grad_norm)
-        self.optimizer.step()
+        self.encoder_backend.apply_gradient(self.max_grad_norm)
 
         if self._local_chain is not None:
             self._local_chain.step(i, record)
             self._set_globals(self._local_chain.globals)
             return report
-        self._encoder_statistics_step(i, batch, packed, sample)
+        self._encoder_statistics_step(i, batch, draw)
         return report
 
-    def _loss_and_gradient(self, packed, generator, n_batch: int):
-        """Draw from q for the documents ``packed`` (part of a batch of ``n_batch``), add their
-        share of the batch's mean negative ELBO to the gradient; returns (sample, their share
-        of the loss, of the KL) as floats.  The documents are independent given the globals,
-        so the batch's gradient is the sum of its parts', whatever the grouping."""
-        import torch
-
-        from ..backends.torch.elbo import elbo_terms
-
-        g = self.globals
-        sample = self.encoder.sample(packed, g.phi, generator=generator)
-        terms = elbo_terms(packed, sample, g.D, g.phi, g.r)
-        loss = terms.negative_elbo.sum() / n_batch
-        kl = float(torch.stack(terms.kl).sum(dim=0).sum().detach()) / n_batch
-        if torch.isfinite(loss):
-            loss.backward()
-        return sample, float(loss.detach()), kl
-
-    def _encoder_statistics_step(self, i: int, batch, packed, sample) -> None:
+    def _encoder_statistics_step(self, i: int, batch, draw) -> None:
         """``global_statistics="encoder"``: the statistics of the globals from the encoder's
         draw (paper Algorithm 1, module docstring, step 3), then the TLASGR step."""
-        import torch
-
-        from ..backends.torch.elbo import expected_kernel_counts
-
         g, T = self.globals, len(self.layers)
         sampler = self.sampler_for(batch)
         b = sampler.backend
         K1, n_docs = self.layers[0], batch.n_docs
+        w, theta = self.encoder_backend.draw_locals(draw)
         state = GibbsState(
-            globals=g, w=sample.w.detach().to(torch.float32),
-            m=b.full((batch.n_positions, K1), 0, b.count_dtype),
-            theta=[t.detach().to(torch.float64) for t in sample.theta],
+            globals=g, w=w, m=b.full((batch.n_positions, K1), 0, b.count_dtype), theta=theta,
             c=[b.full(n_docs, 1.0, np.float64) for _ in range(T)],
             A=b.full((n_docs, K1), 0, b.count_dtype), loglik=b.full(n_docs, 0.0, np.float64),
             sweep=i)
         stats = sampler.statistics_given_locals(state, i)
-        if self.rao_blackwell:
-            stats.kernel_counts = expected_kernel_counts(packed, sample.w, g.D)
+        stats.kernel_counts = self.encoder_backend.expected_kernel_counts(draw, g.D)
         self.update.apply(b, g, stats, hyper=self.hyper, sweep=i)
 
     # ---------------------------------------------------------------- checkpoints
     def encoder_weights(self) -> dict:
-        return {name: value.detach().cpu().numpy().copy()
-                for name, value in self.encoder.state_dict().items()}
+        return self.encoder_backend.weights()
 
     def to_arrays(self) -> dict:
         g = self.host_globals()
         arrays = {"D": g.D, "r": g.r}
         arrays.update({f"phi_{t}": p for t, p in enumerate(g.phi)})
         arrays.update({f"encoder/{k}": v for k, v in self.encoder_weights().items()})
-        for index, moments in self.optimizer.state_dict()["state"].items():
-            for key, value in moments.items():
-                arrays[f"optimizer/{index}/{key}"] = value.detach().cpu().numpy()
+        moments, _ = self.encoder_backend.optimizer_state()
+        for index, named in moments.items():
+            for key, value in named.items():
+                arrays[f"optimizer/{index}/{key}"] = value
         arrays.update(self.update.to_arrays())
         return arrays
 
     def meta(self) -> dict:
-        groups = [{k: v for k, v in group.items()}
-                  for group in self.optimizer.state_dict()["param_groups"]]
+        _, groups = self.encoder_backend.optimizer_state()
         return {"mode": "hybrid", "n_layers": len(self.layers), "param_groups": groups}
 
     def load(self, arrays, meta) -> None:
-        import torch
-
         T = int(meta["n_layers"])
         self._set_globals(GlobalParameters(arrays["D"], [arrays[f"phi_{t}"] for t in range(T - 1)],
                                            arrays["r"]))
         weights = {k[len("encoder/"):]: v for k, v in arrays.items() if k.startswith("encoder/")}
-        self.encoder.load_state_dict({k: torch.as_tensor(v) for k, v in weights.items()})
-        state: dict = {}
+        moments: dict = {}
         for key, value in arrays.items():
             if key.startswith("optimizer/"):
                 _, index, name = key.split("/")
-                state.setdefault(int(index), {})[name] = torch.as_tensor(value)
-        self.optimizer.load_state_dict({"state": state, "param_groups": meta["param_groups"]})
+                moments.setdefault(int(index), {})[name] = value
+        self.encoder_backend.load(weights, moments, meta["param_groups"])
         self.update.load_arrays(arrays, T)
         if self._local_chain is not None:
             self._local_chain.globals = self.host_globals()
@@ -379,9 +337,10 @@ class HybridTrainer:
 def fit_hybrid(source, layers, vocab_size: int, hyper: Hyperparameters, *, seed: int,
                n_steps: int, batch_size: int, learning_rate: float = 1e-3, device="cpu",
                encoder_options: dict | None = None, schedule: TLASGRSchedule = TLASGRSchedule(),
-               rao_blackwell: bool = True, globals_: GlobalParameters | None = None,
+               globals_: GlobalParameters | None = None,
                max_grad_norm: float | None = 10.0, global_statistics: str = "gibbs",
-               local_sweeps: tuple[int, int] = (5, 5), checkpoint_dir=None, checkpoint_every: int = 50, resume: bool = False,
+               local_sweeps: tuple[int, int] = (5, 5), checkpoint_dir=None,
+               checkpoint_every: int = 50, resume: bool = False,
                progress=None, on_step=None) -> HybridResult:
     """Fit the globals and the encoder by Algorithm 1 (module docstring).
 
@@ -397,9 +356,8 @@ def fit_hybrid(source, layers, vocab_size: int, hyper: Hyperparameters, *, seed:
                               n_docs_total=source.n_docs, seed=seed,
                               learning_rate=learning_rate, device=device,
                               encoder_options=encoder_options, schedule=schedule,
-                              rao_blackwell=rao_blackwell, globals_=globals_,
-                              max_grad_norm=max_grad_norm, global_statistics=global_statistics,
-                              local_sweeps=local_sweeps)
+                              globals_=globals_, max_grad_norm=max_grad_norm,
+                              global_statistics=global_statistics, local_sweeps=local_sweeps)
     trace = train(algorithm, Minibatches(source, batch_size, seed), n_steps,
                   checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every,
                   resume=resume, progress=progress, on_step=on_step)
@@ -412,63 +370,25 @@ def fit_hybrid(source, layers, vocab_size: int, hyper: Hyperparameters, *, seed:
 REFINE_BLOCK_DOCS = 1024
 
 
-def _head_dtype(precision: str):
-    """The encoder's ``mean_thetas(head_dtype=...)`` for ``CPGBN.encoder_precision``: float32
-    is the encoder's own arithmetic (None), bfloat16 runs its position head in bfloat16."""
-    import torch
-
+def _check_precision(precision: str) -> None:
+    """``CPGBN.encoder_precision``: one of :data:`ENCODER_PRECISIONS`."""
     if precision not in ENCODER_PRECISIONS:
         raise CPGBNInputError(f"precision must be one of {ENCODER_PRECISIONS}, got "
                               f"{precision!r}")
-    return None if precision == "float32" else torch.bfloat16
-
-
-def _mean_start(encoder, globals_: GlobalParameters, data, batch_size: int, device,
-                head_precision: str = "float32"):
-    """The encoder's mean path over ``data`` as a Gibbs start: w (P, K_1) float32 and
-    theta^(1..T) as float64 arrays, ``batch_size`` documents at a time by the chunked
-    ``mean_thetas`` (equal to ``sample(mean=True)``'s, without its (P, K_1) temporaries)."""
-    import torch
-
-    from ..backends.torch.packed import pack
-
-    head_dtype = _head_dtype(head_precision)
-    w = np.empty((data.n_positions, encoder.layers[0]), dtype=np.float32)
-    thetas = [np.empty((data.n_docs, k)) for k in encoder.layers]
-    positions = np.asarray(data.doc_positions)
-    for lo in range(0, data.n_docs, batch_size):
-        hi = min(data.n_docs, lo + batch_size)
-        batch = pack(data, np.arange(lo, hi), device=device)
-        w_batch = torch.empty((batch.n_total_positions, encoder.layers[0]),
-                              dtype=torch.float32, device=batch.position_doc.device)
-        for t, theta in enumerate(encoder.mean_thetas(batch, globals_.phi, w_out=w_batch,
-                                                      head_dtype=head_dtype)):
-            thetas[t][lo:hi] = theta.double().cpu().numpy()
-        w[positions[lo]:positions[hi]] = w_batch.cpu().numpy()
-    return w, thetas
 
 
 def encoder_features(encoder_config: dict, encoder_weights: dict, globals_: GlobalParameters,
                      data, *, batch_size: int = 512, device="cpu",
-                     w_statistic: str = "mean",
                      head_precision: str = "float32") -> list[np.ndarray]:
     """theta^(1..T) of new documents from the encoder's mean path (no randomness):
     a list of (N, K_t) float64 arrays, t = 1..T, computed ``batch_size`` documents at a time
-    by the encoder's chunked ``mean_thetas`` (``w_statistic``: its summary of q(w);
-    ``head_precision``: the arithmetic of its position head)."""
-    from ..backends.torch.packed import pack
-
-    head_dtype = _head_dtype(head_precision)
-    encoder = build_encoder(encoder_config, encoder_weights, device)
-    encoder.eval()
-    out = [np.empty((data.n_docs, k)) for k in encoder.layers]
-    for lo in range(0, data.n_docs, batch_size):
-        docs = np.arange(lo, min(data.n_docs, lo + batch_size))
-        thetas = encoder.mean_thetas(pack(data, docs, device=device), globals_.phi,
-                                     w_statistic=w_statistic, head_dtype=head_dtype)
-        for t, theta in enumerate(thetas):
-            out[t][docs] = theta.double().cpu().numpy()
-    return out
+    by the encoder's chunked ``mean_thetas`` (``head_precision``: the arithmetic of its
+    position head)."""
+    _check_precision(head_precision)
+    encoder = _torch_encoder().from_weights(encoder_config, encoder_weights, device)
+    _, thetas = encoder.mean_path(globals_.phi, data, batch_size=batch_size,
+                                  head_precision=head_precision, with_w=False)
+    return thetas
 
 
 def refine_with_gibbs(encoder_config: dict, encoder_weights: dict, globals_: GlobalParameters,
@@ -489,13 +409,14 @@ def refine_with_gibbs(encoder_config: dict, encoder_weights: dict, globals_: Glo
 
     if int(n_sweeps) < 1:
         raise CPGBNInputError(f"n_sweeps must be >= 1, got {n_sweeps}")
-    encoder = build_encoder(encoder_config, encoder_weights, device)
-    encoder.eval()
-    out = [np.empty((data.n_docs, k)) for k in encoder.layers]
+    _check_precision(head_precision)
+    encoder = _torch_encoder().from_weights(encoder_config, encoder_weights, device)
+    out = [np.empty((data.n_docs, k)) for k in encoder_config["layers"]]
     for block, lo in enumerate(range(0, data.n_docs, int(block_docs))):
         docs = np.arange(lo, min(data.n_docs, lo + int(block_docs)))
         part = subset_cells(data, docs)
-        w, thetas = _mean_start(encoder, globals_, part, batch_size, device, head_precision)
+        w, thetas = encoder.mean_path(globals_.phi, part, batch_size=batch_size,
+                                      head_precision=head_precision, with_w=True)
         sampler = GibbsSampler(part, hyper, derived_seed(seed, _REFINE, block),
                                learn_globals=False)
         result = sampler.run(sampler.local_state(globals_, 0, w=w, theta=thetas),

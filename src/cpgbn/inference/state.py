@@ -92,13 +92,6 @@ class GibbsState:
     def n_layers(self) -> int:
         return len(self.theta)
 
-    def first_layer_shape(self) -> np.ndarray:
-        """a_{jk}: the gamma shape of theta^(1)_j, (Phi^(2) theta^(2)_j)_k, or r_k when T = 1
-        (of a numpy state)."""
-        if self.n_layers == 1:
-            return np.ascontiguousarray(np.broadcast_to(self.globals.r, self.theta[0].shape))
-        return self.theta[1] @ self.globals.phi[0].T
-
 
 #: The host dtype of every array field of a GibbsState (globals: D, phi, r); counts are
 #: float64 instead for a backend whose ``count_dtype`` is a float type.

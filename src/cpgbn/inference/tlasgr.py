@@ -49,9 +49,12 @@ Step sizes and preconditioner (notes, section 6; i = minibatches seen, counting 
 
 The functions are pure: :func:`tlasgr_step` returns the new parameter and a new
 :class:`TLASGRState`, and takes its randomness from an explicit ``numpy.random.Generator`` (or
-pre-drawn standard normals).  :func:`simplex_langevin_step` is the arithmetic alone, written
-with operators that numpy arrays and torch tensors share, so the PyTorch twin
-(:func:`tlasgr_step_torch`) runs the same code on a device.
+pre-drawn standard normals).  It is written once for every backend: given a backend
+(``arrays``, :class:`cpgbn.inference.backend.Backend`) it works on that backend's arrays
+through its helpers (float64 copies, host copies of the column totals, an output array) and
+its block size, so the same code updates numpy globals column block by column block on the
+host and tensors on a device at once.  :func:`simplex_langevin_step` is the arithmetic alone,
+written with operators that numpy arrays and torch tensors share.
 """
 
 from __future__ import annotations
@@ -63,7 +66,7 @@ import numpy as np
 from ..errors import CPGBNInputError
 
 __all__ = ["FLOOR", "TLASGRSchedule", "TLASGRState", "check_step_inputs", "next_precision",
-           "simplex_langevin_step", "tlasgr_step", "tlasgr_step_torch"]
+           "simplex_langevin_step", "tlasgr_step"]
 
 #: Smallest entry kept on the simplex (the library's float32 floor of D and w).
 FLOOR = 1e-30
@@ -183,9 +186,32 @@ def next_precision(state: TLASGRState, column_counts, rho: float,
                                                                         dtype=np.float64)
 
 
+class _HostArrays:
+    """The array helpers of a backend (:class:`cpgbn.inference.backend.Backend`) for numpy
+    arrays on the host: :func:`tlasgr_step`'s when it is given no backend."""
+
+    column_block = COLUMN_BLOCK
+
+    @staticmethod
+    def as_float(x):
+        return np.asarray(x, dtype=np.float64)
+
+    @staticmethod
+    def to_numpy(x, dtype):
+        return np.asarray(x, dtype=dtype)
+
+    @staticmethod
+    def to_backend(x, dtype):
+        return np.asarray(x, dtype=dtype)
+
+    @staticmethod
+    def empty_like(x):
+        return np.empty_like(x)
+
+
 def tlasgr_step(phi, counts, state: TLASGRState, *, rho: float, eta: float, rng=None,
                 normal=None, schedule: TLASGRSchedule = TLASGRSchedule(),
-                floor: float = FLOOR) -> tuple[np.ndarray, TLASGRState]:
+                floor: float = FLOOR, arrays=None) -> tuple:
     """One TLASGR-MCMC update of a column-stochastic parameter from one minibatch.
 
     Parameters
@@ -210,39 +236,53 @@ def tlasgr_step(phi, counts, state: TLASGRState, *, rho: float, eta: float, rng=
         per column block, so the whole (n, K) array never exists (D's is 144 MB on IMDB).
     schedule : TLASGRSchedule
     floor : float
+    arrays : a backend, or None
+        The backend whose arrays ``phi``, ``counts`` and ``normal`` are
+        (:class:`cpgbn.inference.backend.Backend`: its ``as_float``, ``to_numpy``,
+        ``to_backend``, ``empty_like`` and ``column_block``); None: numpy arrays, worked on
+        :data:`COLUMN_BLOCK` columns at a time.
 
     Returns ``(new_phi, new_state)``: new_phi has ``phi``'s shape and dtype (arithmetic in
-    float64), new_state has i + 1 and the updated M.
+    float64), on the backend; new_state has i + 1 and the updated M.  CPGBNInputError if a
+    column of ``phi`` is off the simplex or a count is negative or not finite (checked on
+    column sums, one small copy to the host per block).
     """
-    phi = np.asarray(phi)
-    counts = np.asarray(counts)
-    check_step_inputs(phi.shape, counts.shape, len(state.precision), rho, eta)
+    if arrays is None:
+        arrays, phi = _HostArrays, np.asarray(phi)
+    counts = arrays.as_float(counts)
+    check_step_inputs(tuple(phi.shape), tuple(counts.shape), len(state.precision), rho, eta)
     n_columns = phi.shape[-1]
     columns = phi.reshape(-1, n_columns)
-    column_counts = np.asarray(counts.reshape(-1, n_columns), dtype=np.float64)
+    column_counts = counts.reshape(-1, n_columns)
     if (rng is None) == (normal is None):
         raise CPGBNInputError("give exactly one of rng and normal")
     if rng is not None:
-        normal = rng.standard_normal(columns.shape)
+        normal = arrays.to_backend(rng.standard_normal(tuple(columns.shape)), np.float64)
     if not callable(normal):
-        normal = np.asarray(normal, dtype=np.float64)
-        if normal.shape != columns.shape:
-            raise CPGBNInputError(f"normal must have shape {columns.shape}, got {normal.shape}")
+        normal = arrays.as_float(normal)
+        if tuple(normal.shape) != tuple(columns.shape):
+            raise CPGBNInputError(f"normal must have shape {tuple(columns.shape)}, got "
+                                  f"{tuple(normal.shape)}")
         normal = _columns_of(normal)
-    precision = next_precision(state, column_counts.sum(0), rho, schedule)
+    precision = next_precision(state, arrays.to_numpy(column_counts.sum(0), np.float64), rho,
+                               schedule)
     i = state.n_updates + 1
-    effective = np.maximum(precision, eta * columns.shape[0])
-    # column block by column block (the arithmetic is per column): a few float64 temporaries
-    # of COLUMN_BLOCK columns instead of the whole parameter's (6 copies of D, 0.9 GB on IMDB)
-    new = np.empty(columns.shape, dtype=phi.dtype)
-    for lo in range(0, n_columns, COLUMN_BLOCK):
-        block = slice(lo, min(n_columns, lo + COLUMN_BLOCK))
-        current = columns[:, block].astype(np.float64)
+    effective = arrays.to_backend(np.maximum(precision, eta * columns.shape[0]), np.float64)
+    # column block by column block (the arithmetic is per column): on the host a few float64
+    # temporaries of a block instead of the whole parameter's (6 copies of D, 0.9 GB on IMDB)
+    block_size = arrays.column_block or n_columns
+    new = arrays.empty_like(columns)
+    for lo in range(0, n_columns, block_size):
+        block = slice(lo, min(n_columns, lo + block_size))
+        current = arrays.as_float(columns[:, block])
         block_counts = column_counts[:, block]
-        if (current < 0).any() or not np.allclose(current.sum(0), 1.0, rtol=0, atol=1e-4):
+        sums = arrays.to_numpy(current.sum(0), np.float64)
+        if bool((current < 0).any()) or not np.allclose(sums, 1.0, rtol=0, atol=1e-4):
             raise CPGBNInputError("every column of the parameter must lie on the simplex "
                                   "(non-negative, summing to 1)")
-        if not np.isfinite(block_counts).all() or (block_counts < 0).any():
+        # a NaN or infinite count makes its column's sum NaN or infinite
+        totals = arrays.to_numpy(block_counts.sum(0), np.float64)
+        if bool((block_counts < 0).any()) or not np.isfinite(totals).all():
             raise CPGBNInputError("counts must be finite and non-negative")
         new[:, block] = simplex_langevin_step(
             current, block_counts, effective[block], schedule.step_size(i), rho=float(rho),
@@ -250,43 +290,6 @@ def tlasgr_step(phi, counts, state: TLASGRState, *, rho: float, eta: float, rng=
     return new.reshape(phi.shape), TLASGRState(precision, i)
 
 
-def _columns_of(normal: np.ndarray):
+def _columns_of(normal):
     """``normal`` as tlasgr_step's callable form: (lo, hi) -> its columns lo..hi-1."""
     return lambda lo, hi: normal[:, lo:hi]
-
-
-def tlasgr_step_torch(phi, counts, state: TLASGRState, *,
-                      rho: float, eta: float, generator=None, normal=None,
-                      schedule: TLASGRSchedule = TLASGRSchedule(),
-                      floor: float = FLOOR) -> tuple:
-    """One TLASGR-MCMC update of a column-stochastic torch tensor: the twin of
-    :func:`tlasgr_step`, the same arithmetic (:func:`simplex_langevin_step`) in float64 on the
-    parameter's device, with the same schedule and state, so a run can switch between the two
-    and checkpoints are the same.
-
-    ``phi`` (..., K) on any device, ``counts`` the same shape; the normals are drawn from
-    ``generator`` (torch's default generator when both it and ``normal`` are None) or given
-    as ``normal`` of shape (n, K).  Returns a new tensor of ``phi``'s shape, dtype and device,
-    and the new state.  Unlike the numpy version it does not check that ``phi`` lies on the
-    simplex (that would synchronise with the device).
-    """
-    import torch  # only here: this module stays importable without torch
-
-    check_step_inputs(tuple(phi.shape), tuple(counts.shape), len(state.precision), rho, eta)
-    n_columns = phi.shape[-1]
-    columns = phi.reshape(-1, n_columns).to(torch.float64)
-    column_counts = torch.as_tensor(counts, device=phi.device).reshape(-1, n_columns) \
-        .to(torch.float64)
-    if normal is None:
-        normal = torch.randn(columns.shape, dtype=torch.float64, device=phi.device,
-                             generator=generator)
-    elif tuple(normal.shape) != tuple(columns.shape):
-        raise CPGBNInputError(f"normal must have shape {tuple(columns.shape)}, got "
-                              f"{tuple(normal.shape)}")
-    precision = next_precision(state, column_counts.sum(0).cpu().numpy(), rho, schedule)
-    i = state.n_updates + 1
-    effective = torch.as_tensor(precision, device=phi.device).clamp(min=eta * columns.shape[0])
-    new = simplex_langevin_step(columns, column_counts, effective, schedule.step_size(i),
-                                rho=float(rho), eta=float(eta),
-                                normal=normal.to(torch.float64), floor=floor)
-    return new.reshape(phi.shape).to(phi.dtype), TLASGRState(precision, i)

@@ -24,7 +24,9 @@ and before the downward pass (steps 2 and 5 of the sweep, which only these stati
 
 An update has one method, ``apply(backend, globals_, stats, *, hyper, sweep)``, which replaces
 the arrays of ``globals_`` (a :class:`~cpgbn.inference.state.GlobalParameters` on the backend)
-by their new values.  Only the globals' draws are pluggable; the local draws and their order
+by their new values, computing on the backend's arrays through its members
+(:class:`cpgbn.inference.backend.Backend`; the TLASGR step through its array helpers and
+normals, whatever the backend).  Only the globals' draws are pluggable; the local draws and their order
 stay in the schedule.
 """
 
@@ -37,13 +39,18 @@ import numpy as np
 
 from ..errors import CPGBNInputError
 from . import streams
+from .backend import Backend
 from .state import GlobalParameters, Hyperparameters
 from .streams import stream
-from .tlasgr import TLASGRSchedule, TLASGRState
+from .tlasgr import TLASGRSchedule, TLASGRState, tlasgr_step
 
 __all__ = ["SufficientStatistics", "GlobalUpdate", "GibbsGlobalUpdate", "AccumulateStatistics",
            "TLASGRGlobalUpdate", "Communicator", "DistributedGlobalUpdate", "SingleProcess",
            "phi_eta"]
+
+
+#: Salt of the TLASGR normals' seeds (seed, step, parameter, salt).
+_NORMALS = 0x7C5A
 
 
 def phi_eta(hyper: Hyperparameters, t: int) -> float:
@@ -75,8 +82,8 @@ class SufficientStatistics:
 class GlobalUpdate(Protocol):
     """The interface the schedule calls (module docstring)."""
 
-    def apply(self, backend, globals_: GlobalParameters, stats: SufficientStatistics, *,
-              hyper: Hyperparameters, sweep: int) -> None: ...
+    def apply(self, backend: Backend, globals_: GlobalParameters, stats: SufficientStatistics,
+              *, hyper: Hyperparameters, sweep: int) -> None: ...
 
 
 class GibbsGlobalUpdate:
@@ -191,21 +198,6 @@ class TLASGRGlobalUpdate:
         """Steps taken so far (i)."""
         return self.states[0].n_updates if self.states else 0
 
-    def _normals(self, backend, shape, step: int, parameter: int):
-        seeds = np.random.SeedSequence([self.seed, step, parameter, 0x7C5A])
-        if backend.works_on_host:
-            # drawn per column block when tlasgr_step asks (its callable form), each block
-            # from its own stream (seed, step, parameter, first column): D's (V F, K_1) normals
-            # never exist at once (144 MB on IMDB; the streams depend on tlasgr.COLUMN_BLOCK)
-            n_rows = shape[0]
-            return lambda lo, hi: np.random.default_rng(
-                np.random.SeedSequence([self.seed, step, parameter, 0x7C5A, lo])
-            ).standard_normal((n_rows, hi - lo))
-        import torch
-        generator = torch.Generator(device=backend.device)
-        generator.manual_seed(int(seeds.generate_state(1, np.uint64)[0] >> np.uint64(1)))
-        return torch.randn(shape, dtype=torch.float64, device=backend.device, generator=generator)
-
     def apply(self, backend, globals_: GlobalParameters, stats: SufficientStatistics, *,
               hyper: Hyperparameters, sweep: int) -> None:
         g = globals_
@@ -220,24 +212,20 @@ class TLASGRGlobalUpdate:
         new = []
         for index, (param, count, eta) in enumerate(zip(params, counts, etas)):
             n_rows = int(np.prod(param.shape[:-1]))
-            normal = self._normals(backend, (n_rows, param.shape[-1]), step, index)
-            value, self.states[index] = self._step(backend, param, count, self.states[index],
-                                                   rho=rho, eta=eta, normal=normal)
+            # the normals of step i and parameter index: a function of (seed, i, index) alone,
+            # drawn by the backend (on the host one stream per block of columns, so D's
+            # (V F, K_1) normals never exist at once: 144 MB on IMDB)
+            normal = backend.column_normals(n_rows, param.shape[-1],
+                                            (self.seed, step, index, _NORMALS))
+            value, self.states[index] = tlasgr_step(param, count, self.states[index], rho=rho,
+                                                    eta=eta, normal=normal,
+                                                    schedule=self.schedule, arrays=backend)
             new.append(value)
         g.D, g.phi[:] = new[0], new[1:]
         if self.update_r and stats.r_tables is not None:
             shape = hyper.gamma0 / len(g.r) + rho * backend.as_float(stats.r_tables)
             g.r = backend.draw_gamma_vector(shape, hyper.c0 + rho * float(stats.r_rate),
                                             stream(step, streams.TLASGR_R), out=g.r)
-
-    def _step(self, backend, param, counts, state, *, rho, eta, normal):
-        if backend.works_on_host:
-            from .tlasgr import tlasgr_step
-            return tlasgr_step(param, np.asarray(counts, dtype=np.float64), state, rho=rho,
-                               eta=eta, normal=normal, schedule=self.schedule)
-        from .tlasgr import tlasgr_step_torch
-        return tlasgr_step_torch(param, backend.as_float(counts), state, rho=rho, eta=eta,
-                                 normal=normal, schedule=self.schedule)
 
     def to_arrays(self) -> dict:
         """The TLASGR states as named numpy arrays (``tlasgr_{index}_{field}``)."""

@@ -42,17 +42,21 @@ LOSS_NAMES = {name: mode.loss_name for name, mode in MODE_CLASSES.items()
 
 
 def mode_class(name) -> type[InferenceMode]:
-    """The mode class of ``CPGBN(inference=name)``: the one lookup of that value."""
+    """The mode class of ``CPGBN(inference=name)``: the one lookup of that value.  Besides the
+    names of :data:`MODES`, ``inference`` may be an :class:`InferenceMode` subclass itself (a
+    variant of a mode, e.g. a study's Gibbs sampler on a backend of its own)."""
+    if isinstance(name, type) and issubclass(name, InferenceMode) and name.name in MODE_CLASSES:
+        return name
     if not isinstance(name, str) or name not in MODE_CLASSES:
-        raise CPGBNInputError(f"inference must be one of {', '.join(map(repr, MODES))}, "
-                              f"got {name!r}")
+        raise CPGBNInputError(f"inference must be one of {', '.join(map(repr, MODES))} or an "
+                              f"InferenceMode subclass, got {name!r}")
     return MODE_CLASSES[name]
 
 
 def check_mode_parameters(params: dict) -> dict:
     """Every mode's own parameters of ``params`` checked and resolved (as scikit-learn
     validates the parameters a model does not use), and ``inference`` itself."""
-    resolved = {"inference": mode_class(params["inference"]).name}
+    resolved = {"inference": mode_class(params["inference"])}
     for mode in MODE_CLASSES.values():
         resolved.update(mode.check_parameters(params))
     return resolved

@@ -19,15 +19,7 @@ from ..inference.streams import transform_seed
 from ..layers.cells import ConvData
 from .base import FittedState, InferenceMode, Training, features, numba_threads
 
-__all__ = ["GibbsMode", "sampler_for", "progress_bars"]
-
-
-def sampler_for(data: ConvData, hyper, seed: int, *, learn_globals: bool, device=None):
-    """The numba sampler over ``data``, or the PyTorch one on ``device`` when it is set."""
-    if device is None:
-        return GibbsSampler(data, hyper, seed, learn_globals=learn_globals)
-    from ..inference.gibbs import TorchGibbsSampler
-    return TorchGibbsSampler(data, hyper, seed, learn_globals=learn_globals, device=device)
+__all__ = ["GibbsMode", "progress_bars"]
 
 
 def progress_bars(show: bool, desc: str):
@@ -48,6 +40,16 @@ class GibbsMode(InferenceMode):
 
     name = "gibbs"
     chain_parameters = ("n_iter", "burn_in", "device")
+
+    def sampler(self, data: ConvData, hyper, seed: int, *, learn_globals: bool):
+        """The Gibbs sampler over ``data``: numba, or PyTorch on ``device`` when it is set.
+        A subclass may return a sampler on a backend of its own (a study's variant), and the
+        estimator runs it with ``CPGBN(inference=<the subclass>)``."""
+        device = self.settings["device"]
+        if device is None:
+            return GibbsSampler(data, hyper, seed, learn_globals=learn_globals)
+        from ..inference.gibbs import TorchGibbsSampler
+        return TorchGibbsSampler(data, hyper, seed, learn_globals=learn_globals, device=device)
 
     def training_bytes(self, data: ConvData, layers, vocab_size: int) -> int:
         return self._gibbs_bytes(data, layers, vocab_size, training=True)
@@ -72,8 +74,7 @@ class GibbsMode(InferenceMode):
         weights = (None if s["feature_normalization"] == "none"
                    else 1.0 / np.maximum(data.true_length, 1))  # as in the features
         with numba_threads(s["n_threads"]):
-            sampler = sampler_for(data, training.hyper, training.seed, learn_globals=True,
-                                  device=s["device"])
+            sampler = self.sampler(data, training.hyper, training.seed, learn_globals=True)
             state = sampler.initial_state(training.layers, len(training.vocabulary))
             identity = fingerprint(data.cell_word, data.cell_col, np.asarray(data.cell_count),
                                    data.doc_cells, data.doc_length, training.vocabulary.tokens,
@@ -102,8 +103,7 @@ class GibbsMode(InferenceMode):
         collector)`` is called after every sweep (numpy arrays)."""
         s = self.settings
         with numba_threads(s["n_threads"]):
-            sampler = sampler_for(data, fitted.hyper_, seed, learn_globals=False,
-                                  device=s["device"])
+            sampler = self.sampler(data, fitted.hyper_, seed, learn_globals=False)
             state = sampler.initial_state(fitted.layers_, len(fitted.vocabulary_),
                                           fitted.globals_)
             return sampler.run(state, n_iter, burn_in,

@@ -1,13 +1,15 @@
 """The numba backend: the draws of one Gibbs sweep as calls of the kernels in this package.
 
-:class:`NumbaBackend` implements the backend interface that :mod:`cpgbn.inference.gibbs` drives
-(the order of the steps lives there, once, for every backend).  Arrays are numpy arrays in the
+:class:`NumbaBackend` implements the backend protocol of :mod:`cpgbn.inference.backend`, which
+:mod:`cpgbn.inference.gibbs` and the global updates drive (the order of the steps lives there,
+once, for every backend).  Arrays are numpy arrays in the
 dtypes of :class:`cpgbn.inference.state.GibbsState`; every draw writes into the array it is
 given (``out``) and returns it, so callers that hold a reference see the new value.
 
 Random numbers: every kernel derives its streams from ``(seed, stream, block)``, blocks of
 :data:`DOC_BLOCK` documents or :data:`WORD_BLOCK` vocabulary rows, so a seed gives the same
-draws for any number of threads.  A document block is numbered globally: the backend of a
+draws for any number of threads; a TLASGR step's normals come in blocks of :data:`COLUMN_BLOCK`
+columns, each from its own stream.  A document block is numbered globally: the backend of a
 shard of the corpus whose first document has global id ``first_doc`` (a multiple of
 :data:`DOC_BLOCK`) numbers its blocks from ``first_doc / DOC_BLOCK``, so its documents draw
 exactly what they draw inside the whole corpus (the local steps; the global draws see only the
@@ -29,6 +31,9 @@ from .shared_shape import shared_shape_table
 DOC_BLOCK = 32
 #: Vocabulary rows per RNG block of the kernel draw.
 WORD_BLOCK = 256
+#: Columns per block of a TLASGR step of a global (its float64 temporaries are a block's, not
+#: six copies of D: 0.9 GB on IMDB) and per RNG stream of the step's normals.
+COLUMN_BLOCK = 16
 
 _blas_controller: ThreadpoolController | None = None
 
@@ -65,6 +70,8 @@ class NumbaBackend:
     works_on_host = True
     #: dtype of the kernel counts n_kvf and the latent counts m and A (whole numbers).
     count_dtype = np.int32
+    #: Columns per block of the TLASGR arithmetic on a global (host memory).
+    column_block = COLUMN_BLOCK
 
     def __init__(self, data, seed: int, *, first_doc: int = 0):
         if int(first_doc) < 0 or int(first_doc) % DOC_BLOCK:
@@ -92,6 +99,10 @@ class NumbaBackend:
 
     def to_numpy(self, array: np.ndarray, dtype) -> np.ndarray:
         return array
+
+    @staticmethod
+    def empty_like(array: np.ndarray) -> np.ndarray:
+        return np.empty_like(array)
 
     def ones(self, n: int) -> np.ndarray:
         return np.ones(n)
@@ -221,6 +232,15 @@ class NumbaBackend:
     def as_float(x) -> np.ndarray:
         """``x`` as float64 (statistics averaged over sweeps)."""
         return np.asarray(x, dtype=np.float64)
+
+    @staticmethod
+    def column_normals(n_rows: int, n_columns: int, key: tuple):
+        """The standard normals of a TLASGR step, drawn when asked, one block of columns at a
+        time: columns lo..hi-1 from the stream SeedSequence(key + (lo,)), so the step never
+        holds a whole (n_rows, n_columns) array of them (the streams depend on the blocks the
+        step asks for: :data:`COLUMN_BLOCK`)."""
+        return lambda lo, hi: np.random.default_rng(
+            np.random.SeedSequence([*key, lo])).standard_normal((n_rows, hi - lo))
 
     # ------------------------------------------------------------------ steps 3-6
     def draw_doc_scales(self, shape_sum, theta_sum, e0: float, f0: float, stream: int, out):

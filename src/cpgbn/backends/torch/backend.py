@@ -1,7 +1,7 @@
 """PyTorch backend of the Gibbs sweep: the conditionals of the numba backend, vectorised over
 cells, positions and documents so that they run on a GPU (``device="cuda"``) or, for CI and
-small problems, on the CPU.  :class:`cpgbn.inference.gibbs.GibbsSampler` drives it (the order of
-the steps lives there):
+small problems, on the CPU: the backend protocol of :mod:`cpgbn.inference.backend`, which
+:class:`cpgbn.inference.gibbs.GibbsSampler` drives (the order of the steps lives there):
 
 1. w | m, a, c^(2) (pooling prior; the floor-aware exact draw for empty positions; or, with a
    free positional concentration beta, theta^(1) | A and pi | m apart), then every
@@ -109,8 +109,8 @@ _FAST_SHAPE = 0.1
 
 
 class TorchBackend:
-    """Gibbs draws of a CPGBN with PyTorch tensors on ``device`` (the backend interface of
-    :mod:`cpgbn.inference.gibbs`); see the module docstring for random numbers, dtypes and
+    """Gibbs draws of a CPGBN with PyTorch tensors on ``device`` (the backend protocol of
+    :mod:`cpgbn.inference.backend`); see the module docstring for random numbers, dtypes and
     memory.
 
     Parameters
@@ -129,6 +129,8 @@ class TorchBackend:
     works_on_host = False
     #: dtype of the latent counts m, A and n (int64 on the device, int32 on the host).
     count_dtype = np.int64
+    #: The TLASGR arithmetic on a global takes all its columns at once (one pass of kernels).
+    column_block = None
 
     def __init__(self, data, seed: int, *, device="cpu", max_elements: int | None = None):
         self.device = resolve_device(device)
@@ -185,11 +187,15 @@ class TorchBackend:
         return torch.tensor(np.asarray(array), dtype=_DTYPES[np.dtype(dtype)], device=self.device)
 
     @staticmethod
-    def to_numpy(tensor: torch.Tensor, dtype) -> np.ndarray:
-        return tensor.detach().to("cpu").numpy().astype(dtype, copy=False)
+    def to_numpy(array: torch.Tensor, dtype) -> np.ndarray:
+        return array.detach().to("cpu").numpy().astype(dtype, copy=False)
 
     def ones(self, n: int) -> torch.Tensor:
         return torch.ones(n, dtype=F64, device=self.device)
+
+    @staticmethod
+    def empty_like(array: torch.Tensor) -> torch.Tensor:
+        return torch.empty_like(array)
 
     def full(self, shape, value, dtype) -> torch.Tensor:
         return torch.full(shape if isinstance(shape, tuple) else (shape,), value,
@@ -273,6 +279,22 @@ class TorchBackend:
     def as_float(self, x) -> torch.Tensor:
         """``x`` as a float64 tensor on the device (statistics averaged over sweeps)."""
         return torch.as_tensor(x, device=self.device).to(F64)
+
+    def column_normals(self, n_rows: int, n_columns: int, key: tuple):
+        """The standard normals of a TLASGR step: one float64 (n_rows, n_columns) draw on the
+        device from a generator seeded by SeedSequence(key), made at the first call; each call
+        returns its columns lo..hi-1."""
+        drawn = []
+
+        def normals(lo: int, hi: int) -> torch.Tensor:
+            if not drawn:
+                seed = np.random.SeedSequence(list(key)).generate_state(1, np.uint64)[0]
+                generator = torch.Generator(device=self.device)
+                generator.manual_seed(int(seed >> np.uint64(1)))   # torch takes a signed int64
+                drawn.append(torch.randn((n_rows, n_columns), dtype=F64, device=self.device,
+                                         generator=generator))
+            return drawn[0][:, lo:hi]
+        return normals
 
     def draw_doc_scales(self, shape_sum, theta_sum, e0: float, f0: float, stream: int, out=None):
         self.random.reseed(stream)

@@ -43,10 +43,11 @@ lambda: min over (k, lambda) of KL(Weibull || Gam(alpha, 1)) is 1.34, 1.01, 0.58
 alpha = 1e-4, 1e-3, 1e-2, 0.1 (optimal k 0.0008, 0.006, 0.04, 0.22), and 5.3, 3.1, 0.98, 0.79
 nats with k held at 0.1.  Every (position, kernel) pair of a document pays it, so on text
 (a_jk / S_j of 1e-3 to 1e-2) the KL of the weights is of the order of S_j * K_1 nats per
-document; ``shape_range`` sets the clip on the encoder's shapes (see :data:`SHAPE_RANGE`).
+document, and the clip of the encoder's shapes at 0.1 (:data:`SHAPE_RANGE`) costs an empty
+position about 2 nats more.
 
 Safe ranges: the logarithms of every shape (Sigma, sigma) are clipped to [ln 0.1, ln 1000]
-by default and of every scale (Lambda, lambda) to [-40, 20] before the exp (:data:`SHAPE_RANGE`,
+and of every scale (Lambda, lambda) to [-40, 20] before the exp (:data:`SHAPE_RANGE`,
 :data:`LOG_SCALE_RANGE`); see their comments for why.  The draws themselves are clipped by
 :func:`~cpgbn.backends.torch.weibull.weibull_rsample`.
 """
@@ -71,10 +72,9 @@ __all__ = ["WeibullConvEncoder", "EncoderOutput", "WeibullSample", "SHAPE_RANGE"
 #: eps^10 .. 16^10 times lambda, and the reparameterisation gradient -x ln(E) / k^2 stays
 #: moderate).  The price: the KL to a gamma prior of tiny shape is smallest at a smaller k
 #: (0.006 for shape 1e-3; module docstring), so an empty position pays about 2 nats more than
-#: the Weibull family's floor; ``shape_range`` lowers the bound for a study.  Above: exp of an
-#: unbounded linear output
-#: overflows float32 past e^88; k = 1000 (a coefficient of variation of 0.1%) is sharper than
-#: any gamma posterior of the model needs (shape 1e6).
+#: the Weibull family's floor.  Above: exp of an unbounded linear output overflows float32 past
+#: e^88; k = 1000 (a coefficient of variation of 0.1%) is sharper than any gamma posterior of
+#: the model needs (shape 1e6).
 SHAPE_RANGE = (0.1, 1000.0)
 #: The choices of ``w_shape_above`` (module docstring).
 W_SHAPE_ABOVE = ("paper", "pooled")
@@ -84,8 +84,7 @@ W_SHAPE_ABOVE = ("paper", "pooled")
 #: above any count a document carries, and times Gamma(1 + 1/k) <= 3.6e6 stays below
 #: sqrt(float32 max).
 LOG_SCALE_RANGE = (-40.0, 20.0)
-#: ln(ln 2): the Weibull median is lambda (ln 2)^(1/k)
-LN_LN_2 = math.log(math.log(2.0))
+_LOG_SHAPE_RANGE = (math.log(SHAPE_RANGE[0]), math.log(SHAPE_RANGE[1]))
 _POOLINGS = ("mean", "max")
 
 
@@ -144,8 +143,6 @@ class WeibullConvEncoder(nn.Module):
         F, the model's filter width.
     pooling : "mean" or "max"
         pool(H) over the positions of a document (see the module docstring for the choice).
-    shape_range : (low, high)
-        Clip of the encoder's Weibull shapes Sigma and sigma^(t) (default :data:`SHAPE_RANGE`).
     w_shape_above : "paper" or "pooled"
         What the layer above adds to the shape of q(w): (Phi^(2) theta^(2)_j)_k, or that divided
         by S_j (module docstring).
@@ -161,7 +158,7 @@ class WeibullConvEncoder(nn.Module):
     """
 
     def __init__(self, vocab_size: int, layers, filter_width: int, *, pooling: str = "mean",
-                 shape_range=SHAPE_RANGE, w_shape_above: str = "paper"):
+                 w_shape_above: str = "paper"):
         super().__init__()
         layers = tuple(int(k) for k in layers)
         if int(vocab_size) < 1:
@@ -175,17 +172,11 @@ class WeibullConvEncoder(nn.Module):
         self.vocab_size = int(vocab_size)
         self.layers = layers
         self.filter_width = int(filter_width)
-        low, high = (float(x) for x in shape_range)
-        if not 0 < low < high < math.inf:
-            raise CPGBNInputError(f"shape_range must be (low, high) with 0 < low < high, got "
-                                  f"{tuple(shape_range)}")
         if w_shape_above not in W_SHAPE_ABOVE:
             raise CPGBNInputError(f"w_shape_above must be one of {W_SHAPE_ABOVE}, got "
                                   f"{w_shape_above!r}")
         self.pooling = pooling
-        self.shape_range = (low, high)
         self.w_shape_above = w_shape_above
-        self._log_shape_range = (math.log(low), math.log(high))
         K1, F = layers[0], self.filter_width
         self.conv1 = nn.Embedding(self.vocab_size, F * K1)
         # a text column holds one word, so a position sums F rows: unit variance before relu
@@ -245,7 +236,7 @@ class WeibullConvEncoder(nn.Module):
                                                            include_self=False)
 
     def _shape_and_scale(self, pre: torch.Tensor, K: int) -> tuple[torch.Tensor, torch.Tensor]:
-        shape = torch.exp(pre[..., :K].clamp(*self._log_shape_range))
+        shape = torch.exp(pre[..., :K].clamp(*_LOG_SHAPE_RANGE))
         scale = torch.exp(pre[..., K:].clamp(*LOG_SCALE_RANGE))
         return shape, scale
 
@@ -280,18 +271,12 @@ class WeibullConvEncoder(nn.Module):
 
     @torch.no_grad()
     def mean_thetas(self, batch: PackedDocuments, phi=(), *, chunk_positions: int = 2048,
-                    w_out: torch.Tensor | None = None, w_statistic: str = "mean",
+                    w_out: torch.Tensor | None = None,
                     head_dtype: torch.dtype | None = None) -> list:
         """theta^(1..T) of ``sample(batch, phi, mean=True)`` (equal up to float rounding)
         without its (P, K_1) tensors: a list of (B, K_t), no gradient.  With ``w_out``, a
         (P, K_1) tensor, the Weibull means of w (``sample``'s ``w``) are also written into it
         (a start for Gibbs sweeps, :func:`cpgbn.inference.hybrid.refine_with_gibbs`).
-
-        ``w_statistic="median"`` summarises each q(w_jks) by its median
-        Lambda (ln 2)^(1/k) instead of its mean Lambda Gamma(1 + 1/k) (theta^(1) is still the
-        pooled sum; the upper layers keep their means): the mean grows like Gamma(1 + 1/k) at
-        the small shapes k that the sparse prior favours, the median shrinks there
-        (``studies/encoder_statistic`` measures which makes the better features).
 
         The feature path for new documents.  Positions are taken ``chunk_positions`` at a
         time: each chunk's window, [ln Sigma; ln Lambda], the shape of q(w) and the Weibull
@@ -311,8 +296,6 @@ class WeibullConvEncoder(nn.Module):
         """
         phi = self._check_phi(phi)
         K1 = self.layers[0]
-        if w_statistic not in ("mean", "median"):
-            raise CPGBNInputError(f"w_statistic must be 'mean' or 'median', got {w_statistic!r}")
         if w_out is not None and tuple(w_out.shape) != (batch.n_total_positions, K1):
             raise CPGBNInputError(f"w_out must have shape {(batch.n_total_positions, K1)}, got "
                                   f"{tuple(w_out.shape)}")
@@ -323,7 +306,7 @@ class WeibullConvEncoder(nn.Module):
         upper, _, _ = self._top_down(layer_shape, layer_scale, phi, weibull_mean)
         from_above = self._w_shape_from_above(upper, phi, batch)     # (B, K_1) or None
         theta1 = H.new_zeros((batch.n_docs, K1))
-        low, high = self._log_shape_range
+        low, high = _LOG_SHAPE_RANGE
         # the head's shape and scale halves as two products, so that every elementwise pass
         # below runs on a contiguous block (on a strided half, torch hands MKL one row at a
         # time, and each call opens a thread team: 300x slower when numba's OpenMP runtime
@@ -342,10 +325,8 @@ class WeibullConvEncoder(nn.Module):
             shape.clamp_(low, high).exp_()
             if from_above is not None:
                 shape += from_above[doc]
-            if w_statistic == "mean":   # ln E[w] = ln Lambda + lnGamma(1 + 1/k), as weibull_mean
-                log_mean = shape.reciprocal_().add_(1.0).lgamma_()
-            else:                       # ln median = ln Lambda + ln(ln 2) / k
-                log_mean = shape.reciprocal_().mul_(LN_LN_2)
+            # ln E[w] = ln Lambda + lnGamma(1 + 1/k), as weibull_mean
+            log_mean = shape.reciprocal_().add_(1.0).lgamma_()
             log_mean += (torch.addmm(scale_head[1], window, scale_head[0]).to(dtype)
                          .clamp_(*LOG_SCALE_RANGE))
             theta1.index_add_(0, doc, log_mean.exp_())

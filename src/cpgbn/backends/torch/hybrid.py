@@ -1,0 +1,207 @@
+"""The tensor side of the hybrid inference (paper Algorithm 1): the Weibull encoder, its
+gradient step on the negative ELBO and its mean path, on one torch device.
+
+:class:`cpgbn.inference.hybrid.HybridTrainer` holds the schedule (which draw feeds which
+update, which documents are grouped, when the encoder steps, what a checkpoint holds) and
+calls this module's :class:`TorchEncoderBackend` for every operation on tensors (the members
+of :class:`cpgbn.inference.backend.EncoderBackend`):
+
+* :meth:`~TorchEncoderBackend.gradient`: steps 1-2 of Algorithm 1 up to the update: a
+  reparameterised draw of w and theta^(2..T) from the encoder's upward-downward q
+  (:meth:`~cpgbn.backends.torch.encoder.WeibullConvEncoder.sample`) and the gradient of the
+  negative ELBO per document (:func:`~cpgbn.backends.torch.elbo.elbo_terms`, the globals
+  constants), accumulated over groups of documents;
+* :meth:`~TorchEncoderBackend.apply_gradient`: the optimiser's step (Adam, the gradient's norm
+  clipped);
+* :meth:`~TorchEncoderBackend.draw_locals` and :meth:`~TorchEncoderBackend.expected_kernel_counts`:
+  the encoder's draw as the local variables of a Gibbs state, and its Rao-Blackwellised kernel
+  counts, for the paper's form of step 3 (statistics from the encoder);
+* :meth:`~TorchEncoderBackend.mean_path`: the deterministic feature path for new documents
+  (:meth:`~cpgbn.backends.torch.encoder.WeibullConvEncoder.mean_thetas`), optionally with w as
+  a start for Gibbs sweeps;
+* the encoder's weights and the optimiser's moments as numpy arrays, for checkpoints and saved
+  models.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ...errors import CPGBNInputError
+from .backend import TorchBackend, resolve_device
+from .elbo import elbo_terms, expected_kernel_counts
+from .encoder import WeibullConvEncoder, WeibullSample
+from .packed import PackedDocuments, pack
+
+__all__ = ["TorchEncoderBackend", "EncoderDraw", "build_encoder"]
+
+
+def build_encoder(encoder_config: dict, weights: dict | None = None, device="cpu"):
+    """A WeibullConvEncoder from its config (vocab_size, layers, filter_width and the encoder's
+    options) and weights (numpy arrays by ``state_dict`` name), on ``device``."""
+    cfg = dict(encoder_config)
+    encoder = WeibullConvEncoder(cfg.pop("vocab_size"), cfg.pop("layers"),
+                                 cfg.pop("filter_width"), **cfg)
+    if weights is not None:
+        state = {name: torch.as_tensor(np.asarray(value)) for name, value in weights.items()}
+        missing = set(encoder.state_dict()) - set(state)
+        if missing:
+            raise CPGBNInputError(f"encoder weights lack {sorted(missing)[0]!r}")
+        encoder.load_state_dict(state)
+    return encoder.to(device)
+
+
+@dataclass
+class EncoderDraw:
+    """The encoder's last draw of a group of documents: the group packed, and the sample."""
+
+    packed: PackedDocuments
+    sample: WeibullSample
+
+
+class TorchEncoderBackend:
+    """The Weibull encoder of the hybrid inference on a torch device (module docstring).
+
+    Build it with :meth:`for_training` (seeded initial weights and an Adam optimiser) or
+    :meth:`from_weights` (a fitted encoder, in evaluation mode, for features).
+    """
+
+    def __init__(self, encoder, device, optimizer=None):
+        self.encoder = encoder
+        self.device = device
+        self.optimizer = optimizer
+
+    @classmethod
+    def for_training(cls, encoder_config: dict, *, init_seed: int, learning_rate: float,
+                     device="cpu") -> "TorchEncoderBackend":
+        """A new encoder whose initial weights are a function of ``init_seed`` (the caller's
+        torch RNG untouched), with Adam at ``learning_rate``."""
+        device = resolve_device(device)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(init_seed)
+            encoder = build_encoder(encoder_config, device=device)
+        return cls(encoder, device, torch.optim.Adam(encoder.parameters(), lr=learning_rate))
+
+    @classmethod
+    def from_weights(cls, encoder_config: dict, weights: dict,
+                     device="cpu") -> "TorchEncoderBackend":
+        """A fitted encoder in evaluation mode (no optimiser)."""
+        encoder = build_encoder(encoder_config, weights, device)
+        encoder.eval()
+        return cls(encoder, device)
+
+    @property
+    def device_type(self) -> str:
+        return torch.device(self.device).type
+
+    # ------------------------------------------------------------------ arrays
+    def to_device(self, array: np.ndarray, dtype) -> torch.Tensor:
+        return torch.as_tensor(np.array(array, dtype=dtype), device=self.device)
+
+    @staticmethod
+    def to_host(array: torch.Tensor) -> np.ndarray:
+        return array.cpu().numpy().copy()
+
+    def gibbs_backend(self, data, seed: int) -> TorchBackend:
+        """The Gibbs draws on this device (the paper's form of step 3 runs the schedule's
+        local part on them)."""
+        return TorchBackend(data, seed, device=self.device)
+
+    # ------------------------------------------------------------------ training
+    def gradient(self, batch, groups: list, seed: int, globals_):
+        """Zero the gradient; for each group of documents of ``batch`` (index arrays; one
+        group: the batch as it is), draw from q with the step's generator (seeded by ``seed``,
+        so the groups draw in turn) and add the group's share of the batch's mean negative
+        ELBO to the gradient.  Returns (loss, KL) per document as floats and the last
+        group's :class:`EncoderDraw`.  The documents are independent given the globals, so the
+        batch's gradient is the sum of its groups', whatever the grouping."""
+        generator = torch.Generator(device=self.device)
+        generator.manual_seed(seed)
+        self.encoder.train()
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = kl = 0.0
+        draw = None
+        for docs in groups:
+            packed = pack(batch, None if len(groups) == 1 else docs, device=self.device)
+            draw, part_loss, part_kl = self._loss_and_gradient(packed, generator, batch.n_docs,
+                                                               globals_)
+            loss, kl = loss + part_loss, kl + part_kl
+        return loss, kl, draw
+
+    def _loss_and_gradient(self, packed, generator, n_batch: int, globals_):
+        """Draw from q for the documents ``packed`` (part of a batch of ``n_batch``) and add
+        their share of the batch's mean negative ELBO to the gradient; returns (the draw, their
+        share of the loss, of the KL)."""
+        g = globals_
+        sample = self.encoder.sample(packed, g.phi, generator=generator)
+        terms = elbo_terms(packed, sample, g.D, g.phi, g.r)
+        loss = terms.negative_elbo.sum() / n_batch
+        kl = float(torch.stack(terms.kl).sum(dim=0).sum().detach()) / n_batch
+        if torch.isfinite(loss):
+            loss.backward()
+        return EncoderDraw(packed, sample), float(loss.detach()), kl
+
+    def apply_gradient(self, max_grad_norm: float | None) -> None:
+        """Clip the gradient's norm at ``max_grad_norm`` (None: no clip), then Adam's step."""
+        if max_grad_norm is not None:
+            torch.nn.utils.clip_grad_norm_(self.encoder.parameters(), max_grad_norm)
+        self.optimizer.step()
+
+    @staticmethod
+    def draw_locals(draw: EncoderDraw) -> tuple:
+        """w (float32) and theta^(1..T) (float64) of the draw, detached from the graph."""
+        sample = draw.sample
+        return (sample.w.detach().to(torch.float32),
+                [t.detach().to(torch.float64) for t in sample.theta])
+
+    @staticmethod
+    def expected_kernel_counts(draw: EncoderDraw, D) -> torch.Tensor:
+        """E[n_{k,v,f} | w, D] of the draw's documents (:func:`~.elbo.expected_kernel_counts`)."""
+        return expected_kernel_counts(draw.packed, draw.sample.w, D)
+
+    # ------------------------------------------------------------------ features
+    def mean_path(self, phi, data, *, batch_size: int, head_precision: str = "float32",
+                  with_w: bool = False) -> tuple:
+        """The encoder's mean path over ``data`` (no randomness), ``batch_size`` documents at
+        a time by the chunked ``mean_thetas``: theta^(1..T) as (N, K_t) float64 arrays and,
+        with ``with_w``, the Weibull means of w as a (P, K_1) float32 array (else None), equal
+        to ``sample(mean=True)``'s without its (P, K_1) temporaries.  ``head_precision``
+        "bfloat16" runs the position head in bfloat16 (``mean_thetas(head_dtype=...)``)."""
+        encoder = self.encoder
+        head_dtype = torch.bfloat16 if head_precision == "bfloat16" else None
+        K1 = encoder.layers[0]
+        w = np.empty((data.n_positions, K1), dtype=np.float32) if with_w else None
+        thetas = [np.empty((data.n_docs, k)) for k in encoder.layers]
+        positions = np.asarray(data.doc_positions)
+        for lo in range(0, data.n_docs, batch_size):
+            hi = min(data.n_docs, lo + batch_size)
+            batch = pack(data, np.arange(lo, hi), device=self.device)
+            w_batch = (torch.empty((batch.n_total_positions, K1), dtype=torch.float32,
+                                   device=batch.position_doc.device) if with_w else None)
+            for t, theta in enumerate(encoder.mean_thetas(batch, phi, w_out=w_batch,
+                                                          head_dtype=head_dtype)):
+                thetas[t][lo:hi] = theta.double().cpu().numpy()
+            if with_w:
+                w[positions[lo]:positions[hi]] = w_batch.cpu().numpy()
+        return w, thetas
+
+    # ------------------------------------------------------------------ checkpoints
+    def weights(self) -> dict:
+        return {name: value.detach().cpu().numpy().copy()
+                for name, value in self.encoder.state_dict().items()}
+
+    def optimizer_state(self) -> tuple:
+        """({parameter index: {moment name: numpy array}}, the parameter groups)."""
+        state = self.optimizer.state_dict()
+        moments = {index: {key: value.detach().cpu().numpy() for key, value in m.items()}
+                   for index, m in state["state"].items()}
+        return moments, [dict(group) for group in state["param_groups"]]
+
+    def load(self, weights: dict, moments: dict, param_groups) -> None:
+        self.encoder.load_state_dict({k: torch.as_tensor(v) for k, v in weights.items()})
+        state = {index: {name: torch.as_tensor(value) for name, value in m.items()}
+                 for index, m in moments.items()}
+        self.optimizer.load_state_dict({"state": state, "param_groups": param_groups})
