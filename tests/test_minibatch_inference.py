@@ -11,13 +11,14 @@ import pytest
 
 from cpgbn.errors import CPGBNInputError, DataFileError
 from cpgbn.inference.gibbs import GibbsSampler
-from cpgbn.inference.minibatch import fit_minibatch_gibbs
+from cpgbn.inference.minibatch import MinibatchGibbs, fit_minibatch_gibbs
 from cpgbn.inference.state import Hyperparameters
 from cpgbn.inference.batches import (Batch, ConvDataBlocks, Minibatches, TextFileBlocks,
                                      text_encoder)
 from cpgbn.inference.checkpoint import read_checkpoint
 from cpgbn.inference.training import NonFiniteLossError
-from cpgbn.inference.updates import DistributedGlobalUpdate, GibbsGlobalUpdate, SingleProcess
+from cpgbn.inference.updates import (DistributedGlobalUpdate, GibbsGlobalUpdate, SingleProcess,
+                                     TLASGRGlobalUpdate)
 from cpgbn.simulate import sample_corpus
 from cpgbn.text.readers import read_line_blocks, read_lines
 from cpgbn.text.vocabulary import Vocabulary
@@ -57,6 +58,25 @@ def test_distributed_wrapper_on_one_worker_is_the_exact_chain():
     np.testing.assert_array_equal(a.globals.phi[0], b.globals.phi[0])
     np.testing.assert_array_equal(a.globals.r, b.globals.r)
     np.testing.assert_array_equal(a.theta[1], b.theta[1])
+
+
+def test_a_wrapped_update_saves_and_restores_the_update_it_wraps():
+    """A checkpoint of a distributed update is its inner update's: a minibatch-Gibbs chain
+    with its TLASGR update wrapped resumes to the state of the unwrapped one."""
+    data, hyper = small_corpus(n_docs=30)
+    chain = MinibatchGibbs((3, 2), V, F, hyper, n_docs_total=data.n_docs, seed=1, burn_in=1,
+                           collect=1)
+    for i in (1, 2):
+        chain.step(i, Batch(data, np.arange(data.n_docs)))
+    inner = chain.update.to_arrays()
+    assert inner and all(k.startswith("tlasgr_") for k in inner)
+    wrapped = DistributedGlobalUpdate(chain.update, SingleProcess())
+    saved = wrapped.to_arrays()
+    assert saved.keys() == inner.keys()
+    fresh = TLASGRGlobalUpdate(data.n_docs, 1)
+    DistributedGlobalUpdate(fresh, SingleProcess()).load_arrays(saved, 2)
+    for key, value in fresh.to_arrays().items():
+        np.testing.assert_array_equal(value, inner[key])
 
 
 def test_distributed_sums_statistics_across_workers():

@@ -298,15 +298,18 @@ class HybridTrainer:
         return self.encoder_backend.weights()
 
     def to_arrays(self) -> dict:
-        g = self.host_globals()
-        arrays = {"D": g.D, "r": g.r}
-        arrays.update({f"phi_{t}": p for t, p in enumerate(g.phi)})
+        if self._local_chain is not None:   # the globals' chain saves its own state
+            arrays = dict(self._local_chain.to_arrays())
+        else:
+            g = self.host_globals()
+            arrays = {"D": g.D, "r": g.r}
+            arrays.update({f"phi_{t}": p for t, p in enumerate(g.phi)})
+            arrays.update(self.update.to_arrays())
         arrays.update({f"encoder/{k}": v for k, v in self.encoder_weights().items()})
         moments, _ = self.encoder_backend.optimizer_state()
         for index, named in moments.items():
             for key, value in named.items():
                 arrays[f"optimizer/{index}/{key}"] = value
-        arrays.update(self.update.to_arrays())
         return arrays
 
     def meta(self) -> dict:
@@ -315,8 +318,14 @@ class HybridTrainer:
 
     def load(self, arrays, meta) -> None:
         T = int(meta["n_layers"])
-        self._set_globals(GlobalParameters(arrays["D"], [arrays[f"phi_{t}"] for t in range(T - 1)],
-                                           arrays["r"]))
+        if self._local_chain is not None:   # the globals' chain restores its own state
+            self._local_chain.load(arrays, {"n_layers": T})
+            self._set_globals(self._local_chain.globals)
+        else:
+            self._set_globals(GlobalParameters(arrays["D"],
+                                               [arrays[f"phi_{t}"] for t in range(T - 1)],
+                                               arrays["r"]))
+            self.update.load_arrays(arrays, T)
         weights = {k[len("encoder/"):]: v for k, v in arrays.items() if k.startswith("encoder/")}
         moments: dict = {}
         for key, value in arrays.items():
@@ -324,9 +333,6 @@ class HybridTrainer:
                 _, index, name = key.split("/")
                 moments.setdefault(int(index), {})[name] = value
         self.encoder_backend.load(weights, moments, meta["param_groups"])
-        self.update.load_arrays(arrays, T)
-        if self._local_chain is not None:
-            self._local_chain.globals = self.host_globals()
 
     def result(self, trace: TrainingTrace) -> HybridResult:
         return HybridResult(self.host_globals(), self.encoder_weights(),

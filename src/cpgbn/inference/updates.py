@@ -49,10 +49,6 @@ __all__ = ["SufficientStatistics", "GlobalUpdate", "GibbsGlobalUpdate", "Accumul
            "phi_eta"]
 
 
-#: Salt of the TLASGR normals' seeds (seed, step, parameter, salt).
-_NORMALS = 0x7C5A
-
-
 def phi_eta(hyper: Hyperparameters, t: int) -> float:
     """eta^(t+1), the Dirichlet concentration of Phi^(t+1) (the last given value repeats)."""
     return hyper.eta[min(t, len(hyper.eta) - 1)]
@@ -216,7 +212,7 @@ class TLASGRGlobalUpdate:
             # drawn by the backend (on the host one stream per block of columns, so D's
             # (V F, K_1) normals never exist at once: 144 MB on IMDB)
             normal = backend.column_normals(n_rows, param.shape[-1],
-                                            (self.seed, step, index, _NORMALS))
+                                            (self.seed, step, index, streams.TLASGR_NORMAL))
             value, self.states[index] = tlasgr_step(param, count, self.states[index], rho=rho,
                                                     eta=eta, normal=normal,
                                                     schedule=self.schedule, arrays=backend)
@@ -303,3 +299,11 @@ class DistributedGlobalUpdate:
         g.D = comm.broadcast(g.D)
         g.phi[:] = [comm.broadcast(p) for p in g.phi]
         g.r = comm.broadcast(g.r)
+
+    # a checkpoint of the wrapped update is the inner update's (the communicator has no state)
+    def to_arrays(self) -> dict:
+        return dict(getattr(self.inner, "to_arrays", dict)())
+
+    def load_arrays(self, arrays, n_params: int) -> None:
+        if hasattr(self.inner, "load_arrays"):
+            self.inner.load_arrays(arrays, n_params)
