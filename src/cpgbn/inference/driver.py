@@ -18,6 +18,7 @@ import numpy as np
 
 from .mixing import Mixing, MixingTrace
 from .state import GibbsState, GlobalParameters, state_on, write_back
+from .training import StepReport, train
 
 
 @dataclass
@@ -159,9 +160,7 @@ class GibbsChain:
         from .batches import WholeCorpus
         return WholeCorpus(self.sampler.data, identity, labels)
 
-    def step(self, i: int, batch) -> "StepReport":
-        from .training import StepReport
-
+    def step(self, i: int, batch) -> StepReport:
         current, collector = self.current, self.collector
         start = time.perf_counter()
         self.sampler.sweep_on_backend(current)
@@ -251,8 +250,6 @@ def run_chain(algorithm, state: GibbsState, n_iter: int, burn_in: int, *, progre
     match to ``resume``: the data and the parameters); ``labels`` go with the documents to
     every sweep.  ``state`` (and ``collector``) hold the final values when the run returns.
     """
-    from .training import train
-
     chain = GibbsChain(algorithm, state, burn_in, collect_globals=collect_globals,
                        collector=collector, monitor=monitor, on_sweep=on_sweep)
     if chain.sweeps_done < n_iter:
