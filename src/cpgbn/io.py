@@ -31,7 +31,7 @@ from .errors import ModelFormatError
 from .files import MODEL_MARKER, write_directory_atomically
 from .inference.mixing import Mixing
 from .inference.state import GlobalParameters, Hyperparameters
-from .modes.base import FittedState
+from .modes.base import SAVED_ARRAYS, FittedState
 from .text.vocabulary import Vocabulary
 
 FORMAT = "cpgbn-model"
@@ -39,7 +39,6 @@ FORMAT_VERSION = 3
 _META = MODEL_MARKER
 _ARRAYS = "arrays.npz"
 _ENCODER = "encoder/"
-_MINIBATCH_TRACES = ("loss_trace_", "kl_trace_", "step_seconds_")
 
 
 def _sha256(path: Path) -> str:
@@ -72,7 +71,7 @@ def save_model(params: dict, fitted: FittedState, directory) -> None:
     mixing = fitted.mixing_
     if mixing is not None:
         arrays.update(mixing.arrays())
-    for name in _MINIBATCH_TRACES:   # the minibatch modes' per-step traces
+    for name in SAVED_ARRAYS:   # the minibatch modes' per-step traces
         if getattr(fitted, name) is not None:
             arrays[name] = np.asarray(getattr(fitted, name), dtype=np.float64)
     weights = fitted.encoder_weights_
@@ -166,7 +165,7 @@ def load_model(directory) -> tuple[dict, FittedState]:
             loglik_trace_=np.asarray(meta["loglik_trace"], dtype=np.float64),
             sweep_seconds_=np.asarray(meta["sweep_seconds"], dtype=np.float64),
             mixing_=Mixing.from_arrays(arrays, meta.get("mixing_n_collected") or 0),
-            **{name: arrays[name] for name in _MINIBATCH_TRACES if name in arrays},
+            **{name: arrays[name] for name in SAVED_ARRAYS if name in arrays},
             encoder_config_=encoder_config,
             encoder_weights_=encoder_weights if encoder_config is not None else None,
             format_version_=meta["format_version"],

@@ -23,7 +23,7 @@ from ..inference.state import GlobalParameters, Hyperparameters
 from ..layers.cells import ConvData
 from ..text.vocabulary import Vocabulary
 
-__all__ = ["FittedState", "FITTED_ATTRIBUTES", "Training", "Checkpointing", "InferenceMode",
+__all__ = ["FittedState", "FITTED_ATTRIBUTES", "SAVED_ARRAYS", "Training", "Checkpointing", "InferenceMode",
            "features", "numba_threads"]
 
 
@@ -33,7 +33,8 @@ class FittedState:
 
     Every mode sets the first nine; the others are None where a mode has no such thing.
     This list is the only list of the fitted attributes: the estimator assigns them from it
-    and :mod:`cpgbn.io` saves and loads them from it.
+    and :mod:`cpgbn.io` saves and loads them from it (a field whose metadata says
+    ``saved_as="array"`` is saved under its own name in the model's npz file).
     """
 
     vocabulary_: Vocabulary
@@ -58,11 +59,11 @@ class FittedState:
     """theta^(1..T) of the training documents, [(N, K_t)] (as ``train_features_``)."""
     mixing_: object | None = None
     """Gibbs: the chain's :class:`~cpgbn.inference.mixing.Mixing` diagnostic."""
-    loss_trace_: np.ndarray | None = None
+    loss_trace_: np.ndarray | None = field(default=None, metadata={"saved_as": "array"})
     """Minibatch modes, per step: the loss named by the mode's ``loss_name``."""
-    kl_trace_: np.ndarray | None = None
+    kl_trace_: np.ndarray | None = field(default=None, metadata={"saved_as": "array"})
     """Minibatch modes, per step: the KL per document (NaN when the mode has none)."""
-    step_seconds_: np.ndarray | None = None
+    step_seconds_: np.ndarray | None = field(default=None, metadata={"saved_as": "array"})
     """Minibatch modes: seconds of each step."""
     encoder_config_: dict | None = None
     """Hybrid: the encoder's JSON-able configuration."""
@@ -81,6 +82,8 @@ class FittedState:
 
 #: The names of every fitted attribute (:class:`FittedState`'s fields).
 FITTED_ATTRIBUTES = tuple(f.name for f in fields(FittedState))
+#: The optional fitted arrays saved under their own names (``saved_as="array"``).
+SAVED_ARRAYS = tuple(f.name for f in fields(FittedState) if f.metadata.get("saved_as") == "array")
 
 
 @dataclass
