@@ -7,17 +7,35 @@ a warm cache keeps the old compiled ``sweep_positions`` of ``conv.py`` (which in
 and a test session would silently run the old code.  So every session compiles into its own
 new directory (``NUMBA_CACHE_DIR``, set here before anything imports numba, removed at the
 end); that costs one compilation per session (about 40 s of one core for the sampler's
-kernels).  ``CPGBN_KEEP_NUMBA_CACHE=1`` keeps the caller's ``NUMBA_CACHE_DIR`` instead (numba's
-default, ``__pycache__`` beside the sources, when unset): for quick local loops, at the risk
-above (see CONTRIBUTING.md).
+kernels, 80-90 s for everything the suite compiles).  ``CPGBN_KEEP_NUMBA_CACHE=1`` keeps the
+caller's ``NUMBA_CACHE_DIR`` instead (numba's default, ``__pycache__`` beside the sources, when
+unset): for quick local loops, at the risk above (see CONTRIBUTING.md).
+
+Under pytest-xdist (``make test`` runs two workers) the main process makes the session's
+directory and tells its workers through ``CPGBN_SESSION_NUMBA_CACHE`` ("<pid> <directory>",
+honoured only by a worker whose parent has that pid); each worker compiles into a
+subdirectory of its own (``xdist-gw0``, ...), and the main process removes the whole directory
+at the end.  One directory for all workers would compile each kernel once, but numba's cache
+is not safe for two processes that write one function's cache at once: a save reads the
+function's index, picks the first free data-file number and writes the index back, with no
+lock, so two processes that save two signatures of one function together can both take
+number N, and the index can then name for one signature the code compiled for the other
+(the files themselves are replaced atomically, which does not help).  A warm-up in the main
+process before the workers start would cost as much wall time as the workers' compilation,
+which runs on both cores at once.  The child processes of a worker (the CLI tests) share its
+directory, as they share the session's without xdist (the worker waits for them).  With
+``CPGBN_KEEP_NUMBA_CACHE=1`` and ``NUMBA_CACHE_DIR`` set, the workers use
+``$NUMBA_CACHE_DIR/xdist-gw0``, ... for the same reason.
 
 Hangs.  Every test has a time limit (pytest-timeout, ``timeout`` in pyproject.toml).  Its
 signal method cannot stop numba's compiled code, which holds the GIL and never returns to the
 interpreter, and neither can its thread method.  A watchdog process therefore takes the same
 limit plus ``WATCHDOG_GRACE_S``: when a test runs past it, the watchdog prints the test's name
 and aborts the session with SIGABRT, on which Python's faulthandler (on under pytest) prints
-every thread's stack; the session fails.  A hang in Python code fails the test by
-pytest-timeout alone, and the session goes on.
+every thread's stack; the session fails.  Under pytest-xdist every worker has its own
+watchdog, which aborts that worker: pytest-xdist reports its test as failed ("worker 'gw0'
+crashed while running ..."), starts a new worker and goes on, and the session fails.  A hang
+in Python code fails the test by pytest-timeout alone, and the session goes on.
 """
 import os
 import shutil
@@ -27,12 +45,55 @@ import tempfile
 from pathlib import Path
 
 # before numba is imported (by cpgbn or a test module): numba reads it once, at import
-_SESSION_NUMBA_CACHE = None
-if os.environ.get("CPGBN_KEEP_NUMBA_CACHE", "") not in ("1", "true", "yes"):
-    _SESSION_NUMBA_CACHE = tempfile.mkdtemp(prefix="cpgbn-numba-cache-")
-    os.environ["NUMBA_CACHE_DIR"] = _SESSION_NUMBA_CACHE
+_KEEP_CACHE = os.environ.get("CPGBN_KEEP_NUMBA_CACHE", "") in ("1", "true", "yes")
+#: Set by a session's main process for its pytest-xdist workers: "<pid> <cache directory>".
+SESSION_CACHE_VARIABLE = "CPGBN_SESSION_NUMBA_CACHE"
+#: pytest-xdist's name of this worker process ("gw0", ...); None in the main process.
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER") or None
+
+
+def _main_process_cache():
+    """The cache directory that this worker's main process made for the session, or None when
+    this process is no pytest-xdist worker of the process that set SESSION_CACHE_VARIABLE (a
+    pytest started by a test, say, inherits the variable but has another parent)."""
+    owner, _, path = os.environ.get(SESSION_CACHE_VARIABLE, "").partition(" ")
+    if _WORKER is None or owner != str(os.getppid()) or not os.path.isdir(path):
+        return None
+    return path
+
+
+def _worker_subdirectory(path: str) -> str:
+    """This worker's own numba cache, inside the session's: numba's cache is not safe for two
+    processes that compile one function at once (see the module docstring)."""
+    path = os.path.join(path, f"xdist-{_WORKER}")
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+_SESSION_NUMBA_CACHE = None  # the directory this process made, and removes at the end
+_cache_dir = None  # the NUMBA_CACHE_DIR this process sets (None: the caller's)
+if _KEEP_CACHE:
+    if _WORKER is not None and os.environ.get("NUMBA_CACHE_DIR"):
+        _cache_dir = _worker_subdirectory(os.environ["NUMBA_CACHE_DIR"])
+    elif _WORKER is not None:  # numba's default (__pycache__ beside the sources), one for all
+        sys.stderr.write("CPGBN_KEEP_NUMBA_CACHE without NUMBA_CACHE_DIR under pytest-xdist: "
+                         "each worker compiles into a new cache of its own instead\n")
+        _SESSION_NUMBA_CACHE = _cache_dir = tempfile.mkdtemp(prefix="cpgbn-numba-cache-")
+elif _main_process_cache() is not None:
+    _cache_dir = _worker_subdirectory(_main_process_cache())
+else:
+    _SESSION_NUMBA_CACHE = _cache_dir = tempfile.mkdtemp(prefix="cpgbn-numba-cache-")
+    os.environ[SESSION_CACHE_VARIABLE] = f"{os.getpid()} {_SESSION_NUMBA_CACHE}"
+if _cache_dir is not None:
+    os.environ["NUMBA_CACHE_DIR"] = _cache_dir
     if "numba" in sys.modules:  # imported by a plugin: read the environment again
         sys.modules["numba"].core.config.reload_config()
+
+# Under pytest-xdist the workers fill the cores, so a thread of numba's or torch's OpenMP team
+# that spins while it waits for work takes the core from the other worker: let it sleep instead
+# (the threads' count and the results stay as they are; the caller's setting wins)
+if _WORKER is not None and int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import pytest  # noqa: E402
 
@@ -43,7 +104,7 @@ WATCHDOG_GRACE_S = 30.0
 # the deadline it names the test and sends SIGABRT to the session.  EOF: the session ended.
 _WATCHDOG_CODE = r"""
 import os, select, signal, sys, time
-parent, deadline, name, limit, pending = int(sys.argv[1]), None, "", "", b""
+parent, victim, deadline, name, limit, pending = int(sys.argv[1]), sys.argv[2], None, "", "", b""
 while True:
     wait = None if deadline is None else max(0.0, deadline - time.monotonic())
     ready, _, _ = select.select([0], [], [], wait)
@@ -62,7 +123,7 @@ while True:
                 deadline = time.monotonic() + float(limit)
     elif deadline is not None:
         sys.stderr.write(f"\n\nTIMEOUT: {name} ran past {limit} s (hung in compiled code?); "
-                         "aborting the test session\n")
+                         f"aborting {victim}\n")
         sys.stderr.flush()
         os.kill(parent, signal.SIGABRT)
         break
@@ -77,8 +138,10 @@ class _Watchdog:
 
     def arm(self, nodeid: str, seconds: float) -> None:
         if self._process is None:
+            victim = ("the test session" if _WORKER is None else
+                      f"pytest-xdist worker {_WORKER} (its test fails; the session goes on)")
             self._process = subprocess.Popen([sys.executable, "-c", _WATCHDOG_CODE,
-                                              str(os.getpid())], stdin=subprocess.PIPE)
+                                              str(os.getpid()), victim], stdin=subprocess.PIPE)
         self._send(f"{seconds:g} {nodeid}")
 
     def disarm(self) -> None:
@@ -110,6 +173,13 @@ def pytest_timeout_set_timer(item, settings):
 def pytest_timeout_cancel_timer(item):
     _WATCHDOG.disarm()
     return None
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist, the statistical tests (marker ``slow``, half of the suite's time) run
+    first, so that no worker is left with a long test at the end while the other idles."""
+    if _WORKER is not None:
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # a stable sort
 
 
 def pytest_unconfigure(config):
