@@ -67,18 +67,24 @@ def test_nbsvm_is_an_svm_on_ratio_scaled_binary_features():
     presence = (counts > 0).astype(float)
     positive = y == "pos"
     r = log_count_ratio(presence, positive)
-    svm = LinearSVC(C=1.0, max_iter=10000, random_state=0).fit(presence.multiply(r).tocsr(),
-                                                                 positive)
+    scaled = presence.multiply(r).tocsr()
+    svm = LinearSVC(C=1.0, max_iter=10000, random_state=0).fit(scaled, positive)
+    w, b = svm.coef_[0], svm.intercept_[0]
     plain = NBSVMClassifier(beta=1.0, random_state=0).fit(counts, y)   # no interpolation
     np.testing.assert_allclose(plain.log_count_ratio_[0], r)
-    np.testing.assert_allclose(plain.coef_[0], svm.coef_[0], rtol=1e-10)
-    np.testing.assert_allclose(plain.decision_function(counts), svm.decision_function(
-        presence.multiply(r).tocsr()), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(plain.coef_[0], w, rtol=1e-10)
+    np.testing.assert_allclose(plain.decision_function(counts), svm.decision_function(scaled),
+                               rtol=1e-10, atol=1e-12)
     model = NBSVMClassifier(random_state=0).fit(counts, y)            # beta = 0.25
-    w = interpolate_weights(svm.coef_[0], 0.25)
-    np.testing.assert_allclose(model.coef_[0], w, rtol=1e-10)
+    np.testing.assert_allclose(model.svm_coef_[0], w, rtol=1e-10)
+    np.testing.assert_allclose(model.svm_intercept_[0], b, rtol=1e-10)
+    # the bias is the last of |V| + 1 weights: w_bar = (||w||_1 + |b|) / (|V| + 1)
+    w_bar = (np.abs(w).sum() + abs(b)) / (len(w) + 1)
+    np.testing.assert_allclose(model.coef_[0], 0.75 * w_bar + 0.25 * w, rtol=1e-10)
+    np.testing.assert_allclose(model.intercept_[0], 0.75 * w_bar + 0.25 * b, rtol=1e-10)
     np.testing.assert_allclose(model.decision_function(counts),
-                               presence @ (r * w) + svm.intercept_[0], rtol=1e-10, atol=1e-12)
+                               presence @ (r * model.coef_[0]) + model.intercept_[0],
+                               rtol=1e-10, atol=1e-12)
     assert list(model.classes_) == ["neg", "pos"]
     assert ((model.decision_function(counts) > 0) == (model.predict(counts) == "pos")).all()
 

@@ -42,3 +42,5 @@ def test_cells_and_report(tmp_path):
     assert "| nbsvm-bigram | 100.0 +- 0.0 | 100.0 |" in text
     assert "| NBSVM-bi | nbsvm-bigram | 79.4 | 100.0 | +20.6 (0.0) |" in text
     assert "svm-trigram" not in text  # rows only for baselines that ran
+    assert all("accuracy_bias_kept" in r for r in mr["runs"])
+    assert "| nbsvm-bigram | 100.0 | 100.0 | 100.0 | 100.0 |" in text  # b interpolated, kept
