@@ -44,3 +44,11 @@ def test_cells_and_report(tmp_path):
     assert "svm-trigram" not in text  # rows only for baselines that ran
     assert all("accuracy_bias_kept" in r for r in mr["runs"])
     assert "| nbsvm-bigram | 100.0 | 100.0 | 100.0 | 100.0 |" in text  # b interpolated, kept
+    assert "Fold partitions" not in text
+    other = text_baselines.run_cell("mr", "mnb-unigram", data_dir=data, fold_seed=1, n_folds=3)
+    assert other["fold_seed"] == 1
+    record["cells"][text_baselines.cell_key("mr", "mnb-unigram", 0, 1)] = other
+    again = text_baselines.report_text(record)
+    assert "| MR | mnb-unigram | " in again and "fold seed 1" in again
+    # the main tables still use fold seed 0 only
+    assert again.split("## Time")[0] == text.split("## Time")[0]
