@@ -221,7 +221,8 @@ def _literature(by, datasets) -> list:
             ours = 100 * cell["accuracy_mean"]
             se = (f" ({100 * cell['accuracy_std'] / np.sqrt(len(cell['runs'])):.1f})"
                   if len(cell["runs"]) > 1 else "")
-            row += [f"{theirs[d]}{mark}", f"{ours:.1f}", f"{ours - theirs[d]:+.1f}{se}"]
+            diff = round(ours - theirs[d], 1) + 0.0  # + 0.0: no "-0.0"
+            row += [f"{theirs[d]}{mark}", f"{ours:.1f}", f"{diff:+.1f}{se}"]
         lines.append("| " + " | ".join(row) + " |")
     beyond = [f"{d.upper()} {model.upper()}-{'bi' if bag == 'bigram' else 'uni'} "
               f"({100 * by[(d, f'{model}-{bag}')]['accuracy_mean'] - theirs[d]:+.1f})"

@@ -17,7 +17,7 @@ these tables: Wang & Manning's "NBSVM-bi" and Johnson & Zhang's "bow2" hold unig
 model     features                                        classifier
 ========  ==============================================  ================================
 ``svm``   tf-idf: (1 + log tf) * idf, rows L2-normalised  ``LinearSVC(C=1)`` (squared hinge)
-``lr``    the same tf-idf                                  ``LogisticRegression(C=1)`` (lbfgs)
+``lr``    the same tf-idf                                 ``LogisticRegression(C=1)`` (lbfgs)
 ``nbsvm`` binary (n-gram present or not)                  :class:`NBSVMClassifier`
 ``mnb``   binary                                          ``MultinomialNB(alpha=1)``
 ========  ==============================================  ================================
@@ -25,9 +25,9 @@ model     features                                        classifier
 ``svm`` and ``lr`` take scikit-learn's defaults (C = 1, chosen by no data); ``nbsvm`` and
 ``mnb`` are Wang & Manning's (2012) settings (binarised features, alpha = 1, C = 1,
 beta = 0.25).  Tune any of them with ``GridSearchCV`` on the step names, e.g.
-``{"classifier__C": [0.1, 1, 10]}``.  ``svm`` and ``nbsvm`` have ``decision_function``;
-``lr`` and ``mnb`` have ``predict_proba`` too.  A seed (``random_state``) gives the same model
-on every run (only the SVMs' coordinate descent draws random numbers).
+``{"classifier__C": [0.1, 1, 10]}``.  ``svm``, ``lr`` and ``nbsvm`` have
+``decision_function``, ``lr`` and ``mnb`` ``predict_proba``.  A seed (``random_state``) gives
+the same model on every run (only the SVMs' coordinate descent draws random numbers).
 
 Only NBSVM's log-count-ratio scaling and its weight interpolation are written here
 (:func:`log_count_ratio`, :func:`interpolate_weights`, :class:`NBSVMClassifier`); everything
