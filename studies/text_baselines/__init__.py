@@ -1,0 +1,1 @@
+"""The text_baselines study: see its script, `text_baselines.py`."""
