@@ -30,7 +30,6 @@ from .modes.gibbs import GibbsMode
 from .params import (CPGBN_PARAMETERS, DEFAULT_TOKEN_COUNT, MODEL as MODEL_PARAMETERS,
                      PGBN_PARAMETERS, declare_init)
 from .text.corpus import Corpus
-from .text.readers import read_labeled
 from .text.stream import TextFile
 from .text.vocabulary import Vocabulary
 
@@ -300,7 +299,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
             training = self._file_training(X, settings, seed, checkpointing, mode)
         else:
             if isinstance(X, TextFile):
-                X, file_labels = (read_labeled(X.path) if X.labeled else (X.read_texts(), None))
+                X, file_labels = X.read()
                 y = file_labels if y is None else y
             corpus = self._corpus(X, None, settings["vocab_size"])
             if len(corpus) == 0:
@@ -399,7 +398,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
         data = self._data(corpus, self.globals_.D.shape[1])
         mode = self._mode(settings)   # Gibbs inference with the globals fixed, in every mode
         gibbs = mode if isinstance(mode, GibbsMode) else GibbsMode(settings)
-        self._check_memory(gibbs.inference_bytes(data, self.layers_, len(self.vocabulary_)))
+        self._check_memory(gibbs.sweep_bytes(data, self.layers_, len(self.vocabulary_)))
         inferred = Inference(corpus, data, None)
         hook = None if on_sweep is None else (lambda state, collector: on_sweep(state, inferred))
         inferred.result = gibbs.infer(self._fitted_state(), data, n_iter=n_iter,

@@ -111,12 +111,9 @@ def data_file(data: str, fmt: str):
 def read_documents(data: str, split: str, data_dir, fmt: str):
     """(texts, labels or None) from a file path or a dataset name."""
     from ..datasets import DATASETS, load_dataset
-    from ..text import read_labeled
     source = data_file(data, fmt)
     if source is not None:
-        if source.labeled:
-            return read_labeled(source.path)
-        return source.read_texts(), None
+        return source.read()
     if data.lower() in DATASETS:
         return load_dataset(data, split, data_dir=data_dir)
     raise CPGBNInputError(f"{data!r} is neither an existing file nor a dataset name "

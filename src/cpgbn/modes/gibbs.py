@@ -54,6 +54,11 @@ class GibbsMode(InferenceMode):
     def training_bytes(self, data: ConvData, layers, vocab_size: int) -> int:
         return self._gibbs_bytes(data, layers, vocab_size, training=True)
 
+    def sweep_bytes(self, data: ConvData, layers, vocab_size: int) -> int:
+        """Bytes :meth:`infer` needs for ``data`` (Gibbs sweeps with the globals fixed, in
+        every mode: ``CPGBN.infer`` checks it)."""
+        return self._gibbs_bytes(data, layers, vocab_size, training=False)
+
     def _gibbs_bytes(self, data: ConvData, layers, vocab_size: int, training: bool) -> int:
         import numba
 
@@ -63,8 +68,7 @@ class GibbsMode(InferenceMode):
                               data.filter_width, layers, n_threads, training)
 
     def inference_bytes(self, data: ConvData, layers, vocab_size: int) -> int:
-        """Bytes :meth:`infer` needs for ``data``."""
-        return self._gibbs_bytes(data, layers, vocab_size, training=False)
+        return self.sweep_bytes(data, layers, vocab_size)
 
     def fit(self, training: Training) -> FittedState:
         from ..inference.checkpoint import fingerprint

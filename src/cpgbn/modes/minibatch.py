@@ -24,7 +24,7 @@ from ..errors import CPGBNInputError, check_int
 from ..inference.batches import ConvDataBlocks, TextFileBlocks
 from ..inference.checkpoint import fingerprint
 from ..layers.cells import ConvData
-from .base import FittedState, Training, features
+from .base import FittedState, Training, features, numba_threads
 from .gibbs import GibbsMode
 
 __all__ = ["BLOCK_DOCS", "LOCAL_BURN_IN", "LOCAL_COLLECT", "MinibatchMode",
@@ -104,8 +104,9 @@ class MinibatchMode(GibbsMode):
         s = self.settings
         return s["n_epochs"] * steps_per_epoch(n_docs, s["batch_size"], block_docs)
 
-    def learn(self, training: Training, source, n_steps: int) -> tuple[object, dict]:
-        """Run the algorithm over ``source``: (its result, extra fitted attributes)."""
+    def learn(self, training: Training, source, common: dict) -> tuple[object, dict]:
+        """Run the algorithm over ``source`` with the loop's arguments ``common`` (seed,
+        batch size, checkpointing, progress): (its result, extra fitted attributes)."""
         raise NotImplementedError
 
     def fit(self, training: Training) -> FittedState:
@@ -158,11 +159,10 @@ class MinibatchGibbsMode(MinibatchMode):
 
     def training_bytes(self, data: ConvData, layers, vocab_size: int) -> int:
         # every training document is inferred at once afterwards (train_theta_)
-        return self.inference_bytes(data, layers, vocab_size)
+        return self.sweep_bytes(data, layers, vocab_size)
 
     def learn(self, training: Training, source, common: dict):
         from ..inference.minibatch import fit_minibatch_gibbs
-        from .base import numba_threads
         with numba_threads(self.settings["n_threads"]):
             run = fit_minibatch_gibbs(source, training.layers, len(training.vocabulary),
                                       training.hyper, burn_in=LOCAL_BURN_IN,

@@ -62,7 +62,11 @@ class TextFile:
 
     def read_texts(self) -> list[str]:
         """Every document at once (for the modes that hold the corpus in memory anyway)."""
-        return read_labeled(self.path)[0] if self.labeled else read_lines(self.path)
+        return self.read()[0]
+
+    def read(self) -> tuple[list[str], list[str] | None]:
+        """(every document, their labels or None for an unlabelled file), read at once."""
+        return read_labeled(self.path) if self.labeled else (read_lines(self.path), None)
 
 
 @dataclass(frozen=True)
