@@ -183,12 +183,13 @@ class EncoderBackend(Protocol):
     def gibbs_backend(self, data, seed: int) -> Backend:
         """The Gibbs draws (:class:`Backend`) on the encoder's device over ``data``."""
 
-    def gradient(self, batch, groups: list, seed: int, globals_):
+    def gradient(self, batch, groups: list, seed: int, globals_, rate_prior=None):
         """Algorithm 1, steps 1-2 before the update: zero the gradient, then, group of
         documents by group (index arrays into ``batch``, drawing from one generator seeded by
         ``seed`` in turn), draw w and theta^(2..T) from q and add the group's share of the
-        batch's mean negative ELBO to the gradient.  Returns (loss, KL) per document of the
-        batch as floats and the last group's draw."""
+        batch's mean negative ELBO to the gradient, its prior rates c the conditional means
+        at the draw for ``rate_prior`` = (e0, f0) (None: 1).  Returns (loss, KL) per document
+        of the batch as floats and the last group's draw."""
 
     def apply_gradient(self, max_grad_norm: float | None) -> None:
         """One optimiser step (Adam) on the accumulated gradient, its norm clipped first."""
@@ -196,6 +197,10 @@ class EncoderBackend(Protocol):
     def draw_locals(self, draw) -> tuple:
         """A draw's w (float32 (P, K_1)) and theta^(1..T) (float64), detached: the local
         variables of the documents as a Gibbs state holds them."""
+
+    def draw_rates(self, draw, r, rate_prior) -> list:
+        """The rates c^(2..T+1) of a draw's documents as :meth:`gradient` took them (float64
+        (B,) arrays of this backend)."""
 
     def expected_kernel_counts(self, draw, D):
         """E[n_{k,v,f} | w, D] over a draw's documents, float64 (V, F, K_1)."""

@@ -7,8 +7,9 @@ Step i (1-based) on a minibatch of B documents out of N:
    theta^(2..T) from its upward-downward q (reparameterised; a torch generator seeded by
    (seed, i));
 2. the loss, the negative ELBO per document averaged over the batch
-   (:func:`~cpgbn.backends.torch.elbo.elbo_terms` with the globals as constants and the prior
-   rates c at 1), takes one optimiser step (Adam, the gradient's norm clipped at
+   (:func:`~cpgbn.backends.torch.elbo.elbo_terms` with the globals as constants and, by
+   ``prior_rates``, the prior rates c^(t+1)_j at their conditional means given the draw,
+   :func:`~cpgbn.backends.torch.elbo.conditional_rates`, or at 1 as WHAI), takes one optimiser step (Adam, the gradient's norm clipped at
    ``max_grad_norm``) on the encoder's weights; loss and gradient are accumulated over groups
    of whole documents of about :data:`ENCODER_CHUNK_POSITIONS` positions (memory), the
    groups drawing from the step's generator in turn;
@@ -71,7 +72,7 @@ from .training import StepReport, TrainingTrace, train
 from .minibatch import MinibatchGibbs
 from .updates import TLASGRGlobalUpdate
 
-__all__ = ["GLOBAL_STATISTICS", "ENCODER_PRECISIONS", "HybridTrainer", "HybridResult",
+__all__ = ["GLOBAL_STATISTICS", "PRIOR_RATES", "ENCODER_PRECISIONS", "HybridTrainer", "HybridResult",
            "fit_hybrid", "encoder_features", "refine_with_gibbs", "build_encoder"]
 
 #: Positions per group of documents in the encoder's step: the batch's loss and gradient are
@@ -98,6 +99,10 @@ def document_groups(doc_positions, max_positions: int) -> list:
 
 #: Where the TLASGR step's statistics come from (:class:`HybridTrainer`'s ``global_statistics``).
 GLOBAL_STATISTICS = ("gibbs", "encoder")
+#: The prior rates c of the encoder's ELBO (:class:`HybridTrainer`'s ``prior_rates``):
+#: "conditional", the model's rates at their conditional means given the draw; "one", WHAI's
+#: rates fixed at 1 (the earlier default, kept to reproduce docs/hybrid.md's measurements).
+PRIOR_RATES = ("conditional", "one")
 #: ``CPGBN(encoder_precision=...)``: the arithmetic of the encoder's position head when it
 #: computes features (float32: the encoder's own; bfloat16: ``mean_thetas(head_dtype=...)``)
 ENCODER_PRECISIONS = ("float32", "bfloat16")
@@ -157,6 +162,8 @@ class HybridTrainer:
         orders of magnitude above the rest (docs/hybrid.md).
     global_statistics : "gibbs" or "encoder" -- step 3 of the module docstring.
     local_sweeps : (burn-in, collected) local Gibbs sweeps per step ("gibbs" only).
+    prior_rates : "conditional" or "one" -- the rates c of the ELBO's priors
+        (:data:`PRIOR_RATES`).
 
     The encoder's side is an :class:`~cpgbn.inference.backend.EncoderBackend` on ``device``
     (:attr:`encoder_backend`); :attr:`globals` are the globals as its arrays.
@@ -167,7 +174,8 @@ class HybridTrainer:
                  encoder_options: dict | None = None,
                  schedule: TLASGRSchedule = TLASGRSchedule(),
                  globals_: GlobalParameters | None = None, max_grad_norm: float | None = 10.0,
-                 global_statistics: str = "gibbs", local_sweeps: tuple[int, int] = (5, 5)):
+                 global_statistics: str = "gibbs", local_sweeps: tuple[int, int] = (5, 5),
+                 prior_rates: str = "conditional"):
         from .minibatch import check_globals, initial_globals
 
         self.layers = tuple(int(k) for k in layers)
@@ -188,6 +196,12 @@ class HybridTrainer:
             raise CPGBNInputError(f"global_statistics must be one of {GLOBAL_STATISTICS}, got "
                                   f"{global_statistics!r}")
         self.global_statistics = global_statistics
+        if prior_rates not in PRIOR_RATES:
+            raise CPGBNInputError(f"prior_rates must be one of {PRIOR_RATES}, got "
+                                  f"{prior_rates!r}")
+        self.prior_rates = prior_rates
+        self.rate_prior = (float(hyper.e0), float(hyper.f0)) if prior_rates == "conditional" \
+            else None
         burn, collect = (int(x) for x in local_sweeps)
         if burn < 0 or collect < 1:
             raise CPGBNInputError(f"local_sweeps must be (burn-in >= 0, collected >= 1), got "
@@ -239,7 +253,7 @@ class HybridTrainer:
                 "N": self.update.n_docs_total, "device": self.encoder_backend.device_type,
                 "max_grad_norm": self.max_grad_norm,
                 "global_statistics": self.global_statistics,
-                "local_sweeps": list(self.local_sweeps)}
+                "local_sweeps": list(self.local_sweeps), "prior_rates": self.prior_rates}
 
     def sampler_for(self, batch):
         """The Gibbs schedule on the encoder's device (the PyTorch backend) over ``batch``, with
@@ -263,7 +277,8 @@ class HybridTrainer:
         else:     # the encoder's statistics need the whole batch's draw at once
             groups = [np.arange(batch.n_docs)]
         loss, kl, draw = self.encoder_backend.gradient(
-            batch, groups, derived_seed(self.seed, _ENCODER_DRAW, i), self.globals)
+            batch, groups, derived_seed(self.seed, _ENCODER_DRAW, i), self.globals,
+            self.rate_prior)
         report = StepReport(loss, kl, batch.n_docs)
         if not (np.isfinite(report.loss) and np.isfinite(report.kl)):
             return report                      # the driver stops; nothing is changed
@@ -279,14 +294,15 @@ class HybridTrainer:
     def _encoder_statistics_step(self, i: int, batch, draw) -> None:
         """``global_statistics="encoder"``: the statistics of the globals from the encoder's
         draw (paper Algorithm 1, module docstring, step 3), then the TLASGR step."""
-        g, T = self.globals, len(self.layers)
+        g = self.globals
         sampler = self.sampler_for(batch)
         b = sampler.backend
         K1, n_docs = self.layers[0], batch.n_docs
         w, theta = self.encoder_backend.draw_locals(draw)
+        rates = self.encoder_backend.draw_rates(draw, g.r, self.rate_prior)
         state = GibbsState(
             globals=g, w=w, m=b.full((batch.n_positions, K1), 0, b.count_dtype), theta=theta,
-            c=[b.full(n_docs, 1.0, np.float64) for _ in range(T)],
+            c=rates,
             A=b.full((n_docs, K1), 0, b.count_dtype), loglik=b.full(n_docs, 0.0, np.float64),
             sweep=i)
         stats = sampler.statistics_given_locals(state, i)
@@ -345,7 +361,8 @@ def fit_hybrid(source, layers, vocab_size: int, hyper: Hyperparameters, *, seed:
                encoder_options: dict | None = None, schedule: TLASGRSchedule = TLASGRSchedule(),
                globals_: GlobalParameters | None = None,
                max_grad_norm: float | None = 10.0, global_statistics: str = "gibbs",
-               local_sweeps: tuple[int, int] = (5, 5), checkpoint_dir=None,
+               local_sweeps: tuple[int, int] = (5, 5), prior_rates: str = "conditional",
+               checkpoint_dir=None,
                checkpoint_every: int = 50, resume: bool = False,
                progress=None, on_step=None) -> HybridResult:
     """Fit the globals and the encoder by Algorithm 1 (module docstring).
@@ -363,7 +380,8 @@ def fit_hybrid(source, layers, vocab_size: int, hyper: Hyperparameters, *, seed:
                               learning_rate=learning_rate, device=device,
                               encoder_options=encoder_options, schedule=schedule,
                               globals_=globals_, max_grad_norm=max_grad_norm,
-                              global_statistics=global_statistics, local_sweeps=local_sweeps)
+                              global_statistics=global_statistics, local_sweeps=local_sweeps,
+                              prior_rates=prior_rates)
     trace = train(algorithm, Minibatches(source, batch_size, seed), n_steps,
                   checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every,
                   resume=resume, progress=progress, on_step=on_step)

@@ -17,7 +17,10 @@ sample of the layer above* (the expectation over that sample is the Monte Carlo 
 
 The rates c^(t+1)_j are arguments (``rates[t - 1]`` for layer t, the convention of
 :class:`~cpgbn.inference.state.GibbsState.c`), scalars or per-document tensors; WHAI fixes them
-at 1, the default here.
+at 1, the default here.  The model has them as latent variables, c^(t+1)_j ~ Gam(e0, 1/f0),
+that its Gibbs chain samples: :func:`conditional_rates` gives their conditional means at a
+draw, which the hybrid trainer passes (inference notes, section 6: with the rates at 1 the
+posterior rate of w is 2 where the chain's is 1 + c^(2), which shrinks w and theta^(1)).
 
 Likelihood (inference notes, sections 2 and 4).  Cell (v, l) of document j has rate
 lambda_jvl = sum_{f, k} w_{j,k,s = l - f} d_{k,v,f} over the valid positions s; because each
@@ -47,7 +50,7 @@ from .packed import PackedDocuments, segment_sum
 from .weibull import weibull_gamma_kl
 
 __all__ = ["RATE_FLOOR", "ElboTerms", "cell_rates", "log_likelihood", "kl_divergences",
-           "elbo_terms", "expected_kernel_counts"]
+           "elbo_terms", "conditional_rates", "expected_kernel_counts"]
 
 #: Floor of a cell's rate lambda.  A cell whose candidates all sit at tiny w and d (w can be as
 #: small as the float's tiny, d a floored kernel entry) would underflow to lambda = 0 and
@@ -149,6 +152,30 @@ def kl_divergences(batch: PackedDocuments, sample: WeibullSample, phi, r, rates=
                               prior_shape(t).clamp_min(tiny), rates[t - 1][:, None])
         kls.append(kl.sum(dim=1))
     return kls
+
+
+def conditional_rates(sample: WeibullSample, r, e0: float, f0: float) -> list:
+    """E[c^(t+1)_j | theta^(t)_j, theta^(t+1)_j] at the draw ``sample``, for t = 1..T: a list
+    of (B,) tensors, no gradient (the ``rates`` of :func:`kl_divergences`).
+
+    The Gibbs chain draws c^(t+1)_j ~ Gam(e0 + sum_k (Phi^(t+1) theta^(t+1)_j)_k,
+    1 / (f0 + sum_k theta^(t)_jk)) (inference notes, section 3; r_k in place of the shapes at
+    the top); since every column of Phi sums to 1 the shape's sum is sum_k theta^(t+1)_jk, and
+    for the weights (t = 1) the positions' prior shapes a_jk / S_j add up to sum_k a_jk over
+    the document, against theta^(1)_j = sum_s w_js.  The mean of that gamma is
+    (e0 + sum_k theta^(t+1)_jk) / (f0 + sum_k theta^(t)_jk).  Taken as constants of the
+    encoder's gradient (a coordinate step on c, as the chain's own conditional draw), not
+    differentiated.
+    """
+    with torch.no_grad():
+        T = sample.n_layers
+        theta = [t.detach() for t in sample.theta]
+        top = torch.as_tensor(r, dtype=theta[0].dtype, device=theta[0].device).sum()
+        rates = []
+        for t in range(1, T + 1):
+            above = top if t == T else theta[t].sum(dim=1)
+            rates.append((e0 + above) / (f0 + theta[t - 1].sum(dim=1)))
+        return rates
 
 
 def elbo_terms(batch: PackedDocuments, sample: WeibullSample, D, phi, r,

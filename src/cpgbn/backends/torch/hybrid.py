@@ -32,7 +32,7 @@ import torch
 
 from ...errors import CPGBNInputError
 from .backend import TorchBackend, resolve_device
-from .elbo import elbo_terms, expected_kernel_counts
+from .elbo import conditional_rates, elbo_terms, expected_kernel_counts
 from .encoder import WeibullConvEncoder, WeibullSample
 from .packed import PackedDocuments, pack
 
@@ -111,13 +111,16 @@ class TorchEncoderBackend:
         return TorchBackend(data, seed, device=self.device)
 
     # ------------------------------------------------------------------ training
-    def gradient(self, batch, groups: list, seed: int, globals_):
+    def gradient(self, batch, groups: list, seed: int, globals_, rate_prior=None):
         """Zero the gradient; for each group of documents of ``batch`` (index arrays; one
         group: the batch as it is), draw from q with the step's generator (seeded by ``seed``,
         so the groups draw in turn) and add the group's share of the batch's mean negative
         ELBO to the gradient.  Returns (loss, KL) per document as floats and the last
         group's :class:`EncoderDraw`.  The documents are independent given the globals, so the
-        batch's gradient is the sum of its groups', whatever the grouping."""
+        batch's gradient is the sum of its groups', whatever the grouping.
+
+        ``rate_prior``: (e0, f0), the prior of the rates c: the KL terms take the rates'
+        conditional means at the draw (:func:`~.elbo.conditional_rates`); None: rates 1."""
         generator = torch.Generator(device=self.device)
         generator.manual_seed(seed)
         self.encoder.train()
@@ -127,17 +130,18 @@ class TorchEncoderBackend:
         for docs in groups:
             packed = pack(batch, None if len(groups) == 1 else docs, device=self.device)
             draw, part_loss, part_kl = self._loss_and_gradient(packed, generator, batch.n_docs,
-                                                               globals_)
+                                                               globals_, rate_prior)
             loss, kl = loss + part_loss, kl + part_kl
         return loss, kl, draw
 
-    def _loss_and_gradient(self, packed, generator, n_batch: int, globals_):
+    def _loss_and_gradient(self, packed, generator, n_batch: int, globals_, rate_prior):
         """Draw from q for the documents ``packed`` (part of a batch of ``n_batch``) and add
         their share of the batch's mean negative ELBO to the gradient; returns (the draw, their
         share of the loss, of the KL)."""
         g = globals_
         sample = self.encoder.sample(packed, g.phi, generator=generator)
-        terms = elbo_terms(packed, sample, g.D, g.phi, g.r)
+        rates = None if rate_prior is None else conditional_rates(sample, g.r, *rate_prior)
+        terms = elbo_terms(packed, sample, g.D, g.phi, g.r, rates)
         loss = terms.negative_elbo.sum() / n_batch
         kl = float(torch.stack(terms.kl).sum(dim=0).sum().detach()) / n_batch
         if torch.isfinite(loss):
@@ -156,6 +160,17 @@ class TorchEncoderBackend:
         sample = draw.sample
         return (sample.w.detach().to(torch.float32),
                 [t.detach().to(torch.float64) for t in sample.theta])
+
+    @staticmethod
+    def draw_rates(draw: EncoderDraw, r, rate_prior) -> list:
+        """The rates c^(2..T+1) of the draw's documents as the ELBO took them (float64, (B,)
+        each): the conditional means for ``rate_prior`` (e0, f0), ones for None."""
+        sample = draw.sample
+        if rate_prior is None:
+            n_docs = sample.theta[0].shape[0]
+            return [sample.w.new_ones(n_docs, dtype=torch.float64)
+                    for _ in range(sample.n_layers)]
+        return [c.to(torch.float64) for c in conditional_rates(sample, r, *rate_prior)]
 
     @staticmethod
     def expected_kernel_counts(draw: EncoderDraw, D) -> torch.Tensor:
