@@ -276,3 +276,13 @@ def test_bad_input_raises():
         WeibullConvEncoder(V, LAYERS, F, w_shape_above="half")
     with pytest.raises(CPGBNInputError, match="out of range"):
         pack(from_token_sequences(tokens, offsets, F), docs=[2])
+
+
+def test_a_saved_configuration_without_the_shape_choice_rebuilds_the_paper_form():
+    # models saved before "pooled" became the default name no choice; theirs was "paper"
+    from cpgbn.backends.torch.hybrid import build_encoder
+    from cpgbn.inference.hybrid import ENCODER_DEFAULTS
+    old = {"vocab_size": V, "layers": list(LAYERS), "filter_width": F}
+    assert build_encoder(old).w_shape_above == "paper"
+    assert build_encoder({**old, **ENCODER_DEFAULTS}).w_shape_above == "pooled"
+    assert WeibullConvEncoder(V, LAYERS, F).w_shape_above == ENCODER_DEFAULTS["w_shape_above"]

@@ -37,15 +37,24 @@ OUT = RESULTS / "hybrid_statistics"
 V, F, K1, K2 = 30, 3, 4, 2
 BACKGROUND, N_DOCS, DOC_LENGTH = 0.2, 300, 15
 PHI = np.array([[0.45, 0.05], [0.45, 0.05], [0.05, 0.45], [0.05, 0.45]])
-#: (statistics, seed, steps, start, max_grad_norm): start "random" (Dir(1) globals) or
-#: "planted" (the generating globals); the clip None is the unclipped encoder gradient.
-CELLS = ([("gibbs", seed, 300, "random", 10.0) for seed in (0, 1, 2)]
-         + [("encoder", seed, steps, "random", 10.0) for seed in (0, 1, 2)
+#: (statistics, seed, steps, start, max_grad_norm, prior_rates, w_shape_above): start
+#: "random" (Dir(1) globals) or "planted" (the generating globals); the clip None is the
+#: unclipped encoder gradient; the last two are the trainer's ELBO rates and q(w)'s shape
+#: (issue 25 measured with rates 1 and "pooled"; issue 35 adds the model's rates and both
+#: shapes).
+ISSUE_25 = ("one", "pooled")
+CELLS = ([("gibbs", seed, 300, "random", 10.0) + ISSUE_25 for seed in (0, 1, 2)]
+         + [("encoder", seed, steps, "random", 10.0) + ISSUE_25 for seed in (0, 1, 2)
             for steps in (300, 1500)]
-         + [(statistics, 0, 1500, "planted", 10.0) for statistics in ("gibbs", "encoder")]
-         + [("gibbs", 0, 1500, "planted", None)])
-OPTIONS = dict(batch_size=50, learning_rate=3e-3, local_sweeps=(5, 5),
-               encoder_options={"w_shape_above": "pooled"})
+         + [(statistics, 0, 1500, "planted", 10.0) + ISSUE_25
+            for statistics in ("gibbs", "encoder")]
+         + [("gibbs", 0, 1500, "planted", None) + ISSUE_25]
+         + [(statistics, seed, steps, "random", 10.0, "conditional", shape)
+            for shape in ("pooled", "paper") for seed in (0, 1, 2)
+            for statistics, steps in (("gibbs", 300), ("encoder", 1500))]
+         + [("encoder", 0, 1500, "planted", 10.0, "conditional", shape)
+            for shape in ("pooled", "paper")])
+OPTIONS = dict(batch_size=50, learning_rate=3e-3, local_sweeps=(5, 5))
 
 
 def planted_corpus():
@@ -76,13 +85,15 @@ def recovery(D, learned: GlobalParameters) -> tuple[float, float]:
     return float(cost[rows, cols].max()), phi_tv
 
 
-def run_cell(statistics: str, seed: int, steps: int, start_at: str, clip) -> dict:
+def run_cell(statistics: str, seed: int, steps: int, start_at: str, clip,
+             prior_rates: str = "one", w_shape_above: str = "pooled") -> dict:
     D, data, hyper, planted = planted_corpus()
     start = time.perf_counter()
     fit = fit_hybrid(data, (K1, K2), V, hyper, seed=seed, n_steps=steps,
                      global_statistics=statistics, max_grad_norm=clip,
                      globals_=planted if start_at == "planted" else None, progress=False,
-                     **OPTIONS)
+                     prior_rates=prior_rates,
+                     encoder_options={"w_shape_above": w_shape_above}, **OPTIONS)
     seconds = time.perf_counter() - start
     kernel_tv, phi_tv = recovery(D, fit.globals)
     encoder = encoder_features(fit.encoder_config, fit.encoder_weights, fit.globals, data)[0]
@@ -90,7 +101,8 @@ def run_cell(statistics: str, seed: int, steps: int, start_at: str, clip) -> dic
     gibbs = sampler.run(sampler.local_state(fit.globals, 0), 60, 30).theta_mean[0]
     rows = lambda x: x / x.sum(axis=1, keepdims=True)  # noqa: E731
     return {"statistics": statistics, "seed": seed, "steps": steps, "start": start_at,
-            "max_grad_norm": clip, "options": repr(OPTIONS),
+            "max_grad_norm": clip, "options": repr(OPTIONS), "prior_rates": prior_rates,
+            "w_shape_above": w_shape_above,
             "worst_kernel_tv": round(kernel_tv, 3), "worst_phi_tv": round(phi_tv, 3),
             "median_loss_last_50": round(float(np.median(fit.trace.loss[-50:])), 1),
             "encoder_theta1_doc_sum": float(encoder.sum(axis=1).mean()),
@@ -106,12 +118,18 @@ def report(cells: dict) -> str:
              "tests/test_recovery.py, batches of 50, one thread; random start of the globals "
              "(worst kernel TV about 0.75). Tolerances of the recovery tests: kernel 0.15, "
              "Phi 0.2.", "",
-             "| statistics | start | clip | seed | steps | worst kernel TV | worst Phi TV | loss (last 50) | "
-             "theta1 sum encoder / Gibbs | corr (normalised) | s |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for c in sorted(cells.values(), key=lambda c: (c["start"], c["statistics"], c["steps"],
+             "| statistics | rates | q(w) shape | start | clip | seed | steps | worst kernel TV "
+             "| worst Phi TV | loss (last 50) | theta1 sum encoder / Gibbs | corr (normalised) "
+             "| s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for c in cells.values():   # the records before issue 35 had rates 1 and "pooled"
+        c.setdefault("prior_rates", "one")
+        c.setdefault("w_shape_above", "pooled")
+    for c in sorted(cells.values(), key=lambda c: (c["prior_rates"], c["w_shape_above"],
+                                                   c["start"], c["statistics"], c["steps"],
                                                    c["seed"], str(c["max_grad_norm"]))):
-        lines.append(f"| {c['statistics']} | {c['start']} | {c['max_grad_norm']} | {c['seed']} | {c['steps']} | "
+        lines.append(f"| {c['statistics']} | {c['prior_rates']} | {c['w_shape_above']} | "
+                     f"{c['start']} | {c['max_grad_norm']} | {c['seed']} | {c['steps']} | "
                      f"{c['worst_kernel_tv']:.3f} | {c['worst_phi_tv']:.3f} | "
                      f"{c['median_loss_last_50']:.1f} | {c['encoder_theta1_doc_sum']:.3g} / "
                      f"{c['gibbs_theta1_doc_sum']:.3g} | {c['normalised_theta1_corr']:.3f} | "
@@ -132,7 +150,9 @@ def main(argv=None) -> None:
     record = load_cells(path)
     if not args.report:
         for cell in CELLS:
-            key = "{}|seed={}|steps={}|start={}|clip={}".format(*cell)
+            key = "{}|seed={}|steps={}|start={}|clip={}".format(*cell[:5])
+            if cell[5:] != ISSUE_25:
+                key += "|rates={}|w={}".format(*cell[5:])
             if key in record["cells"]:
                 continue
             record["cells"][key] = run_cell(*cell)

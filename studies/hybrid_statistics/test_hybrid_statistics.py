@@ -15,4 +15,4 @@ def test_cell_records_recovery_and_features_and_the_table_shows_them():
     assert np.isfinite(cell["median_loss_last_50"]) and cell["gibbs_theta1_doc_sum"] > 0
     assert -1 <= cell["normalised_theta1_corr"] <= 1 and cell["commit"]
     table = study.report({"k": cell})
-    assert "| gibbs | planted | 10.0 | 0 | 3 |" in table
+    assert "| gibbs | one | pooled | planted | 10.0 | 0 | 3 |" in table

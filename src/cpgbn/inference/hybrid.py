@@ -99,6 +99,9 @@ def document_groups(doc_positions, max_positions: int) -> list:
 
 #: Where the TLASGR step's statistics come from (:class:`HybridTrainer`'s ``global_statistics``).
 GLOBAL_STATISTICS = ("gibbs", "encoder")
+#: The encoder's options (:class:`~cpgbn.backends.torch.encoder.WeibullConvEncoder`) unless
+#: ``encoder_options`` says otherwise; written into every new model's encoder configuration.
+ENCODER_DEFAULTS = {"pooling": "mean", "w_shape_above": "pooled"}
 #: The prior rates c of the encoder's ELBO (:class:`HybridTrainer`'s ``prior_rates``):
 #: "conditional", the model's rates at their conditional means given the draw; "one", WHAI's
 #: rates fixed at 1 (the earlier default, kept to reproduce docs/hybrid.md's measurements).
@@ -207,8 +210,10 @@ class HybridTrainer:
             raise CPGBNInputError(f"local_sweeps must be (burn-in >= 0, collected >= 1), got "
                                   f"{tuple(local_sweeps)}")
         self.local_sweeps = (burn, collect)
+        # every option written out, so that a saved model says what its encoder was
         self.encoder_config = {"vocab_size": self.vocab_size, "layers": list(self.layers),
-                               "filter_width": self.filter_width, **(encoder_options or {})}
+                               "filter_width": self.filter_width,
+                               **ENCODER_DEFAULTS, **(encoder_options or {})}
         # seeded initial weights (the caller's torch RNG untouched) and Adam
         self.encoder_backend: EncoderBackend = _torch_encoder().for_training(
             self.encoder_config, init_seed=derived_seed(self.seed, _ENCODER_INIT),

@@ -43,6 +43,9 @@ def build_encoder(encoder_config: dict, weights: dict | None = None, device="cpu
     """A WeibullConvEncoder from its config (vocab_size, layers, filter_width and the encoder's
     options) and weights (numpy arrays by ``state_dict`` name), on ``device``."""
     cfg = dict(encoder_config)
+    # a model saved before the encoder's default became "pooled" records no choice: its
+    # encoder was trained with "paper", and must be rebuilt so
+    cfg.setdefault("w_shape_above", "paper")
     encoder = WeibullConvEncoder(cfg.pop("vocab_size"), cfg.pop("layers"),
                                  cfg.pop("filter_width"), **cfg)
     if weights is not None:
