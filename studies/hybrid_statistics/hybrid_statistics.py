@@ -53,7 +53,13 @@ CELLS = ([("gibbs", seed, 300, "random", 10.0) + ISSUE_25 for seed in (0, 1, 2)]
             for shape in ("pooled", "paper") for seed in (0, 1, 2)
             for statistics, steps in (("gibbs", 300), ("encoder", 1500))]
          + [("encoder", 0, 1500, "planted", 10.0, "conditional", shape)
-            for shape in ("pooled", "paper")])
+            for shape in ("pooled", "paper")]
+         # the shipped path over more seeds and twice the steps: how often the globals'
+         # chain (minibatch Gibbs) settles in a local mode from a random start
+         + [("gibbs", seed, steps, "random", 10.0, "conditional", "pooled")
+            for seed in (3, 4, 5) for steps in (300,)]
+         + [("gibbs", seed, 600, "random", 10.0, "conditional", "pooled")
+            for seed in range(6)])
 OPTIONS = dict(batch_size=50, learning_rate=3e-3, local_sweeps=(5, 5))
 
 
