@@ -91,9 +91,11 @@ class CPGBN(TransformerMixin, BaseEstimator):
     feature_normalization : {"length", "none"}, default "length"
         Divide theta^(1)_j by the document length L_j (the authors' features) or not.
     random_state : int or None
-        Seed.  A seed gives the same model and features for any thread count.
+        Seed.  A seed gives the same model and features for any thread count; with
+        ``inference="hybrid"``, for one torch thread count (:mod:`cpgbn.inference.hybrid`).
     n_threads : int or None
-        numba threads during fit/transform (None: numba's default); restored afterwards.
+        numba threads during fit/transform, and torch's with ``inference="hybrid"`` (None:
+        their defaults); restored afterwards.
     memory_limit : int or None
         Bytes a fit or transform may use; before allocating, the estimate of
         :mod:`cpgbn.inference.memory` is checked against it and against the available memory.

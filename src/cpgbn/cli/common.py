@@ -95,7 +95,8 @@ def add_data_args(p, *, split_help="split of a named dataset"):
 
 def add_run_args(p):
     """``--threads`` and ``--quiet`` of the commands that run the sampler."""
-    p.add_argument("--threads", type=int, default=None, help="numba threads (default: all cores)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="numba threads, and torch's for the hybrid inference (default: all cores)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 

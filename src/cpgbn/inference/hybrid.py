@@ -41,8 +41,16 @@ TLASGR chain is an exact minibatch sampler given its local chains, whatever the 
 Every random number of step i is a function of (seed, i); with the encoder's weights, the
 optimiser's moments, the TLASGR state and the globals saved, a resumed run repeats the
 uninterrupted one exactly (:func:`cpgbn.inference.training.train`).  On the CPU a seed gives the
-same model on every run (torch's CPU kernels used here are deterministic for a fixed thread
-count).
+same model, bit for bit, on every run at one number of torch threads (``n_threads``, which the
+fit sets for torch as for numba; by default torch's own, fixed for a machine), a resumed run
+included: the encoder and the loss gather rows by
+:func:`~cpgbn.backends.torch.packed.gather_rows`, whose gradient adds in index order, where
+``x[index]``'s gradient adds with atomic additions from all threads in a varying order.
+Another number of threads may round differently: MKL splits its matrix products by thread
+count (the TREC fit of issue 35 gives the same model at 1 and 2 threads, and encoder weights
+up to 6e-6 apart at 4).  MKL's strict reproducible mode, ``MKL_CBWR=AUTO,STRICT`` in the
+environment before the process starts, removes that too: at 4 threads that fit then equals the
+2-thread one.
 
 New documents: :func:`encoder_features` (the encoder's deterministic mean path) and, for a few
 Gibbs refinement sweeps from there, :func:`refine_with_gibbs`.

@@ -46,7 +46,7 @@ import torch
 from ...errors import CPGBNInputError
 from ...layers.cells import BERNOULLI_POISSON
 from .encoder import WeibullSample
-from .packed import PackedDocuments, segment_sum
+from .packed import PackedDocuments, gather_rows, segment_sum
 from .weibull import weibull_gamma_kl
 
 __all__ = ["RATE_FLOOR", "ElboTerms", "cell_rates", "log_likelihood", "kl_divergences",
@@ -93,7 +93,7 @@ def cell_rates(batch: PackedDocuments, w: torch.Tensor, D) -> torch.Tensor:
         raise CPGBNInputError(f"D must have shape (V, {batch.filter_width}, {w.shape[1]}), "
                               f"got {tuple(D.shape)}")
     padded = torch.cat([w, w.new_zeros((1, w.shape[1]))])
-    return (padded[batch.cell_positions] * D[batch.cell_word]).sum(dim=(1, 2))
+    return (gather_rows(padded, batch.cell_positions) * D[batch.cell_word]).sum(dim=(1, 2))
 
 
 def log_likelihood(batch: PackedDocuments, w: torch.Tensor, D) -> torch.Tensor:
@@ -142,7 +142,7 @@ def kl_divergences(batch: PackedDocuments, sample: WeibullSample, phi, r, rates=
             return r.expand(B, r.shape[0])
         return sample.theta[t] @ phi[t - 1].T
 
-    per_position = prior_shape(1)[batch.position_doc] \
+    per_position = gather_rows(prior_shape(1), batch.position_doc) \
         / batch.n_positions.to(like.dtype)[batch.position_doc, None]
     kl_w = weibull_gamma_kl(sample.w_shape, sample.w_scale, per_position.clamp_min(tiny),
                             rates[0][batch.position_doc, None])

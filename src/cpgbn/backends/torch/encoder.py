@@ -67,7 +67,7 @@ import torch
 from torch import nn
 
 from ...errors import CPGBNInputError
-from .packed import PackedDocuments, segment_sum
+from .packed import PackedDocuments, gather_rows, segment_sum
 from .weibull import weibull_mean, weibull_rsample
 
 __all__ = ["WeibullConvEncoder", "EncoderOutput", "WeibullSample", "SHAPE_RANGE",
@@ -250,7 +250,7 @@ class WeibullConvEncoder(nn.Module):
         """The F-wide windows of pad(H) at the positions ``rows``, (n, F K_1), from H with its
         sentinel row (``_padded_hidden``)."""
         K1, F = self.layers[0], self.filter_width
-        return padded[batch.position_window[rows]].reshape(-1, F * K1)
+        return gather_rows(padded, batch.position_window[rows]).reshape(-1, F * K1)
 
     def _position_pre(self, padded: torch.Tensor, batch: PackedDocuments, rows=slice(None)):
         """[C_2; C_3] * pad(H) + [b_2; b_3] at the positions ``rows``: (n, 2 K_1)."""
@@ -377,7 +377,7 @@ class WeibullConvEncoder(nn.Module):
         w_shape = out.position_shape
         from_above = self._w_shape_from_above(upper, phi, batch)
         if from_above is not None:
-            w_shape = w_shape + from_above[batch.position_doc]
+            w_shape = w_shape + gather_rows(from_above, batch.position_doc)
         w = draw(w_shape, out.position_scale)
         theta1 = segment_sum(w, batch.position_doc, batch.n_docs)
         return WeibullSample(w, w_shape, out.position_scale, [theta1] + upper, shapes, scales)
