@@ -87,7 +87,7 @@ def test_fit_topics_transform(tmp_path, capsys, corpus_file):
     # the log-likelihood's scale depends on the observation model, so the line names it
     assert "log-likelihood per token" in out and "pseudo-counts per token)" in out
     assert "Traceback" not in err
-    assert sorted(p.name for p in model.iterdir()) == ["arrays.npz", "model.json"]
+    assert sorted(p.name for p in model.iterdir()) == ["arrays.npz", "model.json", "timings.json"]
 
     assert main(["topics", str(model), "--top", "3"]) == 0
     out, _ = capsys.readouterr()

@@ -131,13 +131,16 @@ def test_save_load_round_trip(fitted, tmp_path):
     assert meta["format_version"] == cpgbn.io.FORMAT_VERSION and meta["params"]["inference"] == mode
     with np.load(tmp_path / "m" / "arrays.npz", allow_pickle=False) as npz:   # no pickle
         keys = set(npz.files)
-    assert {"loss_trace_", "kl_trace_", "step_seconds_"} <= keys
+    assert {"loss_trace_", "kl_trace_"} <= keys and "step_seconds_" not in keys
     assert any(k.startswith("encoder/") for k in keys) == (mode == "hybrid")
     assert ("encoder_config" in meta) == (mode == "hybrid")
     loaded = CPGBN.load(tmp_path / "m")
     assert loaded.get_params() == model.get_params()
     assert_same_model(loaded, model)
     np.testing.assert_array_equal(loaded.kl_trace_, model.kl_trace_)
+    # the wall-clock times are saved apart from the model (timings.json)
+    np.testing.assert_array_equal(loaded.step_seconds_, model.step_seconds_)
+    np.testing.assert_array_equal(loaded.sweep_seconds_, model.sweep_seconds_)
     np.testing.assert_array_equal(loaded.transform(NEW), model.transform(NEW))
     if mode == "hybrid":
         assert loaded.encoder_config_ == model.encoder_config_
@@ -160,6 +163,29 @@ def test_a_format_2_gibbs_model_still_loads(tmp_path):
     assert old.inference == "gibbs" and old.format_version_ == 2
     np.testing.assert_array_equal(old.transform(NEW), model.transform(NEW))
     assert np.isfinite(old.log_likelihood())
+
+
+def test_a_version_3_model_loads_with_its_times(fitted, tmp_path):
+    """Versions 1-3 kept the sweeps' seconds in model.json and the steps' in arrays.npz."""
+    import hashlib
+    mode, model = fitted
+    folder = tmp_path / "m"
+    model.save(folder)
+    timings = json.loads((folder / "timings.json").read_text())
+    (folder / "timings.json").unlink()
+    with np.load(folder / "arrays.npz") as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    arrays["step_seconds_"] = np.asarray(timings["step_seconds_"])
+    np.savez(folder / "arrays.npz", **arrays)
+    meta = json.loads((folder / "model.json").read_text())
+    meta.update(format_version=3, sweep_seconds=timings["sweep_seconds_"],
+                arrays_sha256=hashlib.sha256((folder / "arrays.npz").read_bytes()).hexdigest())
+    (folder / "model.json").write_text(json.dumps(meta))
+    old = CPGBN.load(folder)
+    assert old.format_version_ == 3
+    np.testing.assert_array_equal(old.step_seconds_, model.step_seconds_)
+    np.testing.assert_array_equal(old.sweep_seconds_, model.sweep_seconds_)
+    np.testing.assert_array_equal(old.transform(NEW), model.transform(NEW))
 
 
 # ---------------------------------------------------------------------- checkpoints

@@ -180,7 +180,7 @@ def test_save_twice_replaces_atomically(tmp_path):
     assert loaded.seed_ == 2
     np.testing.assert_array_equal(loaded.globals_.D, second.globals_.D)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]  # no temp dirs left
-    assert sorted(p.name for p in target.iterdir()) == ["arrays.npz", "model.json"]
+    assert sorted(p.name for p in target.iterdir()) == ["arrays.npz", "model.json", "timings.json"]
 
 
 def test_saved_arrays_hold_no_objects(tmp_path, deep_model):

@@ -1,4 +1,5 @@
-"""Saving and loading fitted models: a directory with ``model.json`` and ``arrays.npz``.
+"""Saving and loading fitted models: a directory with ``model.json``, ``arrays.npz`` and
+``timings.json``.
 
 * No pickle anywhere: JSON for metadata and the vocabulary, ``np.load(allow_pickle=False)``
   for arrays, so loading a model never executes code.
@@ -10,7 +11,12 @@
   ``encoder/<parameter>`` in the npz) and ``pooling_concentration`` (absent: None, the tied
   pooling prior).  The mixing diagnostic (``mixing_*`` arrays,
   ``mixing_n_collected``) is optional within versions 2 and 3: a model saved before it
-  loads without ``mixing_``, and an older reader ignores it.
+  loads without ``mixing_``, and an older reader ignores it.  Version 4 moved the fit's
+  wall-clock times (``sweep_seconds_``, ``step_seconds_``) out of ``model.json`` and
+  ``arrays.npz`` into ``timings.json``, so that those two files are a function of the data,
+  the parameters and the seed alone: two fits with one seed save them byte for byte the same
+  (numpy dates every entry of the npz 1980-01-01).  Times are read from wherever a model of
+  any version has them; a model without them loads with none.
 * Atomic: everything is written to a temporary sibling directory that replaces the target
   by rename, so an interrupted save leaves the old model (or nothing), never half a model.
 * Checked: the sha256 of ``arrays.npz`` is stored in ``model.json``; truncation or corruption
@@ -31,14 +37,15 @@ from .errors import ModelFormatError
 from .files import MODEL_MARKER, write_directory_atomically
 from .inference.mixing import Mixing
 from .inference.state import GlobalParameters, Hyperparameters
-from .modes.base import SAVED_ARRAYS, FittedState
+from .modes.base import SAVED_ARRAYS, SAVED_TIMINGS, FittedState
 from .text.vocabulary import Vocabulary
 
 FORMAT = "cpgbn-model"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 _META = MODEL_MARKER
 _ARRAYS = "arrays.npz"
 _ENCODER = "encoder/"
+_TIMINGS = "timings.json"
 
 
 def _sha256(path: Path) -> str:
@@ -91,7 +98,6 @@ def save_model(params: dict, fitted: FittedState, directory) -> None:
             "seed": int(fitted.seed_),
             "n_train_tokens": int(fitted.n_train_tokens_),
             "loglik_trace": [float(x) for x in fitted.loglik_trace_],
-            "sweep_seconds": [float(x) for x in fitted.sweep_seconds_],
             "mixing_n_collected": None if mixing is None else int(mixing.n_collected),
             "vocabulary": fitted.vocabulary_.to_dict(),
         }
@@ -99,6 +105,10 @@ def save_model(params: dict, fitted: FittedState, directory) -> None:
             meta["encoder_config"] = {k: _jsonable(v) for k, v in fitted.encoder_config_.items()}
         with open(tmp / _META, "w", encoding="utf-8") as fh:
             json.dump(meta, fh)
+        timings = {name: None if getattr(fitted, name) is None
+                   else [float(x) for x in getattr(fitted, name)] for name in SAVED_TIMINGS}
+        with open(tmp / _TIMINGS, "w", encoding="utf-8") as fh:
+            json.dump(timings, fh)
 
     write_directory_atomically(directory, write)
 
@@ -128,6 +138,27 @@ def _read_meta(directory: Path) -> dict:
     if version < 1:
         raise ModelFormatError(f"model in {directory} has unknown format version {version}")
     return meta
+
+
+def _read_timings(directory: Path, meta: dict, arrays: dict) -> dict:
+    """The fit's wall-clock times: from ``timings.json`` (version 4), or where versions 1-3
+    kept them (``model.json``'s "sweep_seconds", the npz's ``step_seconds_``); none when the
+    file is missing (times are not part of the model)."""
+    path = directory / _TIMINGS
+    if path.is_file():
+        try:
+            saved = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ModelFormatError(f"{path} is corrupted or truncated "
+                                   f"({exc.__class__.__name__})") from None
+    else:
+        saved = {"sweep_seconds_": meta.get("sweep_seconds"),
+                 "step_seconds_": arrays.get("step_seconds_")}
+    timings = {name: None if saved.get(name) is None
+               else np.asarray(saved[name], dtype=np.float64) for name in SAVED_TIMINGS}
+    if timings["sweep_seconds_"] is None:   # a field every fitted state has
+        timings["sweep_seconds_"] = np.zeros(0)
+    return timings
 
 
 def load_model(directory) -> tuple[dict, FittedState]:
@@ -163,9 +194,9 @@ def load_model(directory) -> tuple[dict, FittedState]:
             globals_=g, kernel_usage_=np.asarray(arrays["kernel_usage"], dtype=np.float64),
             n_train_tokens_=int(meta["n_train_tokens"]),
             loglik_trace_=np.asarray(meta["loglik_trace"], dtype=np.float64),
-            sweep_seconds_=np.asarray(meta["sweep_seconds"], dtype=np.float64),
             mixing_=Mixing.from_arrays(arrays, meta.get("mixing_n_collected") or 0),
             **{name: arrays[name] for name in SAVED_ARRAYS if name in arrays},
+            **_read_timings(directory, meta, arrays),
             encoder_config_=encoder_config,
             encoder_weights_=encoder_weights if encoder_config is not None else None,
             format_version_=meta["format_version"],

@@ -51,7 +51,7 @@ class FittedState:
     n_train_tokens_: int
     loglik_trace_: np.ndarray
     """(n_iter,) the training chain's log-likelihood per sweep (empty in the minibatch modes)."""
-    sweep_seconds_: np.ndarray
+    sweep_seconds_: np.ndarray = field(metadata={"saved_as": "timing"})
     """(n_iter,) seconds of each sweep (empty in the minibatch modes)."""
     train_features_: np.ndarray | None = None
     """(N, K_1) training features (not kept by a streamed fit, nor saved)."""
@@ -63,7 +63,7 @@ class FittedState:
     """Minibatch modes, per step: the loss named by the mode's ``loss_name``."""
     kl_trace_: np.ndarray | None = field(default=None, metadata={"saved_as": "array"})
     """Minibatch modes, per step: the KL per document (NaN when the mode has none)."""
-    step_seconds_: np.ndarray | None = field(default=None, metadata={"saved_as": "array"})
+    step_seconds_: np.ndarray | None = field(default=None, metadata={"saved_as": "timing"})
     """Minibatch modes: seconds of each step."""
     encoder_config_: dict | None = None
     """Hybrid: the encoder's JSON-able configuration."""
@@ -84,6 +84,10 @@ class FittedState:
 FITTED_ATTRIBUTES = tuple(f.name for f in fields(FittedState))
 #: The optional fitted arrays saved under their own names (``saved_as="array"``).
 SAVED_ARRAYS = tuple(f.name for f in fields(FittedState) if f.metadata.get("saved_as") == "array")
+#: The wall-clock times of a fit (``saved_as="timing"``), saved apart from the model's arrays:
+#: they differ from run to run, everything else is a function of data, parameters and seed.
+SAVED_TIMINGS = tuple(f.name for f in fields(FittedState)
+                      if f.metadata.get("saved_as") == "timing")
 
 
 @dataclass
