@@ -9,6 +9,13 @@ file checks every snippet against the current sources).
 for the bugs listed in the issue (caught or missed by the tests of the time) and "added" for
 the ones chosen here (one in each speed path: the walk over the floor, the binomial unit
 split, the shared-shape ziggurat of the kernel draw, the thinned CRT), and one deliberate hang.
+
+``tests`` names the test files that should catch the bug.  Empty (the sampler's mutations):
+the statistical tests, tier by tier (tests/test_geweke.py and tests/test_recovery.py; the
+runner's ``TEST_FILES``).  Otherwise the files run whole, as ``make test`` runs them (marker
+``not long``), and every failing test is reported.  Origin "issue 35": the glue of the
+minibatch and hybrid inference (the trainer, the global updates, the TLASGR step), caught by
+tests/test_hybrid_glue.py, each run with the existing test file of its module.
 """
 from __future__ import annotations
 
@@ -24,6 +31,19 @@ class Mutation:
     description: str
     target: str
     origin: str = "added"
+    tests: tuple[str, ...] = ()
+
+
+GLUE = "tests/test_hybrid_glue.py"
+#: issue 35's mutations: the glue tests and the existing tests of the mutated module
+TLASGR_TESTS = (GLUE, "tests/test_tlasgr.py")
+UPDATE_TESTS = (GLUE, "tests/test_minibatch_inference.py")
+TRAINER_TESTS = (GLUE, "tests/test_minibatch_inference.py", "tests/test_elbo.py")
+ENCODER_TESTS = (GLUE, "tests/test_encoder.py", "tests/test_minibatch_inference.py")
+
+
+def glue(id, path, old, new, description, target, tests) -> Mutation:
+    return Mutation(id, path, old, new, description, target, "issue 35", tests)
 
 
 MUTATIONS = [
@@ -130,4 +150,125 @@ MUTATIONS = [
              "if v <= 10.0:",
              "deliberate hang: the gamma draw's rejection loop (Marsaglia-Tsang) never accepts",
              "every gamma draw (checks that a hang in compiled code fails in time)"),
+    # ---- issue 35: the glue of the minibatch and hybrid inference
+    glue("tlasgr_drift_drops_eta", "inference/tlasgr.py",
+         "drift = (rho * counts + eta) - (rho * counts.sum(0) + eta * n_rows) * phi",
+         "drift = rho * counts - (rho * counts.sum(0) + eta * n_rows) * phi",
+         "TLASGR drift without the prior's + eta per entry", "TLASGR step", TLASGR_TESTS),
+    # (not here: eta instead of eta V F in the drift's term on phi, an equivalent mutant: the
+    # projection onto the simplex removes any multiple of phi from the step, so that term's
+    # coefficient is whatever makes the drift sum to 0; results/mutation/README.md)
+    glue("tlasgr_drift_counts_not_scaled", "inference/tlasgr.py",
+         "drift = (rho * counts + eta) - (rho * counts.sum(0) + eta * n_rows) * phi",
+         "drift = (counts + eta) - (rho * counts.sum(0) + eta * n_rows) * phi",
+         "TLASGR drift with the minibatch's counts n~ instead of rho n~", "TLASGR step",
+         TLASGR_TESTS),
+    glue("tlasgr_no_precision_floor", "inference/tlasgr.py",
+         "effective = arrays.to_backend(np.maximum(precision, eta * columns.shape[0]), "
+         "np.float64)",
+         "effective = arrays.to_backend(precision, np.float64)",
+         "the step divides by M_k instead of max(M_k, eta V F)", "TLASGR step", TLASGR_TESTS),
+    glue("tlasgr_step_size_previous_i", "inference/tlasgr.py",
+         "schedule.step_size(i)",
+         "schedule.step_size(state.n_updates)",
+         "step size eps_{i-1} instead of eps_i", "TLASGR schedule", TLASGR_TESTS),
+    glue("tlasgr_precision_without_rho", "inference/tlasgr.py",
+         "precision = next_precision(state, arrays.to_numpy(column_counts.sum(0), "
+         "np.float64), rho,",
+         "precision = next_precision(state, arrays.to_numpy(column_counts.sum(0), "
+         "np.float64), 1.0,",
+         "the preconditioner M averages n~._k instead of rho n~._k", "TLASGR preconditioner",
+         TLASGR_TESTS),
+    glue("rho_inverted", "inference/updates.py",
+         "rho = self.n_docs_total / float(stats.n_docs)",
+         "rho = float(stats.n_docs) / self.n_docs_total",
+         "rho = B / N instead of N / B", "TLASGR global update", UPDATE_TESTS),
+    glue("accumulate_sum_not_mean", "inference/updates.py",
+         "n = float(self.n_sweeps)",
+         "n = 1.0",
+         "the collected sweeps' statistics summed instead of averaged", "AccumulateStatistics",
+         UPDATE_TESTS),
+    glue("accumulate_keeps_last_sweep", "inference/updates.py",
+         "self.kernel_counts = self.kernel_counts + total",
+         "self.kernel_counts = total",
+         "the kernel counts of the last collected sweep only, divided by the sweeps' number",
+         "AccumulateStatistics", UPDATE_TESTS),
+    glue("tlasgr_r_tables_not_scaled", "inference/updates.py",
+         "shape = hyper.gamma0 / len(g.r) + rho * backend.as_float(stats.r_tables)",
+         "shape = hyper.gamma0 / len(g.r) + backend.as_float(stats.r_tables)",
+         "r's shape from the minibatch's tables without rho", "TLASGR global update (r)",
+         UPDATE_TESTS),
+    glue("tlasgr_r_rate_not_scaled", "inference/updates.py",
+         "g.r = backend.draw_gamma_vector(shape, hyper.c0 + rho * float(stats.r_rate),",
+         "g.r = backend.draw_gamma_vector(shape, hyper.c0 + float(stats.r_rate),",
+         "r's rate c0 + sum_j q_j without rho", "TLASGR global update (r)", UPDATE_TESTS),
+    glue("tlasgr_phi_with_kernel_eta", "inference/updates.py",
+         "etas = [hyper.eta[0]] + [phi_eta(hyper, t) for t in range(1, len(g.phi) + 1)]",
+         "etas = [hyper.eta[0]] * (len(g.phi) + 1)",
+         "every Phi^(t) stepped with eta^(1)", "TLASGR global update", UPDATE_TESTS),
+    glue("minibatch_collects_burn_in", "inference/minibatch.py",
+         "burn.sweep_on_backend(state)",
+         "collect.sweep_on_backend(state)",
+         "the burn-in sweeps' statistics enter the average", "minibatch Gibbs", UPDATE_TESTS),
+    glue("draw_seed_constant", "inference/hybrid.py",
+         "batch, groups, derived_seed(self.seed, _ENCODER_DRAW, i), self.globals,",
+         "batch, groups, derived_seed(self.seed, _ENCODER_DRAW), self.globals,",
+         "the encoder's draw seeded alike at every step", "hybrid trainer", TRAINER_TESTS),
+    glue("trainer_never_steps", "inference/hybrid.py",
+         "self.encoder_backend.apply_gradient(self.max_grad_norm)",
+         "None",
+         "the optimiser's step left out: the encoder never learns", "hybrid trainer",
+         TRAINER_TESTS),
+    glue("encoder_reads_stale_globals", "inference/hybrid.py",
+         "self._local_chain.step(i, record)\n            "
+         "self._set_globals(self._local_chain.globals)",
+         "self._local_chain.step(i, record)",
+         "the encoder keeps its first copy of the globals (\"gibbs\")", "hybrid trainer",
+         TRAINER_TESTS),
+    glue("encoder_statistics_rates_one", "inference/hybrid.py",
+         "rates = self.encoder_backend.draw_rates(draw, g.r, self.rate_prior)",
+         "rates = self.encoder_backend.draw_rates(draw, g.r, None)",
+         "the encoder's statistics with the rates c at 1 instead of the ELBO's",
+         "hybrid trainer (\"encoder\" statistics)", TRAINER_TESTS),
+    glue("encoder_statistics_sampled_counts", "inference/hybrid.py",
+         "stats.kernel_counts = self.encoder_backend.expected_kernel_counts(draw, g.D)",
+         "stats.kernel_counts = stats.kernel_counts",
+         "the sampled kernel counts instead of their expectation given w and D",
+         "hybrid trainer (\"encoder\" statistics)", TRAINER_TESTS),
+    glue("loss_sign_flipped", "backends/torch/hybrid.py",
+         "loss.backward()",
+         "(-loss).backward()",
+         "the gradient of the ELBO instead of the negative ELBO", "encoder step",
+         TRAINER_TESTS),
+    glue("gradient_not_zeroed", "backends/torch/hybrid.py",
+         "self.optimizer.zero_grad(set_to_none=True)",
+         "pass",
+         "the gradient accumulates over steps", "encoder step", TRAINER_TESTS),
+    glue("clip_after_step", "backends/torch/hybrid.py",
+         "if max_grad_norm is not None:\n            torch.nn.utils.clip_grad_norm_("
+         "self.encoder.parameters(), max_grad_norm)\n        self.optimizer.step()",
+         "self.optimizer.step()\n        if max_grad_norm is not None:\n            "
+         "torch.nn.utils.clip_grad_norm_(self.encoder.parameters(), max_grad_norm)",
+         "the optimiser's step line above the clip: Adam takes the unclipped gradient",
+         "encoder step", TRAINER_TESTS),
+    glue("elbo_rates_not_passed", "backends/torch/hybrid.py",
+         "terms = elbo_terms(packed, sample, g.D, g.phi, g.r, rates)",
+         "terms = elbo_terms(packed, sample, g.D, g.phi, g.r)",
+         "the ELBO with the rates c at 1 (the conditional rates computed, not passed)",
+         "encoder step", TRAINER_TESTS),
+    glue("loss_of_last_group_only", "backends/torch/hybrid.py",
+         "loss, kl = loss + part_loss, kl + part_kl",
+         "loss, kl = part_loss, part_kl",
+         "the reported loss and KL of the last group of documents only", "encoder step",
+         TRAINER_TESTS),
+    glue("conditional_rates_own_layer", "backends/torch/elbo.py",
+         "above = top if t == T else theta[t].sum(dim=1)",
+         "above = top if t == T else theta[t - 1].sum(dim=1)",
+         "c^(t+1)'s conditional mean with the layer's own theta^(t) in the shape",
+         "ELBO's prior rates", TRAINER_TESTS),
+    glue("draw_ignores_generator", "backends/torch/encoder.py",
+         "return weibull_rsample(shape, scale, generator=generator)",
+         "return weibull_rsample(shape, scale)",
+         "the encoder's draws from torch's global generator, not the step's",
+         "encoder draws", ENCODER_TESTS),
 ]

@@ -15,6 +15,12 @@ For every mutation (after an unmutated control run):
    ended earlier by the tests' own watchdog, see tests/conftest.py);
 3. read the z-scores the Geweke tests wrote (``CPGBN_GEWEKE_RECORD``) and the outcome.
 
+A mutation whose record names its test files (``Mutation.tests``: issue 35's mutations of the
+minibatch and hybrid glue) runs those files instead, once, in the "suite" tier: marker
+``not long``, as ``make test`` runs them, and without ``-x``, so that the report names every
+test that fails.  The control run then runs the union of those files too (after the
+statistical tiers when the chosen mutations include some without ``tests``).
+
 numba cache: a mutation of a numba kernel file compiles into an empty cache directory (numba
 decides staleness per defining file, so a warm cache could keep the unmutated code inlined in
 another file's kernel).  A mutation of a file without numba kernels reuses a copy of the
@@ -26,6 +32,7 @@ the tier and test that caught it, and the largest |z|) to ``--out``.
 
     python studies/mutation/run_mutations.py                 # everything (an hour or more)
     python studies/mutation/run_mutations.py --only w_rate_c --tiers default
+    python studies/mutation/run_mutations.py --origin "issue 35" --out results/mutation/issue35
 """
 from __future__ import annotations
 
@@ -52,6 +59,8 @@ TIERS = {
     # marker expression, wall-clock limit of the whole tier (s), per-test limit (s)
     "default": ("slow and not long", 1500, 600),
     "long": ("long", 5400, 1800),
+    # the test files a mutation names, as `make test` selects them (Mutation.tests)
+    "suite": ("not long", 1800, 600),
 }
 
 
@@ -97,15 +106,34 @@ def snapshot_tests(work: Path) -> Path:
     return checkout
 
 
+def test_plan(mutation: Mutation | None, tiers: list[str]) -> list[tuple[str, list[str]]]:
+    """(tier, test files) in the order a mutation runs them: its own files in the suite tier,
+    or the statistical files tier by tier."""
+    if mutation is not None and mutation.tests:
+        return [("suite", list(mutation.tests))]
+    return [(tier, TEST_FILES) for tier in tiers]
+
+
+def control_plan(chosen: list[Mutation], tiers: list[str]) -> list[tuple[str, list[str]]]:
+    """The unmutated run: the statistical tiers if a chosen mutation uses them, then the
+    union of the other mutations' own test files."""
+    plan = [(tier, TEST_FILES) for tier in tiers] if any(not m.tests for m in chosen) else []
+    files = sorted({f for m in chosen for f in m.tests})
+    return plan + ([("suite", files)] if files else [])
+
+
 def run_tier(tier: str, src: Path, cache: Path, record: Path, seed_offset: int,
-             log: Path, test_limit: float | None = None) -> dict:
+             log: Path, test_limit: float | None = None,
+             files: list[str] = TEST_FILES) -> dict:
     marker, wall_limit, default_limit = TIERS[tier]
     test_limit = test_limit or default_limit
     env = dict(os.environ, PYTHONPATH=str(src), NUMBA_CACHE_DIR=str(cache),
                CPGBN_KEEP_NUMBA_CACHE="1", CPGBN_GEWEKE_RECORD=str(record),
                CPGBN_GEWEKE_SEED=str(seed_offset), PYTHONDONTWRITEBYTECODE="1")
-    command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
-               "-m", marker, f"--timeout={test_limit}", *TEST_FILES]
+    # a statistical tier stops at its first failure; the suite tier names every failing test
+    stop = [] if tier == "suite" else ["-x"]
+    command = [sys.executable, "-m", "pytest", *stop, "-q", "-p", "no:cacheprovider",
+               "-m", marker, f"--timeout={test_limit}", *files]
     start = time.monotonic()
     with open(log, "w", encoding="utf-8") as out:
         process = subprocess.Popen(command, cwd=src.parents[1] / "checkout", env=env, stdout=out,
@@ -119,7 +147,8 @@ def run_tier(tier: str, src: Path, cache: Path, record: Path, seed_offset: int,
             rc, timed_out = None, True
     text = log.read_text(encoding="utf-8", errors="replace")
     outcome, failed, watchdog = classify(text, rc, timed_out)
-    return {"tier": tier, "outcome": outcome, "exit_code": rc, "failed": failed,
+    return {"tier": tier, "files": list(files), "outcome": outcome, "exit_code": rc,
+            "failed": failed,
             "watchdog": watchdog, "errors": first_errors(text), "seconds": round(time.monotonic() - start, 1),
             "tail": text.splitlines()[-6:]}
 
@@ -177,8 +206,8 @@ def check_import(src: Path) -> None:
         raise RuntimeError(f"PYTHONPATH={src} imports cpgbn from {out}")
 
 
-def run_one(name: str, mutation: Mutation | None, work: Path, tiers: list[str],
-            seed_offset: int, control_cache: Path | None,
+def run_one(name: str, mutation: Mutation | None, work: Path,
+            plan: list[tuple[str, list[str]]], seed_offset: int, control_cache: Path | None,
             test_limit: float | None = None) -> tuple[dict, Path]:
     src = fresh_tree(work)
     check_import(src)
@@ -200,9 +229,9 @@ def run_one(name: str, mutation: Mutation | None, work: Path, tiers: list[str],
     record = work / f"record-{name}.jsonl"
     record.unlink(missing_ok=True)
     row["tiers"] = []
-    for tier in tiers:
+    for tier, files in plan:
         result = run_tier(tier, src, cache, record, seed_offset, work / f"log-{name}-{tier}.txt",
-                          test_limit)
+                          test_limit, files)
         row["tiers"].append(result)
         print(f"  {name} [{tier}]: {result['outcome']} in {result['seconds']} s "
               f"{result['failed'] or ''}", flush=True)
@@ -252,7 +281,9 @@ def write_report(out_dir: Path, meta: dict, rows: list[dict]) -> None:
              f"command `{meta['command']}`.", "",
              "Each row plants one one-line bug (studies/mutation/mutations.py) in a copy of "
              "src/ and runs tests/test_geweke.py and tests/test_recovery.py, default tier "
-             "first, then the long tier (marker `long`) if the default tier passed.  "
+             "first, then the long tier (marker `long`) if the default tier passed; a "
+             "mutation that names its own test files runs those instead, whole, in the "
+             "suite tier (marker `not long`, as `make test`; every failing test listed).  "
              "max |z|: the largest Geweke z-score of the tests that ran (threshold 5).", "",
              "| mutation | origin | target | outcome | caught by | max abs z | seconds |",
              "|---|---|---|---|---|---|---|"]
@@ -278,7 +309,8 @@ def write_report(out_dir: Path, meta: dict, rows: list[dict]) -> None:
         if errors:
             lines.append(f"- error raised: `{errors[0][:160]}`")
         for t in row["tiers"]:
-            lines.append(f"- {t['tier']} tier: {t['outcome']} in {t['seconds']} s"
+            ran = f" ({', '.join(t['files'])})" if t.get("files") and t["tier"] == "suite" else ""
+            lines.append(f"- {t['tier']} tier{ran}: {t['outcome']} in {t['seconds']} s"
                          + (f"; failed: {', '.join(t['failed'])}" if t["failed"] else "")
                          + (f"; {t['watchdog'][0]}" if t["watchdog"] else ""))
         lines.append("")
@@ -288,6 +320,8 @@ def write_report(out_dir: Path, meta: dict, rows: list[dict]) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", help="mutation ids (default: all)")
+    parser.add_argument("--origin", default=None,
+                        help='only the mutations of this origin (e.g. "issue 35")')
     parser.add_argument("--tiers", default="default,long", help="comma-separated: default,long")
     parser.add_argument("--seed-offset", type=int, default=0, help="CPGBN_GEWEKE_SEED")
     parser.add_argument("--control-tiers", default="default",
@@ -304,7 +338,10 @@ def main(argv=None) -> int:
         reclassify(args.out, args.work)
         return 0
     tiers = args.tiers.split(",")
-    chosen = [m for m in MUTATIONS if not args.only or m.id in args.only]
+    chosen = [m for m in MUTATIONS if (not args.only or m.id in args.only)
+              and (args.origin is None or m.origin == args.origin)]
+    if not chosen:
+        parser.error("no mutation chosen")
     unknown = set(args.only or []) - {m.id for m in MUTATIONS}
     if unknown:
         parser.error(f"unknown mutation ids: {sorted(unknown)}")
@@ -319,18 +356,20 @@ def main(argv=None) -> int:
                                             ["studies/mutation/run_mutations.py", *sys.argv[1:]]),
             "seed_offset": args.seed_offset, "tiers": tiers,
             "control_tiers": args.control_tiers.split(","), "test_timeout": args.test_timeout, "test_files": TEST_FILES,
-            "tier_markers": {t: TIERS[t][0] for t in tiers}}
+            "suite_files": sorted({f for m in chosen for f in m.tests}),
+            "tier_markers": {t: TIERS[t][0] for t in [*tiers, "suite"]}}
     rows, control_cache = [], None
     if not args.no_control:
         print("control (unmutated)", flush=True)
-        row, control_cache = run_one("control", None, work, args.control_tiers.split(","),
+        row, control_cache = run_one("control", None, work,
+                                     control_plan(chosen, args.control_tiers.split(",")),
                                      args.seed_offset, None, args.test_timeout)
         rows.append(row)
         write_report(args.out, meta, rows)
     for mutation in chosen:
         print(mutation.id, flush=True)
-        row, cache = run_one(mutation.id, mutation, work, tiers, args.seed_offset,
-                             control_cache, args.test_timeout)
+        row, cache = run_one(mutation.id, mutation, work, test_plan(mutation, tiers),
+                             args.seed_offset, control_cache, args.test_timeout)
         shutil.rmtree(cache, ignore_errors=True)
         rows.append(row)
         write_report(args.out, meta, rows)
