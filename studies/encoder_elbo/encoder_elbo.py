@@ -26,6 +26,8 @@ hybrid mode with the variant's options added to its fit (``CPGBN(inference=Varia
 the modes' documented seam).
 
     python -m studies.encoder_elbo.encoder_elbo --datasets trec --variants all --seeds 0,1,2
+    python -m studies.encoder_elbo.encoder_elbo --datasets imdb --variants conditional-pooled-gibbs \
+        --epochs 1 --paths encoder
     python -m studies.encoder_elbo.encoder_elbo --report
 """
 from __future__ import annotations
@@ -59,8 +61,10 @@ VARIANTS = {
     "conditional-pooled-encoder": dict(prior_rates="conditional", w_shape_above="pooled",
                                        global_statistics="encoder"),
 }
-#: the draw of the held-out bound
+#: the draw of the held-out bound, and how many test documents it takes (the first ones: the
+#: encoder's draw of all of IMDB's 25k test reviews at once would hold some 5 GB per tensor)
 HELDOUT_SEED = 12345
+HELDOUT_DOCS = 2000
 
 
 def variant_mode(options: dict) -> type:
@@ -92,7 +96,7 @@ def heldout_bound(model, texts) -> dict:
     from cpgbn.backends.torch.hybrid import build_encoder
     from cpgbn.backends.torch.packed import pack_tokens
 
-    corpus = model.encode(texts)
+    corpus = model.encode(list(texts)[:HELDOUT_DOCS])
     g = model.globals_
     batch = pack_tokens(corpus.tokens, corpus.offsets, g.D.shape[1],
                         token_count=model.token_count,
@@ -110,11 +114,15 @@ def heldout_bound(model, texts) -> dict:
             "c2_median": float(rates[0].median())}
 
 
-def run_cell(dataset: str, variant: str, seed: int, data_dir=None) -> dict:
-    """One fit of ``variant`` and its feature paths (module docstring)."""
+def run_cell(dataset: str, variant: str, seed: int, data_dir=None, *, epochs: int | None = None,
+             paths=PATHS) -> dict:
+    """One fit of ``variant`` (``epochs``: other than the study's 5) and its feature
+    ``paths`` (module docstring)."""
     from cpgbn.datasets import load_dataset
 
     fit = dict(FIT, inference=variant_mode(VARIANTS[variant]))
+    if epochs is not None:
+        fit["n_epochs"] = int(epochs)
     holder = {}
 
     def describe(f_train):
@@ -125,7 +133,7 @@ def run_cell(dataset: str, variant: str, seed: int, data_dir=None) -> dict:
         from studies.hybrid_features.hybrid_features import features as path_features
         return path_features(model, path, texts)
 
-    record = hybrid_features_cell(dataset, seed, data_dir, paths=PATHS,
+    record = hybrid_features_cell(dataset, seed, data_dir, paths=paths,
                                   path_features=features, fit=fit, describe=describe)
     x_test, _ = load_dataset(dataset, "test", data_dir=data_dir)
     record["heldout"] = heldout_bound(holder["model"], x_test)
@@ -153,9 +161,14 @@ def report(records: list[dict]) -> str:
             cells = [r for r in records if r["dataset"] == d and r["variant"] == variant]
             if not cells:
                 continue
-            acc = {p: mean_std([100 * c["paths"][p]["accuracy"] for c in cells]) for p in PATHS}
-            scale = {p: f"{np.median([c['paths'][p]['sum_median'] for c in cells]):.0f}"
-                     for p in PATHS}
+            acc = {p: mean_std([100 * c["paths"][p]["accuracy"] for c in cells
+                                if p in c["paths"]]) if any(p in c["paths"] for c in cells)
+                   else "-" for p in PATHS}
+            scale = {p: f"{np.median([c['paths'][p]['sum_median'] for c in cells if p in c['paths']]):.0f}"
+                     if any(p in c["paths"] for c in cells) else "-" for p in PATHS}
+            epochs = sorted({c["fit"]["n_epochs"] for c in cells})
+            if epochs != [FIT["n_epochs"]]:
+                variant = f"{variant} ({', '.join(map(str, epochs))} epochs)"
             bound = np.mean([c["heldout"]["negative_elbo_per_token"] for c in cells])
             loglik = np.mean([c["heldout"]["log_likelihood_per_token"] for c in cells])
             lines.append(f"| {variant} | {acc['encoder']} | {acc['refine-2']} | "
@@ -173,6 +186,9 @@ def main(argv=None) -> None:
                         help="comma-separated names of VARIANTS, or 'all'")
     parser.add_argument("--seeds", default="0")
     parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--epochs", type=int, default=None,
+                        help="training epochs (default: the study's 5); cells named --<E>ep")
+    parser.add_argument("--paths", default=",".join(PATHS))
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--report", action="store_true", help="only rewrite the table")
     args = parser.parse_args(argv)
@@ -185,10 +201,13 @@ def main(argv=None) -> None:
         for dataset in args.datasets.split(","):
             for seed in (int(s) for s in args.seeds.split(",")):
                 for variant in variants:
-                    path = cells / f"{dataset}--{variant}--seed{seed}.json"
+                    suffix = "" if args.epochs is None else f"--{args.epochs}ep"
+                    path = cells / f"{dataset}--{variant}--seed{seed}{suffix}.json"
                     if not path.exists():
                         path.parent.mkdir(parents=True, exist_ok=True)
-                        save_record(path, run_cell(dataset, variant, seed, args.data_dir))
+                        save_record(path, run_cell(dataset, variant, seed, args.data_dir,
+                                                   epochs=args.epochs,
+                                                   paths=tuple(args.paths.split(","))))
     records = [json.loads(p.read_text()) for p in sorted(cells.glob("*.json"))]
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "encoder_elbo.md").write_text(report(records))

@@ -29,9 +29,12 @@ def test_a_variant_reaches_the_trainer_and_the_bound_is_finite():
 
 
 def test_the_table_lists_every_variant_measured():
-    cell = {"dataset": "trec", "seed": 0, "variant": "one-paper-gibbs",
+    cell = {"dataset": "trec", "seed": 0, "variant": "one-paper-gibbs", "fit": {"n_epochs": 5},
             "paths": {p: {"accuracy": 0.5, "sum_median": 400.0} for p in study.PATHS},
             "heldout": {"negative_elbo_per_token": 10.0, "log_likelihood_per_token": -9.0}}
-    table = study.report([cell, dict(cell, seed=1)])
+    imdb = dict(cell, dataset="imdb", fit={"n_epochs": 1},
+                paths={"encoder": {"accuracy": 0.7, "sum_median": 300.0}})
+    table = study.report([cell, dict(cell, seed=1), imdb])
     assert "| one-paper-gibbs | 50.0 +- 0.0 | 50.0 +- 0.0 | 400 | 400 | 10.0 | -9.0 | 2 |" \
         in table
+    assert "| one-paper-gibbs (1 epochs) | 70.0 | - | 300 | - | 10.0 | -9.0 | 1 |" in table
