@@ -12,11 +12,11 @@
   pooling prior).  The mixing diagnostic (``mixing_*`` arrays,
   ``mixing_n_collected``) is optional within versions 2 and 3: a model saved before it
   loads without ``mixing_``, and an older reader ignores it.  Version 4 moved the fit's
-  wall-clock times (``sweep_seconds_``, ``step_seconds_``) out of ``model.json`` and
-  ``arrays.npz`` into ``timings.json``, so that those two files are a function of the data,
-  the parameters and the seed alone: two fits with one seed save them byte for byte the same
-  (numpy dates every entry of the npz 1980-01-01).  Times are read from wherever a model of
-  any version has them; a model without them loads with none.
+  wall-clock times (``sweep_seconds_``, ``step_seconds_``, the mixing diagnostic's seconds)
+  out of ``model.json`` and ``arrays.npz`` into ``timings.json``, so that those two files are
+  a function of the data, the parameters and the seed alone: two fits with one seed save them
+  byte for byte the same (numpy dates every entry of the npz 1980-01-01).  Times are read
+  from wherever a model of any version has them; a model without them loads with none.
 * Atomic: everything is written to a temporary sibling directory that replaces the target
   by rename, so an interrupted save leaves the old model (or nothing), never half a model.
 * Checked: the sha256 of ``arrays.npz`` is stored in ``model.json``; truncation or corruption
@@ -46,6 +46,7 @@ _META = MODEL_MARKER
 _ARRAYS = "arrays.npz"
 _ENCODER = "encoder/"
 _TIMINGS = "timings.json"
+_MIXING_SECONDS = "mixing_seconds"
 
 
 def _sha256(path: Path) -> str:
@@ -76,8 +77,11 @@ def save_model(params: dict, fitted: FittedState, directory) -> None:
     for i, p in enumerate(g.phi):
         arrays[f"phi_{i + 2}"] = p
     mixing = fitted.mixing_
-    if mixing is not None:
-        arrays.update(mixing.arrays())
+    mixing_seconds = None
+    if mixing is not None:   # the diagnostic's own wall-clock times go with the fit's
+        mixing_arrays = mixing.arrays()
+        mixing_seconds = [float(x) for x in mixing_arrays.pop(_MIXING_SECONDS)]
+        arrays.update(mixing_arrays)
     for name in SAVED_ARRAYS:   # the minibatch modes' per-step traces
         if getattr(fitted, name) is not None:
             arrays[name] = np.asarray(getattr(fitted, name), dtype=np.float64)
@@ -107,6 +111,7 @@ def save_model(params: dict, fitted: FittedState, directory) -> None:
             json.dump(meta, fh)
         timings = {name: None if getattr(fitted, name) is None
                    else [float(x) for x in getattr(fitted, name)] for name in SAVED_TIMINGS}
+        timings[_MIXING_SECONDS] = mixing_seconds
         with open(tmp / _TIMINGS, "w", encoding="utf-8") as fh:
             json.dump(timings, fh)
 
@@ -141,9 +146,10 @@ def _read_meta(directory: Path) -> dict:
 
 
 def _read_timings(directory: Path, meta: dict, arrays: dict) -> dict:
-    """The fit's wall-clock times: from ``timings.json`` (version 4), or where versions 1-3
-    kept them (``model.json``'s "sweep_seconds", the npz's ``step_seconds_``); none when the
-    file is missing (times are not part of the model)."""
+    """The fit's wall-clock times (and the mixing diagnostic's): from ``timings.json``
+    (version 4), or where versions 1-3 kept them (``model.json``'s "sweep_seconds", the npz's
+    ``step_seconds_`` and ``mixing_seconds``); none when the file is missing (times are not
+    part of the model)."""
     path = directory / _TIMINGS
     if path.is_file():
         try:
@@ -155,7 +161,8 @@ def _read_timings(directory: Path, meta: dict, arrays: dict) -> dict:
         saved = {"sweep_seconds_": meta.get("sweep_seconds"),
                  "step_seconds_": arrays.get("step_seconds_")}
     timings = {name: None if saved.get(name) is None
-               else np.asarray(saved[name], dtype=np.float64) for name in SAVED_TIMINGS}
+               else np.asarray(saved[name], dtype=np.float64)
+               for name in (*SAVED_TIMINGS, _MIXING_SECONDS)}
     if timings["sweep_seconds_"] is None:   # a field every fitted state has
         timings["sweep_seconds_"] = np.zeros(0)
     return timings
@@ -184,6 +191,12 @@ def load_model(directory) -> tuple[dict, FittedState]:
         params["layers"] = tuple(params["layers"]) if isinstance(params["layers"], list) else params["layers"]
         if isinstance(params.get("eta"), list):
             params["eta"] = tuple(params["eta"])
+        timings = _read_timings(directory, meta, arrays)
+        if "mixing_moved" in arrays and _MIXING_SECONDS not in arrays:   # version 4
+            saved = timings.pop(_MIXING_SECONDS)
+            arrays[_MIXING_SECONDS] = (np.zeros(len(arrays["mixing_moved"])) if saved is None
+                                       else saved)
+        timings.pop(_MIXING_SECONDS, None)
         encoder_weights = {k[len(_ENCODER):]: v for k, v in arrays.items()
                            if k.startswith(_ENCODER)}
         encoder_config = meta.get("encoder_config")
@@ -196,7 +209,7 @@ def load_model(directory) -> tuple[dict, FittedState]:
             loglik_trace_=np.asarray(meta["loglik_trace"], dtype=np.float64),
             mixing_=Mixing.from_arrays(arrays, meta.get("mixing_n_collected") or 0),
             **{name: arrays[name] for name in SAVED_ARRAYS if name in arrays},
-            **_read_timings(directory, meta, arrays),
+            **timings,
             encoder_config_=encoder_config,
             encoder_weights_=encoder_weights if encoder_config is not None else None,
             format_version_=meta["format_version"],
