@@ -6,6 +6,7 @@ The workers are real processes (``distributed_worker.py``) with torchrun's envir
 127.0.0.1 with gloo; the single-process reference runs here first, which also fills the numba
 cache that the workers load from (they inherit NUMBA_CACHE_DIR).
 """
+import json
 import math
 import os
 import socket
@@ -146,3 +147,84 @@ def test_a_worker_that_dies_mid_run_stops_the_other_naming_it(tmp_path, single_p
     # gloo sees the closed sockets at once: far sooner than the 30 s timeout
     assert time.perf_counter() - start < 30
     assert not (tmp_path / "rank0.npz").exists()
+
+
+# ---------------------------------------------------------------------- the command line
+CLI_SETTINGS = ["--layers", "6,3", "--vocab-size", "30", "--iterations", "6", "--burn-in", "3",
+                "--seed", "3", "--quiet", "--threads", "1"]
+
+
+@pytest.mark.slow   # three processes (torchrun's agent, two workers): 7 s alone, more in a suite
+def test_cpgbn_fit_distributed_under_torchrun_saves_the_single_process_model(tmp_path):
+    from cpgbn.cli import main
+    from helpers import random_texts, write_tsv
+
+    corpus = write_tsv(tmp_path / "train.tsv", random_texts(110, seed=5), ["a", "b"] * 55)
+    assert main(["fit", str(corpus), "--out", str(tmp_path / "one"), *CLI_SETTINGS]) == 0
+    src = str(Path(cpgbn.__file__).resolve().parents[1])
+    env = dict(os.environ, NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1",
+               PYTHONPATH=os.pathsep.join([src, os.environ.get("PYTHONPATH", "")]))
+    run = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+                          "--master-port", str(_free_port()), "-m", "cpgbn.cli", "fit",
+                          str(corpus), "--out", str(tmp_path / "two"), *CLI_SETTINGS,
+                          "--distributed", "--timeout", "30"],
+                         env=env, capture_output=True, text=True, timeout=180)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.count("fitted CPGBN 6-3 on 110 documents (2 workers)") == 1   # root only
+    one, two = (np.load(tmp_path / name / "arrays.npz") for name in ("one", "two"))
+    assert sorted(one.files) == sorted(two.files)
+    for name in one.files:
+        if name in ("mixing_features", "mixing_seconds"):   # float sums over workers; times
+            continue
+        np.testing.assert_array_equal(two[name], one[name], err_msg=name)
+    traces = [json.loads((tmp_path / n / "model.json").read_text())["loglik_trace"]
+              for n in ("one", "two")]
+    assert traces[0] == traces[1]
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--resume"], "--resume does not work with --distributed"),
+    (["--inference", "hybrid"], "--distributed runs --inference gibbs only"),
+])
+def test_cpgbn_fit_distributed_refuses_what_it_cannot_do_yet(tmp_path, capsys, extra, message):
+    from cpgbn.cli import main
+    from helpers import random_texts, write_tsv
+
+    corpus = write_tsv(tmp_path / "train.tsv", random_texts(40, seed=1), ["a", "b"] * 20)
+    code = main(["fit", str(corpus), "--out", str(tmp_path / "m"), *CLI_SETTINGS,
+                 "--distributed", *extra])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and err.count("\n") == 1, err
+
+
+def test_the_estimators_sharded_path_with_one_process_is_the_plain_fit():
+    """fit(X, communicator=SingleProcess()): the shard (all of it), the merged vocabulary and
+    the gathered features are the plain fit's, bit for bit."""
+    from cpgbn import CPGBN
+    from helpers import random_texts
+
+    texts = random_texts(50, seed=2)
+    params = dict(layers=(4, 2), vocab_size=25, n_iter=4, burn_in=2, random_state=1)
+    plain = CPGBN(**params).fit(texts)
+    sharded = CPGBN(**params).fit(texts, communicator=SingleProcess())
+    assert sharded.vocabulary_ == plain.vocabulary_
+    assert sharded.n_train_tokens_ == plain.n_train_tokens_
+    for name in ("train_features_", "kernel_usage_", "loglik_trace_"):
+        np.testing.assert_array_equal(getattr(sharded, name), getattr(plain, name), err_msg=name)
+    for a, b in zip([sharded.globals_.D, sharded.globals_.r, *sharded.globals_.phi],
+                    [plain.globals_.D, plain.globals_.r, *plain.globals_.phi]):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(CPGBNInputError, match="writes no checkpoints yet"):
+        CPGBN(**params).fit(texts, communicator=SingleProcess(), checkpoint_dir="x")
+
+
+def test_a_worker_reads_only_its_line_range(tmp_path):
+    from cpgbn.text.stream import TextFile, count_documents, read_line_range
+    from helpers import write_tsv
+
+    texts, labels = [f"doc {i} words" for i in range(11)], [f"y{i}" for i in range(11)]
+    source = TextFile(write_tsv(tmp_path / "c.tsv", texts, labels))
+    assert count_documents(source, block_lines=4) == 11
+    for start, stop in [(0, 11), (3, 7), (8, 11), (4, 4)]:
+        assert read_line_range(source, start, stop, block_lines=3) == (texts[start:stop],
+                                                                       labels[start:stop])

@@ -265,6 +265,14 @@ class Communicator(Protocol):
     def barrier(self) -> None:
         """Returns once every worker has called it."""
 
+    def gather(self, value) -> list | None:
+        """Every worker's ``value`` (any picklable object), in rank order, on the root; None
+        on the others.  For what is read once, not per sweep (a shard's word counts, its
+        features at the end)."""
+
+    def broadcast_object(self, value):
+        """The root's ``value`` (any picklable object) on every worker."""
+
 
 @dataclass
 class SingleProcess:
@@ -285,6 +293,14 @@ class SingleProcess:
     @staticmethod
     def barrier() -> None:
         return None
+
+    @staticmethod
+    def gather(value) -> list:
+        return [value]
+
+    @staticmethod
+    def broadcast_object(value):
+        return value
 
 
 #: Largest total a kernel count may reach in the int32 all-reduce.  The numba backend draws D

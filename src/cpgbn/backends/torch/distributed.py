@@ -210,6 +210,18 @@ class TorchCommunicator:
         one = torch.ones(1, dtype=torch.int64)
         self._collective("barrier", lambda: dist.all_reduce(one))
 
+    def gather(self, value) -> list | None:
+        """Every worker's ``value`` (pickled), in rank order, on rank 0; None elsewhere."""
+        out = [None] * self.world_size if self.is_root else None
+        self._collective("gather", lambda: dist.gather_object(value, out, dst=0))
+        return out
+
+    def broadcast_object(self, value):
+        """Rank 0's ``value`` (pickled) on every worker."""
+        box = [value]
+        self._collective("broadcast", lambda: dist.broadcast_object_list(box, src=0))
+        return box[0]
+
     # ------------------------------------------------------------------ helpers
     @staticmethod
     def _tensor(array):
