@@ -7,8 +7,8 @@ would depend on the number of workers, and the chains would part after a few swe
 
 :class:`ExactSum` keeps such a sum *exactly*, as integers: every finite float64 is
 M 2^(e - 53) with an integer |M| < 2^53 (``np.frexp``), so the values are binned by their
-exponent e and each bin holds sum M as two int64 halves (the high and low 26 bits: 2^36
-values fit in a bin before its int64 could overflow).  Integer sums are associative, so the
+exponent e and each bin holds sum M as two int64 sums, of M's bits from 26 up (|.| < 2^27)
+and of its low 26 bits: 2^36 values fit in a bin before an int64 could overflow.  Integer sums are associative, so the
 bins of two parts add up to the bins of the whole, on one worker or through an integer
 all-reduce of :attr:`ExactSum.bins` (a fixed 4,199 int64 values, 33.6 kB, whatever the number
 of documents).  ``float(s)`` is the exact total rounded once, to nearest (CPython's int / int
