@@ -94,6 +94,8 @@ def test_distributed_sums_statistics_across_workers():
     class TwoWorkers:
         """Worker statistics are gathered first (a sequential stand-in for an all-reduce)."""
 
+        rank, world_size = 0, 2
+
         def __init__(self, other_stats, is_root):
             self.other, self.is_root, self.calls = other_stats, is_root, 0
 
@@ -118,9 +120,11 @@ def test_distributed_sums_statistics_across_workers():
         state = sampler.initial_state((3, 2), V)
         sampler.sweep(state)
         s = recorder.seen[0]
-        own.append([sampler.backend.total_kernel_counts(s.kernel_counts).copy(),
-                    s.phi_counts[0].copy(), s.r_tables.copy(), s.r_rate,
-                    np.array(s.n_docs)])
+        counts = sampler.backend.total_kernel_counts(s.kernel_counts).copy()
+        # in the order of the update's calls: the largest count (which decides the kernel
+        # counts' dtype), the counts, Phi's, r's tables and the exact rate's bins, n_docs
+        own.append([np.array(counts.max()), counts, s.phi_counts[0].copy(), s.r_tables.copy(),
+                    s.r_rate.bins.copy(), np.array(s.n_docs)])
     recorder = Recorder()
     comm = TwoWorkers(own[1], is_root=True)
     sampler = GibbsSampler(parts[0], hyper, 5,
@@ -128,9 +132,10 @@ def test_distributed_sums_statistics_across_workers():
     state = sampler.initial_state((3, 2), V)
     sampler.sweep(state)
     seen = recorder.seen[0]
-    np.testing.assert_array_equal(seen.kernel_counts[0], own[0][0] + own[1][0])
-    np.testing.assert_array_equal(seen.phi_counts[0], own[0][1] + own[1][1])
-    np.testing.assert_array_equal(seen.r_tables, own[0][2] + own[1][2])
+    np.testing.assert_array_equal(seen.kernel_counts[0], own[0][1] + own[1][1])
+    np.testing.assert_array_equal(seen.phi_counts[0], own[0][2] + own[1][2])
+    np.testing.assert_array_equal(seen.r_tables, own[0][3] + own[1][3])
+    np.testing.assert_array_equal(seen.r_rate.bins, own[0][4] + own[1][4])
     assert seen.n_docs == data.n_docs
     assert np.allclose(state.globals.D, 1.0 / (V * F))
 

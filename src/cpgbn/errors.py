@@ -23,6 +23,12 @@ class ModelFormatError(CPGBNInputError):
     """A saved model directory is missing, truncated, corrupted or from another format version."""
 
 
+class WorkerError(RuntimeError):
+    """A worker of a distributed run failed, died or stopped answering within the timeout, or
+    never joined (one-line message naming the rank).  Not the user's input, so the command
+    line exits with status 1, not 2, but it prints the line alone all the same."""
+
+
 def one_line(value) -> str:
     """``str(value)`` on one line (runs of white space become one space), or the type's name
     if that is empty: for an exception's text inside a one-line error message."""

@@ -273,7 +273,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X, y=None, *, checkpoint_dir=None, checkpoint_every: int = 10,
-            resume: bool = False):
+            resume: bool = False, communicator=None):
         """Fit the model to the documents ``X`` (strings, an encoded Corpus, or a
         :class:`~cpgbn.text.TextFile`) by the mode that ``inference`` names
         (:mod:`cpgbn.modes`); ``y``, when given, labels the documents (one per document; a
@@ -289,6 +289,12 @@ class CPGBN(TransformerMixin, BaseEstimator):
         ``checkpoint_every`` sweeps (minibatch steps); ``resume=True`` continues from it if it
         exists and was made from the same data and parameters, ending in exactly the model an
         uninterrupted fit gives.  The checkpoint is deleted when the fit completes.
+
+        ``communicator`` (:mod:`cpgbn.backends.torch.distributed`): this process is one
+        worker of a data-parallel Gibbs fit, called with the same arguments on every worker;
+        it reads only its shard of ``X`` (:mod:`cpgbn.modes.sharded`) and every worker ends
+        with the single process' globals and trace; the root alone keeps ``train_features_``
+        and ``train_theta_`` (gathered), which the others lack.  Not yet with checkpoints.
         """
         settings = self._validated()
         mode = self._mode(settings)
@@ -297,7 +303,12 @@ class CPGBN(TransformerMixin, BaseEstimator):
                                       bool(resume))
         seed = (int(np.random.SeedSequence().entropy % _MAX_SEED) if self.random_state is None
                 else _check_int("random_state", self.random_state, 0))
-        if isinstance(X, TextFile) and mode.streams_files:
+        if communicator is not None:
+            if self.random_state is None:   # one chain: the root's fresh seed on every worker
+                seed = communicator.broadcast_object(seed)
+            training = self._shard_training(X, y, settings, seed, checkpointing, mode,
+                                            communicator)
+        elif isinstance(X, TextFile) and mode.streams_files:
             training = self._file_training(X, settings, seed, checkpointing, mode)
         else:
             if isinstance(X, TextFile):
@@ -343,6 +354,31 @@ class CPGBN(TransformerMixin, BaseEstimator):
         return Training(vocabulary, settings["layers"], settings["hyper"], seed, scan.n_tokens,
                         self._chain_params(mode), file=text_file, scan=scan, encode=encode,
                         checkpointing=checkpointing)
+
+    def _shard_training(self, X, y, settings: dict, seed: int, checkpointing: Checkpointing,
+                        mode: InferenceMode, communicator) -> Training:
+        """The job of one worker of a distributed fit: its shard's cells, the whole corpus'
+        vocabulary (:mod:`cpgbn.modes.sharded`)."""
+        from .modes.sharded import read_shard, shared_vocabulary
+        if not mode.distributes:
+            raise CPGBNInputError(f"inference={mode.name!r} does not run distributed yet; "
+                                  f"use inference='gibbs'")
+        if checkpointing.directory is not None:
+            raise CPGBNInputError("a distributed fit writes no checkpoints yet: leave "
+                                  "checkpoint_dir out")
+        shard = read_shard(X, y, communicator)
+        vocabulary, n_tokens = shared_vocabulary(shard, settings["vocab_size"], communicator)
+        with warnings.catch_warnings():
+            if not communicator.is_root:   # each short document is reported once
+                warnings.simplefilter("ignore", UserWarning)
+            data = self._data(Corpus.from_texts(shard.texts, vocabulary=vocabulary),
+                              settings["filter_width"])
+        self._check_memory(mode.training_bytes(data, settings["layers"], len(vocabulary)))
+        labels = None if shard.labels is None else np.asarray(shard.labels)
+        return Training(vocabulary, settings["layers"], settings["hyper"], seed, n_tokens,
+                        self._chain_params(mode), data=data, labels=labels,
+                        checkpointing=checkpointing, first_doc=shard.start,
+                        communicator=communicator)
 
     def _chain_params(self, mode: InferenceMode) -> dict:
         """The parameters that change the Markov chain (not threads or progress bars)."""

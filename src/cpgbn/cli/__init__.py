@@ -1,8 +1,10 @@
 """The ``cpgbn`` command line: a thin layer that parses, calls the library and prints.
 
 Every user error (bad file, bad parameter, bad model directory) is a CPGBNInputError: the
-command prints ``cpgbn: error: <one line>`` and exits with status 2.  Output files are written
-atomically, so a failed command leaves nothing half-written.
+command prints ``cpgbn: error: <one line>`` and exits with status 2.  A worker of a
+distributed fit that fails, dies or hangs (a WorkerError) is reported on one line too, with
+status 1.  Output files are written atomically, so a failed command leaves nothing
+half-written.
 
 One module per command group, each adding its subcommands to the parser built here:
 :mod:`~cpgbn.cli.fit` (fit, transform), :mod:`~cpgbn.cli.explain` (topics, tree, report,
@@ -18,7 +20,7 @@ import sys
 import warnings
 
 from ..version import VERSION
-from ..errors import CPGBNInputError
+from ..errors import CPGBNInputError, WorkerError
 from . import download, evaluate, explain, fit
 
 __all__ = ["EXIT_USAGE", "SUBCOMMANDS", "build_parser", "main"]
@@ -63,6 +65,9 @@ def main(argv=None) -> int:
     except CPGBNInputError as exc:
         print(f"cpgbn: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except WorkerError as exc:   # a distributed run's worker failed: not the input's fault
+        print(f"cpgbn: error: {exc}", file=sys.stderr)
+        return 1
     except OSError as exc:
         print(f"cpgbn: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "),
               file=sys.stderr)

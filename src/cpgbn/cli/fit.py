@@ -14,9 +14,11 @@ __all__ = ["add_fit_parser", "add_transform_parser", "cmd_fit", "cmd_transform"]
 def cmd_fit(args) -> int:
     from ..files import check_replaceable
     from ..model import CPGBN
-    check_replaceable(args.out)
     from ..modes import mode_class
     mode = mode_class(args.inference)
+    if args.distributed:
+        return _fit_distributed(args, mode)
+    check_replaceable(args.out)
     # the minibatch modes read a file a block of lines at a time
     streamed = data_file(args.data, args.format) if mode.streams_files else None
     labels = None   # a streamed labelled file carries its own
@@ -24,12 +26,7 @@ def cmd_fit(args) -> int:
         texts, labels = read_documents(args.data, args.split, args.data_dir, args.format)
     else:
         texts = streamed
-    model = CPGBN(layers=args.layers, filter_width=args.filter_width, vocab_size=args.vocab_size,
-                  token_count=args.token_count, padding=args.padding, eta=args.eta,
-                  pooling_concentration=args.pooling_concentration, n_iter=args.iterations,
-                  burn_in=args.iterations * 3 // 4 if args.burn_in is None else args.burn_in,
-                  random_state=args.seed, n_threads=args.threads, device=args.device,
-                  progress=not args.quiet, **inference_params(args))
+    model = _estimator(args)
     checkpoint = Path(f"{args.out}.checkpoint")
     if args.resume and (checkpoint / "checkpoint.json").is_file():
         print(f"resuming from {checkpoint}", file=sys.stderr)
@@ -47,9 +44,56 @@ def cmd_fit(args) -> int:
         named = f" ({args.inference})"
     documents = (f"{len(texts)} documents" if streamed is None
                  else f"{streamed.path} (streamed in blocks)")
+    _report(model, named, documents, seconds, figure, args.out)
+    return 0
+
+
+def _estimator(args):
+    from ..model import CPGBN
+    return CPGBN(layers=args.layers, filter_width=args.filter_width, vocab_size=args.vocab_size,
+                 token_count=args.token_count, padding=args.padding, eta=args.eta,
+                 pooling_concentration=args.pooling_concentration, n_iter=args.iterations,
+                 burn_in=args.iterations * 3 // 4 if args.burn_in is None else args.burn_in,
+                 random_state=args.seed, n_threads=args.threads, device=args.device,
+                 progress=not args.quiet, **inference_params(args))
+
+
+def _report(model, named: str, documents: str, seconds: float, figure: str, out) -> None:
     print(f"fitted CPGBN {'-'.join(map(str, model.layers_))}{named} on {documents} "
           f"({model.n_train_tokens_} tokens, V={len(model.vocabulary_)}) in {seconds:.1f}s; "
-          f"{figure} ({model.observation_model.describe()}); saved to {args.out}")
+          f"{figure} ({model.observation_model.describe()}); saved to {out}")
+
+
+def _fit_distributed(args, mode) -> int:
+    """``fit --distributed``: this process is one worker (torchrun's environment); it reads
+    its lines of DATA, and the root saves the model and reports, once, after the group has
+    closed (so saving a large model runs under no worker's timeout)."""
+    from ..errors import CPGBNInputError
+    from ..files import check_replaceable
+    if not mode.distributes:
+        raise CPGBNInputError(f"--distributed runs --inference gibbs only, not {args.inference}")
+    if args.resume:
+        raise CPGBNInputError("--resume does not work with --distributed yet (a distributed "
+                              "fit writes no checkpoints)")
+    source = data_file(args.data, args.format)
+    if source is None:
+        raise CPGBNInputError("--distributed reads a data file, each worker its own lines; "
+                              "give the file's path, not a dataset name")
+    from ..backends.torch.distributed import TorchCommunicator
+    model = _estimator(args)
+    comm = TorchCommunicator.from_environment(timeout=args.timeout)
+    if comm.is_root:
+        check_replaceable(args.out)   # only the root writes
+    start = time.perf_counter()
+    with comm:
+        model.fit(source, communicator=comm)
+    if not comm.is_root:
+        return 0
+    seconds = time.perf_counter() - start
+    model.save(args.out)
+    figure = f"log-likelihood per token {model.log_likelihood():.4f}"
+    documents = f"{len(model.train_features_)} documents ({comm.world_size} workers)"
+    _report(model, "", documents, seconds, figure, args.out)
     return 0
 
 
@@ -111,6 +155,13 @@ def add_fit_parser(sub):
     p.add_argument("--resume", action="store_true",
                    help="continue an interrupted fit from MODEL_DIR.checkpoint (same result as an "
                         "uninterrupted run)")
+    p.add_argument("--distributed", action="store_true",
+                   help="one worker of a data-parallel Gibbs fit, under torchrun "
+                        "--nproc-per-node N: each worker reads its lines of DATA, the model "
+                        "equals one process' and rank 0 saves it (no checkpoints yet)")
+    p.add_argument("--timeout", type=positive_float, default=60.0, metavar="SECONDS",
+                   help="with --distributed: how long a worker waits for the others before it "
+                        "stops with an error naming them (default 60)")
     add_run_args(p)
     p.set_defaults(func=cmd_fit)
     return p

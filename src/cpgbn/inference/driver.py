@@ -7,6 +7,11 @@ time per sweep) and calls a per-sweep hook.  The state and the running sums live
 (a GPU, for the PyTorch one) and come back to the host at the end, before a checkpoint, or
 before each hook call.  :func:`run_chain` runs one without checkpoints (inference for new
 documents, tests, studies).
+
+Several workers (a ``communicator``, :mod:`cpgbn.inference.updates`) each run a chain over
+their shard of the documents: the trace's log-likelihood is summed over them exactly
+(:class:`~cpgbn.inference.exact.ExactSum`, so it is the single process' number), the theta
+sums stay with each worker's documents, and only the root writes checkpoints.
 """
 
 from __future__ import annotations
@@ -16,9 +21,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .exact import ExactSum
 from .mixing import Mixing, MixingTrace
 from .state import GibbsState, GlobalParameters, state_on, write_back
 from .training import StepReport, train
+from .updates import SingleProcess
 
 
 @dataclass
@@ -126,13 +133,19 @@ class GibbsChain:
     after every sweep, outside the sweep's timed part; ``on_sweep(state, collector)`` is called
     after each sweep with the numpy state and sums (on a GPU that copies them to the host).
     A checkpoint keeps the state and the collector (:meth:`to_arrays`).
+
+    ``communicator``: the workers of a data-parallel chain (module docstring), each with a
+    sampler over its shard whose global update sums over them
+    (:class:`~cpgbn.inference.updates.DistributedGlobalUpdate`); the log-likelihood of the
+    trace and the documents of a step's report are the whole corpus'.
     """
 
     def __init__(self, sampler, state: GibbsState, burn_in: int, *,
                  collect_globals: bool | None = None, collector: Collector | None = None,
-                 monitor=None, on_sweep=None):
+                 monitor=None, on_sweep=None, communicator=None):
         self.sampler, self.burn_in = sampler, int(burn_in)
         self.monitor, self.on_sweep = monitor, on_sweep
+        self.communicator = SingleProcess() if communicator is None else communicator
         if collect_globals is None:
             collect_globals = sampler.learn_globals
         self._attach(state, Collector.empty(state, collect_globals) if collector is None
@@ -164,7 +177,8 @@ class GibbsChain:
         current, collector = self.current, self.collector
         start = time.perf_counter()
         self.sampler.sweep_on_backend(current)
-        loglik = float(current.loglik.sum())  # on a GPU this also waits for the sweep
+        # on a GPU the copy also waits for the sweep
+        loglik, n_docs = self._corpus_loglik(current, batch.n_docs)
         seconds = time.perf_counter() - start
         collector.seconds.append(seconds)
         collector.loglik.append(loglik)
@@ -176,7 +190,18 @@ class GibbsChain:
         if self.on_sweep is not None:
             self._flush()
             self.on_sweep(self.state, collector)
-        return StepReport(-loglik / max(batch.n_docs, 1), None, batch.n_docs, seconds)
+        return StepReport(-loglik / max(n_docs, 1), None, n_docs, seconds)
+
+    def _corpus_loglik(self, current: GibbsState, n_docs: int) -> tuple[float, int]:
+        """The log-likelihood of the whole corpus after the sweep (summed exactly, so that it
+        does not depend on how the documents are split) and its number of documents: one
+        all-reduce of the exact sum's bins with the shard's size beside them."""
+        total = ExactSum.of(self.sampler.backend.to_numpy(current.loglik, np.float64))
+        comm = self.communicator
+        if comm.world_size == 1:
+            return float(total), n_docs
+        summed = np.asarray(comm.sum(np.append(total.bins, np.int64(n_docs))), dtype=np.int64)
+        return float(ExactSum(summed[:-1])), int(summed[-1])
 
     def _flush(self) -> None:
         self.sums.flush()
@@ -237,7 +262,8 @@ class GibbsChain:
 def run_chain(algorithm, state: GibbsState, n_iter: int, burn_in: int, *, progress=None,
               collect_globals: bool = True, collector: Collector | None = None,
               on_sweep=None, monitor=None, checkpoint_dir=None, checkpoint_every: int = 10,
-              resume: bool = False, identity=None, labels=None) -> RunResult:
+              resume: bool = False, identity=None, labels=None,
+              communicator=None) -> RunResult:
     """Run ``algorithm.sweep_on_backend`` until ``state.sweep == n_iter``; average theta (and,
     with ``collect_globals``, D, Phi, r) over the sweeps after ``burn_in``: a
     :class:`GibbsChain` driven by the training loop.
@@ -249,12 +275,14 @@ def run_chain(algorithm, state: GibbsState, n_iter: int, burn_in: int, *, progre
     ``checkpoint_every`` sweeps (not after the last), fingerprinted by ``identity`` (what must
     match to ``resume``: the data and the parameters); ``labels`` go with the documents to
     every sweep.  ``state`` (and ``collector``) hold the final values when the run returns.
+    ``communicator``: one of several workers, each over its shard (:class:`GibbsChain`).
     """
     chain = GibbsChain(algorithm, state, burn_in, collect_globals=collect_globals,
-                       collector=collector, monitor=monitor, on_sweep=on_sweep)
+                       collector=collector, monitor=monitor, on_sweep=on_sweep,
+                       communicator=communicator)
     if chain.sweeps_done < n_iter:
         train(chain, chain.whole_corpus(identity, labels), n_iter,
               first_step=chain.sweeps_done, progress=False if progress is None else progress,
               checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every, resume=resume,
-              save_at_end=False)
+              save_at_end=False, communicator=chain.communicator)
     return chain.result()

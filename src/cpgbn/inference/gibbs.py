@@ -68,14 +68,17 @@ from __future__ import annotations
 
 from numbers import Real
 
+import numpy as np
+
 from ..backends.numba.backend import NumbaBackend
 from ..errors import CPGBNInputError
 from . import streams
 from .backend import Backend
 from .driver import Collector, RunResult, run_chain
+from .exact import ExactSum
 from .state import GibbsState, GlobalParameters, Hyperparameters, state_on, write_back
 from .streams import stream
-from .updates import GibbsGlobalUpdate, SufficientStatistics
+from .updates import DistributedGlobalUpdate, GibbsGlobalUpdate, SufficientStatistics
 
 __all__ = ["GibbsSampler", "TorchGibbsSampler", "Collector", "RunResult"]
 
@@ -106,13 +109,21 @@ class GibbsSampler:
         backend's document block): the documents then draw the numbers they draw in the whole
         corpus (streams keyed by the global block), so shards of a corpus swept apart, with the
         same globals, give the whole corpus' local draws.
+    communicator : a :class:`~cpgbn.inference.updates.Communicator` or None
+        This sampler is one of several workers, each over its shard of the corpus (a range of
+        global ids from ``first_doc``, :func:`cpgbn.inference.shards.shard_range`): the global
+        update sums the statistics over them first (:class:`~cpgbn.inference.updates.
+        DistributedGlobalUpdate` around ``global_update``, the exact draws by default), and
+        :meth:`run` sums the trace.  Every worker then holds the globals, and its documents
+        the local variables, that one process over the whole corpus draws (the numba backend).
 
     ``sweep`` and ``draw_weights`` take a numpy :class:`GibbsState` (moved to the backend and
     written back in place) or a state already on the backend; ``run`` moves the state once.
     """
 
     def __init__(self, data, hyper: Hyperparameters, seed: int, *, learn_globals: bool = True,
-                 backend: Backend | None = None, global_update=None, first_doc: int = 0):
+                 backend: Backend | None = None, global_update=None, first_doc: int = 0,
+                 communicator=None):
         beta = hyper.pooling_concentration
         if beta is not None and (isinstance(beta, bool) or not isinstance(beta, Real)
                                  or not 0 < beta < float("inf")):
@@ -125,6 +136,9 @@ class GibbsSampler:
                         else backend)
         if global_update is None and learn_globals:
             global_update = GibbsGlobalUpdate()
+        self.communicator = communicator
+        if communicator is not None and global_update is not None:
+            global_update = DistributedGlobalUpdate(global_update, communicator)
         self.global_update = global_update
 
     @property
@@ -149,8 +163,6 @@ class GibbsSampler:
                       globals_: GlobalParameters | None = None) -> GibbsState:
         """A starting state: random kernels and Phi (Dir(1) draws) unless given, w = 1, one
         augmentation.  Returned as numpy arrays; a given ``globals_`` is kept as the object."""
-        import numpy as np
-
         b = self.backend
         if globals_ is None:
             F, K1 = self.data.filter_width, layers[0]
@@ -184,8 +196,6 @@ class GibbsSampler:
                      theta=None) -> GibbsState:
         """w = 1, theta^(1) = S_j, upper theta = 1 (or the given w and theta), c = 1, then
         m | w, D (no w draw)."""
-        import numpy as np
-
         b, data = self.backend, self.data
         layers, n_docs = g.layers, data.n_docs
         K1 = layers[0]
@@ -308,7 +318,8 @@ class GibbsSampler:
             if T > 1:
                 tables = b.layer_tables(counts_up[-1], b.rows_of(g.r, n_docs),
                                         stream(s, streams.UPWARD + T))
-            r_tables, r_rate = b.column_sums(tables), q[T].sum()
+            # r's rate exactly, so that its sum over workers is one process' number
+            r_tables, r_rate = b.column_sums(tables), ExactSum.of(b.to_numpy(q[T], np.float64))
         return SufficientStatistics(kernel_counts, phi_counts, r_tables, r_rate, n_docs), \
             counts_up, q
 
@@ -336,7 +347,7 @@ class GibbsSampler:
             collect_globals = self.learn_globals
         return run_chain(self, state, n_iter, burn_in, progress=progress,
                          collect_globals=collect_globals, collector=collector, on_sweep=on_sweep,
-                         monitor=monitor, **checkpointing)
+                         monitor=monitor, communicator=self.communicator, **checkpointing)
 
     # ------------------------------------------------------------------ helpers
     def draw_weights(self, state: GibbsState) -> GibbsState:

@@ -223,10 +223,15 @@ class MixingMonitor:
 
     ``weights`` : (N,) -- the features' weight of each document (1 / L_j for length-normalised
     features), or None for theta^(1)'s plain column sums.
+    ``communicator`` : the workers of a data-parallel chain, each over its shard (``weights``
+    then its documents'): the counts and the feature sums are summed over them.  The counts
+    are integers, so the shares are one process' exactly; the feature sums are float sums in
+    another order, equal to one process' up to rounding (a diagnostic that no draw reads).
     """
 
-    def __init__(self, weights=None):
+    def __init__(self, weights=None, communicator=None):
         self.weights = None if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
+        self.communicator = communicator
         self._memory = None
         self._weights_on = None
 
@@ -243,6 +248,10 @@ class MixingMonitor:
         with backend.sweep_context():  # numba: BLAS on one thread, as in the sweep
             counts, self._memory = backend.assignment_changes(state.m, self._memory)
             sums = backend.to_numpy(self._weights_on @ state.theta[0], np.float64)
+        if self.communicator is not None and self.communicator.world_size > 1:
+            # the shares read the first five counts, all sums (the sixth is a maximum)
+            counts = self.communicator.sum(np.asarray(counts[:5], dtype=np.int64))
+            sums = self.communicator.sum(np.asarray(sums, dtype=np.float64))
         moved, switched = shares_of(counts)
         trace.moved.append(moved)
         trace.switched.append(switched)

@@ -40,6 +40,7 @@ import numpy as np
 from ..errors import CPGBNInputError
 from . import streams
 from .backend import Backend
+from .exact import ExactSum
 from .state import GlobalParameters, Hyperparameters
 from .streams import stream
 from .tlasgr import TLASGRSchedule, TLASGRState, tlasgr_step
@@ -64,7 +65,9 @@ class SufficientStatistics:
     phi_counts : list, for t = 2..T (index t - 2), of (K_{t-1}, K_t) -- the counts that the
         upward pass split from layer t - 1 onto Phi^(t)'s entries.
     r_tables : (K_T,) or None -- sum_j l_jk, the top layer's tables (None when r is not drawn).
-    r_rate : scalar or None -- sum_j q^(T+1)_j (the rate of r's conditional is c0 + r_rate).
+    r_rate : scalar, :class:`~cpgbn.inference.exact.ExactSum` or None -- sum_j q^(T+1)_j (the
+        rate of r's conditional is c0 + r_rate); the schedule gives an ExactSum, so that a sum
+        over workers is the single process' number (updates read it as ``float(r_rate)``).
     n_docs : int -- the documents these sums run over (|batch| for a minibatch).
     """
 
@@ -100,7 +103,7 @@ class GibbsGlobalUpdate:
                                             stream(sweep, streams.PHI + t))
         if stats.r_tables is not None:
             shape = hyper.gamma0 / len(g.r) + stats.r_tables
-            g.r = backend.draw_gamma_vector(shape, hyper.c0 + stats.r_rate,
+            g.r = backend.draw_gamma_vector(shape, hyper.c0 + float(stats.r_rate),
                                             stream(sweep, streams.R), out=g.r)
 
 
@@ -242,11 +245,16 @@ class TLASGRGlobalUpdate:
 
 
 class Communicator(Protocol):
-    """What :class:`DistributedGlobalUpdate` needs from a group of workers (e.g. MPI or
-    torch.distributed wrapped in three methods).  Every worker calls each method in the same
-    order with arrays of the same shape."""
+    """What the inference layer needs from a group of workers: a sum-reduce, a broadcast from
+    the root and a barrier (:class:`SingleProcess`; torch.distributed in
+    :mod:`cpgbn.backends.torch.distributed`).  Every worker calls each method in the same
+    order with arrays of the same shape and dtype; an array comes back of the type, dtype and
+    shape it went in (numpy, or a backend's tensor).  A worker that fails or stops answering
+    makes the others raise within the communicator's timeout, never hang."""
 
     is_root: bool
+    rank: int
+    world_size: int
 
     def sum(self, array):
         """The element-wise sum of ``array`` over all workers, returned on every worker."""
@@ -254,12 +262,25 @@ class Communicator(Protocol):
     def broadcast(self, array):
         """The root's ``array``, returned on every worker."""
 
+    def barrier(self) -> None:
+        """Returns once every worker has called it."""
+
+    def gather(self, value) -> list | None:
+        """Every worker's ``value`` (any picklable object), in rank order, on the root; None
+        on the others.  For what is read once, not per sweep (a shard's word counts, its
+        features at the end)."""
+
+    def broadcast_object(self, value):
+        """The root's ``value`` (any picklable object) on every worker."""
+
 
 @dataclass
 class SingleProcess:
     """The trivial communicator: one worker, which is the root."""
 
     is_root: bool = True
+    rank: int = 0
+    world_size: int = 1
 
     @staticmethod
     def sum(array):
@@ -268,6 +289,50 @@ class SingleProcess:
     @staticmethod
     def broadcast(array):
         return array
+
+    @staticmethod
+    def barrier() -> None:
+        return None
+
+    @staticmethod
+    def gather(value) -> list:
+        return [value]
+
+    @staticmethod
+    def broadcast_object(value):
+        return value
+
+
+#: Largest total a kernel count may reach in the int32 all-reduce.  The numba backend draws D
+#: from int32 counts, so a larger total could not be drawn from anyway: it is refused.
+_INT32_MAX = np.iinfo(np.int32).max
+
+
+def _sum_kernel_counts(backend, comm, total):
+    """The (V, F, K_1) kernel counts summed over the workers: the all-reduce that dominates a
+    sweep's traffic (V F K_1 values).  On the host it travels as int32, half the bytes of
+    int64, when the workers' largest counts add up to less than 2^31 (one 8-byte all-reduce
+    decides, the same way on every worker); the counts are whole numbers, so any order of
+    the sum is exact."""
+    if comm.world_size == 1:
+        return total
+    if not backend.works_on_host:
+        return comm.sum(total)
+    peak = int(comm.sum(np.array(total.max(initial=0), dtype=np.int64)))
+    if peak > _INT32_MAX:
+        summed = comm.sum(np.asarray(total, dtype=np.int64))
+        if summed.max(initial=0) > _INT32_MAX:
+            raise CPGBNInputError(f"a kernel count reached {int(summed.max())}, beyond the "
+                                  f"int32 counts of the numba backend")
+        return summed
+    return comm.sum(np.asarray(total, dtype=np.int32))
+
+
+def _sum_rate(comm, rate):
+    """r's rate summed over the workers: exactly when it is an ExactSum (the schedule's)."""
+    if isinstance(rate, ExactSum):
+        return ExactSum(np.asarray(comm.sum(rate.bins), dtype=np.int64))
+    return comm.sum(rate)
 
 
 @dataclass
@@ -278,7 +343,11 @@ class DistributedGlobalUpdate:
     totals, Phi counts, r's tables and rate, document counts), the root applies ``inner`` to
     the sums, and every global is broadcast from the root, so all workers continue with the
     same D, Phi and r.  The inner update sees exactly the statistics of the whole corpus (or
-    of the union of the workers' minibatches).
+    of the union of the workers' minibatches): the counts are integers, and r's rate comes as
+    an :class:`~cpgbn.inference.exact.ExactSum`, whose sum over workers is the single
+    process' number bit for bit.  So the exact Gibbs draws on N workers, each over a shard
+    of 32-document blocks numbered globally (``GibbsSampler(first_doc=...)``), make the
+    chain of one process.
     """
 
     inner: object
@@ -289,10 +358,11 @@ class DistributedGlobalUpdate:
         comm, g = self.communicator, globals_
         total = SufficientStatistics(
             kernel_counts=backend.kernel_counts_from_total(
-                comm.sum(backend.total_kernel_counts(stats.kernel_counts))),
+                _sum_kernel_counts(backend, comm, backend.total_kernel_counts(
+                    stats.kernel_counts))),
             phi_counts=[comm.sum(c) for c in stats.phi_counts],
             r_tables=None if stats.r_tables is None else comm.sum(stats.r_tables),
-            r_rate=None if stats.r_rate is None else comm.sum(stats.r_rate),
+            r_rate=None if stats.r_rate is None else _sum_rate(comm, stats.r_rate),
             n_docs=int(comm.sum(np.array(stats.n_docs, dtype=np.int64))))
         if comm.is_root:
             self.inner.apply(backend, g, total, hyper=hyper, sweep=sweep)

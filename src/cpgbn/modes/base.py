@@ -111,6 +111,9 @@ class Training:
     n_tokens : tokens in the training documents.
     chain_params : the parameters that change the chain (fingerprints of checkpoints).
     checkpointing : :class:`Checkpointing`.
+    first_doc, communicator : a distributed fit's worker (:mod:`cpgbn.modes.sharded`):
+        ``data`` is its shard, whose first document has global id ``first_doc``; None: one
+        process over the whole corpus.
     """
 
     vocabulary: Vocabulary
@@ -125,6 +128,8 @@ class Training:
     encode: object | None = None
     labels: np.ndarray | None = None
     checkpointing: Checkpointing = field(default_factory=Checkpointing)
+    first_doc: int = 0
+    communicator: object | None = None
 
 
 def features(thetas, data: ConvData, normalization: str, all_layers: bool = False) -> np.ndarray:
@@ -158,12 +163,14 @@ class InferenceMode:
     every mode's own, checked by :meth:`check_parameters`).  Subclasses set ``name`` (the value
     of ``CPGBN(inference=...)``), ``loss_name`` (what their per-step loss is; None: the Gibbs
     chain's log-likelihood) and ``streams_files`` (whether ``fit`` reads a
-    :class:`~cpgbn.text.stream.TextFile` a block at a time).
+    :class:`~cpgbn.text.stream.TextFile` a block at a time) and ``distributes``.
     """
 
     name: str = ""
     loss_name: str | None = None
     streams_files: bool = False
+    #: Whether ``fit`` runs as one worker of several (``Training.communicator``).
+    distributes: bool = False
     #: The estimator parameters besides the model's (``cpgbn.params.MODEL``) and the seed
     #: that change this mode's chain: what a checkpoint's fingerprint includes.
     chain_parameters: tuple = ()

@@ -17,7 +17,9 @@ from ..inference.gibbs import GibbsSampler, RunResult
 from ..inference.mixing import MixingMonitor
 from ..inference.streams import transform_seed
 from ..layers.cells import ConvData
+from ..errors import CPGBNInputError
 from .base import FittedState, InferenceMode, Training, features, numba_threads
+from .sharded import gather_rows
 
 __all__ = ["GibbsMode", "progress_bars"]
 
@@ -40,6 +42,7 @@ class GibbsMode(InferenceMode):
 
     name = "gibbs"
     chain_parameters = ("n_iter", "burn_in", "device")
+    distributes = True
 
     def sampler(self, data: ConvData, hyper, seed: int, *, learn_globals: bool):
         """The Gibbs sampler over ``data``: numba, or PyTorch on ``device`` when it is set.
@@ -50,6 +53,22 @@ class GibbsMode(InferenceMode):
             return GibbsSampler(data, hyper, seed, learn_globals=learn_globals)
         from ..inference.gibbs import TorchGibbsSampler
         return TorchGibbsSampler(data, hyper, seed, learn_globals=learn_globals, device=device)
+
+    def _training_sampler(self, training: Training):
+        """The sampler of a fit: :meth:`sampler`'s, or one worker's over its shard (numba:
+        its streams are keyed by global document blocks, which makes the workers' chain the
+        single process')."""
+        comm = training.communicator
+        if comm is None:
+            return self.sampler(training.data, training.hyper, training.seed, learn_globals=True)
+        if self.settings["device"] is not None:
+            raise CPGBNInputError("a distributed fit runs the numba sampler: leave device out "
+                                  "(the PyTorch sampler's streams are not keyed by document)")
+        if type(self).sampler is not GibbsMode.sampler:
+            raise CPGBNInputError(f"{type(self).__name__} draws with a sampler of its own, "
+                                  f"which does not run distributed")
+        return GibbsSampler(training.data, training.hyper, training.seed, learn_globals=True,
+                            first_doc=training.first_doc, communicator=comm)
 
     def training_bytes(self, data: ConvData, layers, vocab_size: int) -> int:
         return self._gibbs_bytes(data, layers, vocab_size, training=True)
@@ -77,28 +96,36 @@ class GibbsMode(InferenceMode):
         ckpt = training.checkpointing
         weights = (None if s["feature_normalization"] == "none"
                    else 1.0 / np.maximum(data.true_length, 1))  # as in the features
+        comm = training.communicator
         with numba_threads(s["n_threads"]):
-            sampler = self.sampler(data, training.hyper, training.seed, learn_globals=True)
+            sampler = self._training_sampler(training)
             state = sampler.initial_state(training.layers, len(training.vocabulary))
             identity = fingerprint(data.cell_word, data.cell_col, np.asarray(data.cell_count),
                                    data.doc_cells, data.doc_length, training.vocabulary.tokens,
                                    training.chain_params, training.seed)
             result = sampler.run(state, s["n_iter"], s["burn_in"],
-                                 progress=progress_bars(s["progress"], "fit"),
-                                 monitor=MixingMonitor(weights), checkpoint_dir=ckpt.directory,
+                                 progress=progress_bars(s["progress"] and (
+                                     comm is None or comm.is_root), "fit"),   # shown once
+                                 monitor=MixingMonitor(weights, comm),
+                                 checkpoint_dir=ckpt.directory,
                                  checkpoint_every=ckpt.every, resume=ckpt.resume,
                                  identity=identity, labels=training.labels)
         if ckpt.directory is not None:
             shutil.rmtree(ckpt.directory, ignore_errors=True)
         theta = result.theta_mean
-        usage = theta[0].sum(axis=0)
+        train_features = features(theta, data, s["feature_normalization"])   # row by row
+        if comm is not None:   # the root gathers the workers' rows, in document order
+            theta = [gather_rows(t, comm) for t in theta]
+            train_features = gather_rows(train_features, comm)
+        usage = None if theta[0] is None else theta[0].sum(axis=0)
+        if comm is not None:
+            usage = comm.broadcast_object(usage)
         return FittedState(
             vocabulary_=training.vocabulary, layers_=training.layers, hyper_=training.hyper,
             seed_=training.seed, globals_=result.globals_mean, kernel_usage_=usage / usage.sum(),
             n_train_tokens_=training.n_tokens, loglik_trace_=np.asarray(result.loglik),
-            sweep_seconds_=np.asarray(result.seconds),
-            train_features_=features(theta, data, s["feature_normalization"]),
-            train_theta_=theta, mixing_=result.mixing)
+            sweep_seconds_=np.asarray(result.seconds), train_features_=train_features,
+            train_theta_=None if theta[0] is None else theta, mixing_=result.mixing)
 
     def infer(self, fitted: FittedState, data: ConvData, *, n_iter: int, burn_in: int,
               seed: int, on_sweep=None) -> RunResult:

@@ -94,6 +94,7 @@ class MinibatchMode(GibbsMode):
 
     streams_files = True
     chain_parameters = ("batch_size", "n_epochs")
+    distributes = False   # not yet (issue 37): the TLASGR step's statistics and DDP
 
     @staticmethod
     def check_parameters(params: dict) -> dict:

@@ -21,7 +21,7 @@ from cpgbn.text.readers import read_labeled, read_line_blocks, read_lines
 from cpgbn.text.tokenize import tokenize
 from cpgbn.text.vocabulary import Vocabulary
 
-__all__ = ["TextFile", "FileScan", "scan_text_file"]
+__all__ = ["TextFile", "FileScan", "scan_text_file", "count_documents", "read_line_range"]
 
 _FORMATS = ("auto", "tsv", "lines")
 
@@ -112,3 +112,29 @@ def scan_text_file(source: TextFile, vocab_size: int | None, *, block_lines: int
         vocab_size = max(len(counts) + 1, 2)
     return FileScan(Vocabulary.from_frequencies(counts, vocab_size), n_docs, n_tokens, n_short,
                     digest.hexdigest())
+
+
+def count_documents(source: TextFile, *, block_lines: int = 4096) -> int:
+    """The documents (lines) of ``source``, counted in one streaming pass (a worker of a
+    distributed fit needs the count to find its line range)."""
+    return sum(len(texts) for texts in source.blocks(block_lines))
+
+
+def read_line_range(source: TextFile, start: int, stop: int, *,
+                    block_lines: int = 4096) -> tuple[list[str], list[str] | None]:
+    """(texts, labels or None) of the documents ``start .. stop - 1`` (0-based lines) of
+    ``source``: the lines before are read past a block at a time, never held, and reading
+    stops after ``stop``."""
+    texts: list[str] = []
+    labels: list[str] | None = [] if source.labeled else None
+    line = 0
+    for block in read_line_blocks(source.path, block_lines, labeled=source.labeled):
+        lo, hi = max(start - line, 0), min(stop - line, len(block.texts))
+        if lo < hi:
+            texts += block.texts[lo:hi]
+            if labels is not None:
+                labels += block.labels[lo:hi]
+        line += len(block.texts)
+        if line >= stop:
+            break
+    return texts, labels

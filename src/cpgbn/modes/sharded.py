@@ -1,0 +1,115 @@
+"""One worker's part of a distributed fit: its shard of the corpus and the shared vocabulary.
+
+``CPGBN(...).fit(X, communicator=comm)`` on every worker (``cpgbn fit --distributed`` under
+torchrun) trains the exact Gibbs sampler data-parallel
+(:mod:`cpgbn.backends.torch.distributed`, architecture.md).  Before the chain starts:
+
+* :func:`read_shard`: the worker's documents, the global ids
+  :func:`~cpgbn.inference.shards.shard_range` gives it.  A :class:`~cpgbn.text.TextFile` is
+  counted in one streaming pass, then only the shard's lines are kept (the lines before are
+  read past a block at a time); texts in memory (the same list on every worker) are sliced.
+* :func:`shared_vocabulary`: each worker counts the tokens of its shard, the root adds the
+  counts and ranks them as one process ranks the whole corpus'
+  (:meth:`~cpgbn.text.vocabulary.Vocabulary.from_frequencies`: integer counts, ties by
+  string), and broadcasts the vocabulary, so every worker encodes with the single process'
+  vocabulary.  An empty document anywhere makes every worker raise the same one-line error.
+
+After the chain (:func:`gather_rows`): the root collects the workers' rows of per-document
+arrays (the training features), in rank order, which is document order.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import CPGBNInputError, empty_document_error
+from ..inference.shards import shard_range
+from ..text.corpus import Corpus
+from ..text.stream import TextFile, count_documents, read_line_range
+from ..text.tokenize import tokenize
+from ..text.vocabulary import Vocabulary
+
+__all__ = ["Shard", "read_shard", "shared_vocabulary", "gather_rows"]
+
+
+@dataclass
+class Shard:
+    """A worker's documents: ``texts`` (and ``labels`` or None) of global ids
+    ``start .. stop - 1`` of a corpus of ``n_docs``."""
+
+    texts: list
+    labels: list | None
+    start: int
+    stop: int
+    n_docs: int
+
+
+def read_shard(X, y, communicator) -> Shard:
+    """This worker's shard of the documents ``X`` (a TextFile, or texts held by every
+    worker) and of the labels ``y`` (one per document of the corpus, or None)."""
+    rank, world = communicator.rank, communicator.world_size
+    if isinstance(X, TextFile):
+        n_docs = count_documents(X)
+        start, stop = shard_range(n_docs, rank, world)
+        texts, labels = read_line_range(X, start, stop)
+    elif isinstance(X, Corpus):
+        raise CPGBNInputError("a distributed fit reads texts or a TextFile, not an encoded "
+                              "Corpus (its vocabulary would be one worker's)")
+    else:
+        if isinstance(X, str) or not hasattr(X, "__len__"):
+            raise CPGBNInputError("X must be a sequence of document strings or a "
+                                  "cpgbn.text.TextFile")
+        n_docs = len(X)
+        start, stop = shard_range(n_docs, rank, world)
+        texts, labels = list(X[start:stop]), None
+    if y is not None:
+        if len(y) != n_docs:
+            raise CPGBNInputError(f"y must hold one label per document: {n_docs} documents, "
+                                  f"{len(y)} labels")
+        labels = list(y[start:stop])
+    return Shard(texts, labels, start, stop, n_docs)
+
+
+def shared_vocabulary(shard: Shard, vocab_size: int | None,
+                      communicator) -> tuple[Vocabulary, int]:
+    """(the vocabulary of the whole corpus, its number of tokens), the same on every worker
+    (module docstring)."""
+    counts: Counter[str] = Counter()
+    n_tokens, empty = 0, []
+    for j, text in enumerate(shard.texts):
+        if not isinstance(text, str):
+            raise CPGBNInputError(f"document {shard.start + j + 1} is {type(text).__name__}, "
+                                  f"not str")
+        tokens = tokenize(text)
+        counts.update(tokens)
+        n_tokens += len(tokens)
+        if not tokens:
+            empty.append(shard.start + j + 1)
+    parts = communicator.gather((counts, n_tokens, empty))
+    message = None
+    if communicator.is_root:
+        total: Counter[str] = Counter()
+        for part_counts, _, _ in parts:
+            total.update(part_counts)
+        lines = [line for _, _, part_empty in parts for line in part_empty]
+        if lines:
+            message = str(empty_document_error(lines[0], len(lines)))
+        size = max(len(total) + 1, 2) if vocab_size is None else vocab_size
+        shared = (Vocabulary.from_frequencies(total, size).to_dict(),
+                  sum(part[1] for part in parts), message)
+    else:
+        shared = None
+    vocabulary, n_total, message = communicator.broadcast_object(shared)
+    if message is not None:
+        raise CPGBNInputError(message)
+    return Vocabulary.from_dict(vocabulary), int(n_total)
+
+
+def gather_rows(array: np.ndarray, communicator) -> np.ndarray | None:
+    """The workers' rows of ``array`` stacked in rank order (document order) on the root;
+    None on the others."""
+    parts = communicator.gather(np.ascontiguousarray(array))
+    return None if parts is None else np.concatenate(parts, axis=0)

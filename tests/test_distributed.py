@@ -1,0 +1,230 @@
+"""Data-parallel Gibbs on torch.distributed: workers over shards of the corpus make the single
+process' chain bit for bit, and a worker that never joins or dies stops the others within the
+timeout with one line naming it.
+
+The workers are real processes (``distributed_worker.py``) with torchrun's environment, on
+127.0.0.1 with gloo; the single-process reference runs here first, which also fills the numba
+cache that the workers load from (they inherit NUMBA_CACHE_DIR).
+"""
+import json
+import math
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import cpgbn
+from cpgbn.errors import CPGBNInputError
+from cpgbn.inference.exact import ExactSum
+from cpgbn.inference.shards import DOC_BLOCK, shard_range
+from cpgbn.inference.updates import SingleProcess
+
+import distributed_worker as worker
+
+pytest.importorskip("torch.distributed")
+
+WORKER = Path(worker.__file__)
+
+
+# ---------------------------------------------------------------------- without processes
+def test_exact_sums_are_correctly_rounded_whatever_the_split():
+    rng = np.random.default_rng(3)
+    x = np.concatenate([rng.standard_normal(500) * 1e12, rng.random(500),
+                        -rng.random(300) * 1e-3, [2.0 ** -1074, 1e300, -1e300]])
+    rng.shuffle(x)
+    total = float(ExactSum.of(x))
+    assert total == math.fsum(x)
+    for cut in (0, 1, 333, len(x)):
+        parts = ExactSum.of(x[:cut]) + ExactSum.of(x[cut:])
+        assert float(parts) == total
+        assert float(ExactSum(parts.bins.copy())) == total   # rebuilt from an all-reduce
+    assert np.isnan(float(ExactSum.of([np.inf, -np.inf, 1.0])))
+    assert float(ExactSum.of([np.inf, 1.0])) == np.inf
+    assert float(ExactSum.of([1e308, 1e308])) == np.inf
+    assert float(ExactSum.of([])) == 0.0
+
+
+def test_shards_are_whole_blocks_that_cover_the_corpus_in_order():
+    for n_docs, world in [(110, 2), (110, 4), (1000, 3), (32, 1), (33, 2)]:
+        ranges = [shard_range(n_docs, r, world) for r in range(world)]
+        assert ranges[0][0] == 0 and ranges[-1][1] == n_docs
+        assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
+        assert all(start % DOC_BLOCK == 0 and stop > start for start, stop in ranges)
+    with pytest.raises(CPGBNInputError, match="use at most 4 worker"):
+        shard_range(110, 0, 5)
+    with pytest.raises(CPGBNInputError, match="rank must be"):
+        shard_range(110, 2, 2)
+
+
+@pytest.fixture(scope="module")
+def single_process():
+    """The reference fit: one process, the default update (no communicator)."""
+    return worker.fit_arrays(worker.corpus())
+
+
+def test_the_distributed_update_with_one_process_is_the_plain_chain(single_process):
+    wrapped = worker.fit_arrays(worker.corpus(), communicator=SingleProcess())
+    for name, value in single_process.items():
+        np.testing.assert_array_equal(wrapped[name], value, err_msg=name)
+
+
+# ---------------------------------------------------------------------- worker processes
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start(out: Path, world_size: int, ranks, *extra) -> list[subprocess.Popen]:
+    src = str(Path(cpgbn.__file__).resolve().parents[1])
+    env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()),
+               WORLD_SIZE=str(world_size), NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1",
+               PYTHONPATH=os.pathsep.join([src, str(WORKER.parent),
+                                           os.environ.get("PYTHONPATH", "")]))
+    return [subprocess.Popen([sys.executable, str(WORKER), str(out), *extra],
+                             env=dict(env, RANK=str(r), LOCAL_RANK=str(r)),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for r in ranks]
+
+
+def _finish(procs, limit: float) -> list[tuple[int, str]]:
+    results = []
+    for proc in procs:
+        try:
+            _, err = proc.communicate(timeout=limit)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            pytest.fail(f"a worker still ran after {limit} s")
+        results.append((proc.returncode, err))
+    return results
+
+
+def _error_line(stderr: str) -> str:
+    """The worker's own line (torch's C++ logger may print lines of its own before it)."""
+    lines = [line for line in stderr.splitlines() if line.startswith("worker error: ")]
+    assert len(lines) == 1, stderr
+    return lines[0]
+
+
+def test_two_workers_make_the_single_process_chain_bit_for_bit(tmp_path, single_process):
+    results = _finish(_start(tmp_path, 2, range(2)), limit=120)
+    assert [code for code, _ in results] == [0, 0], results
+    ranks = [dict(np.load(tmp_path / f"rank{r}.npz")) for r in range(2)]
+    assert [(int(a["start"]), int(a["stop"])) for a in ranks] == [(0, 64), (64, 110)]
+    for name, value in single_process.items():
+        if name.startswith("theta_"):   # each worker holds its documents' rows
+            np.testing.assert_array_equal(np.concatenate([a[name] for a in ranks]), value,
+                                          err_msg=name)
+        else:   # the globals, their means and the corpus' log-likelihood: on every worker
+            for a in ranks:
+                np.testing.assert_array_equal(a[name], value, err_msg=name)
+
+
+def test_a_worker_that_never_joins_stops_the_other_within_the_timeout(tmp_path, single_process):
+    start = time.perf_counter()
+    [(code, err)] = _finish(_start(tmp_path, 2, [0], "--timeout", "3"), limit=60)
+    assert code == 1
+    line = _error_line(err)
+    assert "rank 1 did not join within 3 s" in line, line
+    assert time.perf_counter() - start < 30
+
+
+def test_a_worker_that_dies_mid_run_stops_the_other_naming_it(tmp_path, single_process):
+    start = time.perf_counter()
+    results = _finish(_start(tmp_path, 2, range(2), "--die-after", "2", "--timeout", "30"),
+                      limit=90)
+    assert results[1][0] == 3   # the worker that died
+    code, err = results[0]
+    assert code == 1
+    line = _error_line(err)
+    assert "distributed run failed on rank 0" in line and "rank 1 did not reach it" in line, line
+    # gloo sees the closed sockets at once: far sooner than the 30 s timeout
+    assert time.perf_counter() - start < 30
+    assert not (tmp_path / "rank0.npz").exists()
+
+
+# ---------------------------------------------------------------------- the command line
+CLI_SETTINGS = ["--layers", "6,3", "--vocab-size", "30", "--iterations", "6", "--burn-in", "3",
+                "--seed", "3", "--quiet", "--threads", "1"]
+
+
+@pytest.mark.slow   # three processes (torchrun's agent, two workers): 7 s alone, more in a suite
+def test_cpgbn_fit_distributed_under_torchrun_saves_the_single_process_model(tmp_path):
+    from cpgbn.cli import main
+    from helpers import random_texts, write_tsv
+
+    corpus = write_tsv(tmp_path / "train.tsv", random_texts(110, seed=5), ["a", "b"] * 55)
+    assert main(["fit", str(corpus), "--out", str(tmp_path / "one"), *CLI_SETTINGS]) == 0
+    src = str(Path(cpgbn.__file__).resolve().parents[1])
+    env = dict(os.environ, NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1",
+               PYTHONPATH=os.pathsep.join([src, os.environ.get("PYTHONPATH", "")]))
+    run = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+                          "--master-port", str(_free_port()), "-m", "cpgbn.cli", "fit",
+                          str(corpus), "--out", str(tmp_path / "two"), *CLI_SETTINGS,
+                          "--distributed", "--timeout", "30"],
+                         env=env, capture_output=True, text=True, timeout=180)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.count("fitted CPGBN 6-3 on 110 documents (2 workers)") == 1   # root only
+    one, two = (np.load(tmp_path / name / "arrays.npz") for name in ("one", "two"))
+    assert sorted(one.files) == sorted(two.files)
+    for name in one.files:
+        if name in ("mixing_features", "mixing_seconds"):   # float sums over workers; times
+            continue
+        np.testing.assert_array_equal(two[name], one[name], err_msg=name)
+    traces = [json.loads((tmp_path / n / "model.json").read_text())["loglik_trace"]
+              for n in ("one", "two")]
+    assert traces[0] == traces[1]
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--resume"], "--resume does not work with --distributed"),
+    (["--inference", "hybrid"], "--distributed runs --inference gibbs only"),
+])
+def test_cpgbn_fit_distributed_refuses_what_it_cannot_do_yet(tmp_path, capsys, extra, message):
+    from cpgbn.cli import main
+    from helpers import random_texts, write_tsv
+
+    corpus = write_tsv(tmp_path / "train.tsv", random_texts(40, seed=1), ["a", "b"] * 20)
+    code = main(["fit", str(corpus), "--out", str(tmp_path / "m"), *CLI_SETTINGS,
+                 "--distributed", *extra])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and err.count("\n") == 1, err
+
+
+def test_the_estimators_sharded_path_with_one_process_is_the_plain_fit():
+    """fit(X, communicator=SingleProcess()): the shard (all of it), the merged vocabulary and
+    the gathered features are the plain fit's, bit for bit."""
+    from cpgbn import CPGBN
+    from helpers import random_texts
+
+    texts = random_texts(50, seed=2)
+    params = dict(layers=(4, 2), vocab_size=25, n_iter=4, burn_in=2, random_state=1)
+    plain = CPGBN(**params).fit(texts)
+    sharded = CPGBN(**params).fit(texts, communicator=SingleProcess())
+    assert sharded.vocabulary_ == plain.vocabulary_
+    assert sharded.n_train_tokens_ == plain.n_train_tokens_
+    for name in ("train_features_", "kernel_usage_", "loglik_trace_"):
+        np.testing.assert_array_equal(getattr(sharded, name), getattr(plain, name), err_msg=name)
+    for a, b in zip([sharded.globals_.D, sharded.globals_.r, *sharded.globals_.phi],
+                    [plain.globals_.D, plain.globals_.r, *plain.globals_.phi]):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(CPGBNInputError, match="writes no checkpoints yet"):
+        CPGBN(**params).fit(texts, communicator=SingleProcess(), checkpoint_dir="x")
+
+
+def test_a_worker_reads_only_its_line_range(tmp_path):
+    from cpgbn.text.stream import TextFile, count_documents, read_line_range
+    from helpers import write_tsv
+
+    texts, labels = [f"doc {i} words" for i in range(11)], [f"y{i}" for i in range(11)]
+    source = TextFile(write_tsv(tmp_path / "c.tsv", texts, labels))
+    assert count_documents(source, block_lines=4) == 11
+    for start, stop in [(0, 11), (3, 7), (8, 11), (4, 4)]:
+        assert read_line_range(source, start, stop, block_lines=3) == (texts[start:stop],
+                                                                       labels[start:stop])
