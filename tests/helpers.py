@@ -1,6 +1,12 @@
 """Synthetic corpora and test aids shared by the estimator and CLI tests (no real data)."""
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -92,3 +98,32 @@ def interrupted_at_step(monkeypatch, algorithm, step_index: int):
             yield
     finally:
         monkeypatch.setattr(algorithm, "step", step)
+
+
+def cpgbn_command() -> list[str]:
+    """The command line that starts the ``cpgbn`` CLI of this interpreter's environment."""
+    script = Path(sys.executable).with_name("cpgbn")
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "cpgbn.cli"]
+
+
+def checkpoint_step(path: Path) -> int:
+    """The step (sweep) of the checkpoint in ``path``; -1 while none is complete."""
+    try:
+        return json.loads((Path(path) / "checkpoint.json").read_text())["step"]
+    except (OSError, ValueError, KeyError):
+        return -1
+
+
+def kill_9_after_checkpoint(command: list[str], checkpoint: Path, at_least: int, *,
+                            poll: float = 0.05, limit: float = 300.0) -> int:
+    """Start ``command`` (a ``cpgbn fit``), wait until its checkpoint has reached step
+    ``at_least``, kill it with SIGKILL and return the step the checkpoint holds."""
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + limit
+    while checkpoint_step(checkpoint) < at_least and proc.poll() is None \
+            and time.time() < deadline:
+        time.sleep(poll)
+    assert proc.poll() is None, "the fit finished before it could be interrupted"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    return checkpoint_step(checkpoint)

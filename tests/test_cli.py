@@ -22,7 +22,7 @@ import pytest
 
 from cpgbn import CPGBN
 from cpgbn.cli import main
-from helpers import files_under, random_labeled, write_tsv
+from helpers import cpgbn_command, files_under, random_labeled, write_tsv
 
 N_DOCS, K = 60, 4
 TINY = ["--layers", str(K), "--iterations", "6", "--burn-in", "3", "--vocab-size", "30",
@@ -359,17 +359,12 @@ def test_failed_write_names_the_requested_file(tmp_path, monkeypatch):
 
 # ----------------------------------------------------------------------------- real process
 
-def _cpgbn_command() -> list[str]:
-    script = Path(sys.executable).with_name("cpgbn")
-    return [str(script)] if script.is_file() else [sys.executable, "-m", "cpgbn.cli"]
-
-
 def test_real_process_exit_codes_and_stderr(tmp_path):
     # A user error: status 2, one line, no traceback, nothing written.
     bad = tmp_path / "bad.tsv"
     bad.write_bytes(b"a\tw01 w02 w03\nb\t\xff\xfe w04\n")
     model = tmp_path / "model"
-    run = subprocess.run([*_cpgbn_command(), "fit", str(bad), "--out", str(model), *TINY],
+    run = subprocess.run([*cpgbn_command(), "fit", str(bad), "--out", str(model), *TINY],
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 2, run.stderr
     assert "Traceback" not in run.stderr
@@ -380,7 +375,7 @@ def test_real_process_exit_codes_and_stderr(tmp_path):
 
     # Success with a warning: short documents are padded, the warning is one line.
     short = write_tsv(tmp_path / "short.tsv", ["w01", "w02 w03", "w03 w04 w05"], ["a", "b", "a"])
-    run = subprocess.run([*_cpgbn_command(), "fit", str(short), "--out", str(model), *TINY],
+    run = subprocess.run([*cpgbn_command(), "fit", str(short), "--out", str(model), *TINY],
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     assert "Traceback" not in run.stderr

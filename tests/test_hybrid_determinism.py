@@ -15,18 +15,13 @@ now gather rows with :func:`cpgbn.backends.torch.packed.gather_rows`.
    and so does one killed with ``kill -9`` after a checkpoint and resumed: model.json and
    arrays.npz byte for byte (the steps' wall-clock seconds are saved apart, in timings.json).
 """
-import json
-import os
-import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from helpers import random_texts, write_tsv
+from helpers import cpgbn_command, kill_9_after_checkpoint, random_texts, write_tsv
 
 torch = pytest.importorskip("torch")
 
@@ -129,23 +124,11 @@ SETTINGS = ["--inference", "hybrid", "--layers", "32,8", "--vocab-size", "40",
 N_STEPS = 4 * 6   # 600 documents in minibatches of 100
 
 
-def _cpgbn() -> list[str]:
-    script = Path(sys.executable).with_name("cpgbn")
-    return [str(script)] if script.is_file() else [sys.executable, "-m", "cpgbn.cli"]
-
-
 def _fit(corpus: Path, out: Path, *extra) -> subprocess.CompletedProcess:
-    run = subprocess.run([*_cpgbn(), "fit", str(corpus), "--out", str(out), *SETTINGS, *extra],
+    run = subprocess.run([*cpgbn_command(), "fit", str(corpus), "--out", str(out), *SETTINGS, *extra],
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
     return run
-
-
-def _checkpoint_step(path: Path) -> int:
-    try:
-        return json.loads((path / "checkpoint.json").read_text())["step"]
-    except (OSError, ValueError, KeyError):
-        return -1
 
 
 def assert_same_saved_model(a: Path, b: Path) -> None:
@@ -179,16 +162,10 @@ def test_two_cli_fits_on_two_threads_save_the_same_model(uninterrupted, tmp_path
 def test_kill_9_then_resume_gives_the_uninterrupted_hybrid_model(uninterrupted, tmp_path):
     corpus, whole = uninterrupted
     resumed = tmp_path / "resumed"
-    proc = subprocess.Popen([*_cpgbn(), "fit", str(corpus), "--out", str(resumed), *SETTINGS],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     checkpoint = Path(f"{resumed}.checkpoint")
-    deadline = time.time() + 300
-    while _checkpoint_step(checkpoint) < 6 and proc.poll() is None and time.time() < deadline:
-        time.sleep(0.02)
-    assert proc.poll() is None, "the fit finished before it could be interrupted"
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    interrupted_at = _checkpoint_step(checkpoint)
+    interrupted_at = kill_9_after_checkpoint(
+        [*cpgbn_command(), "fit", str(corpus), "--out", str(resumed), *SETTINGS], checkpoint, 6,
+        poll=0.02)
     assert 6 <= interrupted_at < N_STEPS and not resumed.exists()
 
     run = _fit(corpus, resumed, "--resume")

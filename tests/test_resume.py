@@ -1,10 +1,5 @@
 """Interrupted fits resume to exactly the model of an uninterrupted fit (kill -9 of a real process)."""
-import json
-import os
-import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -12,22 +7,10 @@ import pytest
 
 from cpgbn import CPGBN, CPGBNInputError
 
-from helpers import random_texts, write_tsv
+from helpers import cpgbn_command, kill_9_after_checkpoint, random_texts, write_tsv
 
 SETTINGS = ["--layers", "12,4", "--vocab-size", "40", "--iterations", "600", "--burn-in", "400",
             "--checkpoint-every", "20", "--seed", "3", "--quiet", "--threads", "2"]
-
-
-def _cpgbn() -> list[str]:
-    script = Path(sys.executable).with_name("cpgbn")
-    return [str(script)] if script.is_file() else [sys.executable, "-m", "cpgbn.cli"]
-
-
-def _checkpoint_sweep(path: Path) -> int:
-    try:
-        return json.loads((path / "checkpoint.json").read_text())["step"]
-    except (OSError, ValueError, KeyError):
-        return -1
 
 
 @pytest.mark.slow
@@ -35,22 +18,15 @@ def test_kill_9_then_resume_gives_the_uninterrupted_model(tmp_path):
     corpus = tmp_path / "train.tsv"
     write_tsv(corpus, random_texts(150, seed=5), ["a", "b"] * 75)
     whole, resumed = tmp_path / "whole", tmp_path / "resumed"
-    subprocess.run([*_cpgbn(), "fit", str(corpus), "--out", str(whole), *SETTINGS], check=True,
+    subprocess.run([*cpgbn_command(), "fit", str(corpus), "--out", str(whole), *SETTINGS], check=True,
                    capture_output=True, timeout=600)
 
-    proc = subprocess.Popen([*_cpgbn(), "fit", str(corpus), "--out", str(resumed), *SETTINGS],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     checkpoint = Path(f"{resumed}.checkpoint")
-    deadline = time.time() + 300
-    while _checkpoint_sweep(checkpoint) < 100 and proc.poll() is None and time.time() < deadline:
-        time.sleep(0.05)
-    assert proc.poll() is None, "the fit finished before it could be interrupted"
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    interrupted_at = _checkpoint_sweep(checkpoint)
+    interrupted_at = kill_9_after_checkpoint(
+        [*cpgbn_command(), "fit", str(corpus), "--out", str(resumed), *SETTINGS], checkpoint, 100)
     assert 100 <= interrupted_at < 600 and not resumed.exists()
 
-    run = subprocess.run([*_cpgbn(), "fit", str(corpus), "--out", str(resumed), *SETTINGS,
+    run = subprocess.run([*cpgbn_command(), "fit", str(corpus), "--out", str(resumed), *SETTINGS,
                           "--resume"], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
     assert "resuming from" in run.stderr
