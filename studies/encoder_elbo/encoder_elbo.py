@@ -43,6 +43,7 @@ from cpgbn.modes.hybrid import HybridMode
 from studies.common.paths import RESULTS
 from studies.common.reports import mean_std, save_record
 from studies.hybrid_features.hybrid_features import FIT
+from studies.hybrid_features.hybrid_features import features as path_features
 from studies.hybrid_features.hybrid_features import run_cell as hybrid_features_cell
 
 OUT = RESULTS / "encoder_elbo"
@@ -125,16 +126,12 @@ def run_cell(dataset: str, variant: str, seed: int, data_dir=None, *, epochs: in
         fit["n_epochs"] = int(epochs)
     holder = {}
 
-    def describe(f_train):
-        return feature_scale(f_train)
-
-    def features(model, path, texts):
+    def features(model, path, texts):   # the fitted model, kept for the held-out bound
         holder["model"] = model
-        from studies.hybrid_features.hybrid_features import features as path_features
         return path_features(model, path, texts)
 
     record = hybrid_features_cell(dataset, seed, data_dir, paths=paths,
-                                  path_features=features, fit=fit, describe=describe)
+                                  path_features=features, fit=fit, describe=feature_scale)
     x_test, _ = load_dataset(dataset, "test", data_dir=data_dir)
     record["heldout"] = heldout_bound(holder["model"], x_test)
     record["variant"] = variant
@@ -161,17 +158,18 @@ def report(records: list[dict]) -> str:
             cells = [r for r in records if r["dataset"] == d and r["variant"] == variant]
             if not cells:
                 continue
-            acc = {p: mean_std([100 * c["paths"][p]["accuracy"] for c in cells
-                                if p in c["paths"]]) if any(p in c["paths"] for c in cells)
-                   else "-" for p in PATHS}
-            scale = {p: f"{np.median([c['paths'][p]['sum_median'] for c in cells if p in c['paths']]):.0f}"
-                     if any(p in c["paths"] for c in cells) else "-" for p in PATHS}
+            rows = {p: [c["paths"][p] for c in cells if p in c["paths"]] for p in PATHS}
+            acc = {p: mean_std([100 * row["accuracy"] for row in rows[p]]) if rows[p] else "-"
+                   for p in PATHS}
+            scale = {p: f"{np.median([row['sum_median'] for row in rows[p]]):.0f}"
+                     if rows[p] else "-" for p in PATHS}
+            label = variant
             epochs = sorted({c["fit"]["n_epochs"] for c in cells})
             if epochs != [FIT["n_epochs"]]:
-                variant = f"{variant} ({', '.join(map(str, epochs))} epochs)"
+                label = f"{variant} ({', '.join(map(str, epochs))} epochs)"
             bound = np.mean([c["heldout"]["negative_elbo_per_token"] for c in cells])
             loglik = np.mean([c["heldout"]["log_likelihood_per_token"] for c in cells])
-            lines.append(f"| {variant} | {acc['encoder']} | {acc['refine-2']} | "
+            lines.append(f"| {label} | {acc['encoder']} | {acc['refine-2']} | "
                          f"{scale['encoder']} | {scale['refine-2']} | {bound:.1f} | "
                          f"{loglik:.1f} | {len(cells)} |")
         lines.append("")
