@@ -198,7 +198,7 @@ class EncoderBackend(Protocol):
         """A draw's w (float32 (P, K_1)) and theta^(1..T) (float64), detached: the local
         variables of the documents as a Gibbs state holds them."""
 
-    def draw_rates(self, draw, r, rate_prior) -> list:
+    def draw_rates(self, draw) -> list:
         """The rates c^(2..T+1) of a draw's documents as :meth:`gradient` took them (float64
         (B,) arrays of this backend)."""
 

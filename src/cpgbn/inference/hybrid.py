@@ -313,7 +313,7 @@ class HybridTrainer:
         b = sampler.backend
         K1, n_docs = self.layers[0], batch.n_docs
         w, theta = self.encoder_backend.draw_locals(draw)
-        rates = self.encoder_backend.draw_rates(draw, g.r, self.rate_prior)
+        rates = self.encoder_backend.draw_rates(draw)
         state = GibbsState(
             globals=g, w=w, m=b.full((batch.n_positions, K1), 0, b.count_dtype), theta=theta,
             c=rates,

@@ -37,8 +37,8 @@ and of the Gibbs conditional Gam(m_jks + a_jk / S_j, .); ``"paper"`` adds the wh
 (Phi^(2) theta^(2)_j)_k as the paper writes it.  With "paper" every position's shape is at least
 a_jk (typically >> 1), so q(w) cannot put its mass near 0 where the prior Gam(a_jk / S_j, .) of
 an empty position has it, and every (position, kernel) pair pays that in the KL: on TREC the
-weights' KL per token is 139 nats with "pooled" against 212 with "paper", and the held-out
-bound 1890 against 1980 nats per token, at the same accuracy of the features
+weights' KL per token is 128-147 nats with "pooled" against 199-224 with "paper" (three seeds),
+and the held-out bound 1865 against 1964 nats per token, at the same accuracy of the features
 (results/encoder_elbo/, docs/hybrid.md).  "paper" stays for the models saved before that
 choice (their configuration names none: :func:`cpgbn.backends.torch.hybrid.build_encoder`
 reads them as "paper").  With

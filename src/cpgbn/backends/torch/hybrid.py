@@ -59,10 +59,12 @@ def build_encoder(encoder_config: dict, weights: dict | None = None, device="cpu
 
 @dataclass
 class EncoderDraw:
-    """The encoder's last draw of a group of documents: the group packed, and the sample."""
+    """The encoder's last draw of a group of documents: the group packed, the sample, and the
+    prior rates its ELBO took (None: 1)."""
 
     packed: PackedDocuments
     sample: WeibullSample
+    rates: list | None = None
 
 
 class TorchEncoderBackend:
@@ -149,7 +151,7 @@ class TorchEncoderBackend:
         kl = float(torch.stack(terms.kl).sum(dim=0).sum().detach()) / n_batch
         if torch.isfinite(loss):
             loss.backward()
-        return EncoderDraw(packed, sample), float(loss.detach()), kl
+        return EncoderDraw(packed, sample, rates), float(loss.detach()), kl
 
     def apply_gradient(self, max_grad_norm: float | None) -> None:
         """Clip the gradient's norm at ``max_grad_norm`` (None: no clip), then Adam's step."""
@@ -165,15 +167,15 @@ class TorchEncoderBackend:
                 [t.detach().to(torch.float64) for t in sample.theta])
 
     @staticmethod
-    def draw_rates(draw: EncoderDraw, r, rate_prior) -> list:
+    def draw_rates(draw: EncoderDraw) -> list:
         """The rates c^(2..T+1) of the draw's documents as the ELBO took them (float64, (B,)
-        each): the conditional means for ``rate_prior`` (e0, f0), ones for None."""
+        each; ones where it took 1)."""
         sample = draw.sample
-        if rate_prior is None:
+        if draw.rates is None:
             n_docs = sample.theta[0].shape[0]
             return [sample.w.new_ones(n_docs, dtype=torch.float64)
                     for _ in range(sample.n_layers)]
-        return [c.to(torch.float64) for c in conditional_rates(sample, r, *rate_prior)]
+        return [c.to(torch.float64) for c in draw.rates]
 
     @staticmethod
     def expected_kernel_counts(draw: EncoderDraw, D) -> torch.Tensor:
