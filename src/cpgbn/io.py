@@ -192,11 +192,10 @@ def load_model(directory) -> tuple[dict, FittedState]:
         if isinstance(params.get("eta"), list):
             params["eta"] = tuple(params["eta"])
         timings = _read_timings(directory, meta, arrays)
+        mixing_seconds = timings.pop(_MIXING_SECONDS)
         if "mixing_moved" in arrays and _MIXING_SECONDS not in arrays:   # version 4
-            saved = timings.pop(_MIXING_SECONDS)
-            arrays[_MIXING_SECONDS] = (np.zeros(len(arrays["mixing_moved"])) if saved is None
-                                       else saved)
-        timings.pop(_MIXING_SECONDS, None)
+            arrays[_MIXING_SECONDS] = (np.zeros(len(arrays["mixing_moved"]))
+                                       if mixing_seconds is None else mixing_seconds)
         encoder_weights = {k[len(_ENCODER):]: v for k, v in arrays.items()
                            if k.startswith(_ENCODER)}
         encoder_config = meta.get("encoder_config")
