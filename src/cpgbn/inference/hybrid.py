@@ -9,7 +9,8 @@ Step i (1-based) on a minibatch of B documents out of N:
 2. the loss, the negative ELBO per document averaged over the batch
    (:func:`~cpgbn.backends.torch.elbo.elbo_terms` with the globals as constants and, by
    ``prior_rates``, the prior rates c^(t+1)_j at their conditional means given the draw,
-   :func:`~cpgbn.backends.torch.elbo.conditional_rates`, or at 1 as WHAI), takes one optimiser step (Adam, the gradient's norm clipped at
+   :func:`~cpgbn.backends.torch.elbo.conditional_rates`, or at 1 as WHAI), takes one
+   optimiser step (Adam, the gradient's norm clipped at
    ``max_grad_norm``) on the encoder's weights; loss and gradient are accumulated over groups
    of whole documents of about :data:`ENCODER_CHUNK_POSITIONS` positions (memory), the
    groups drawing from the step's generator in turn;
@@ -33,7 +34,8 @@ Why "gibbs" is the default: on the planted 2-layer corpus of the recovery tests 
 form stays near its random start (worst kernel TV 0.5 - 0.8 after 1500 - 6000 steps, against
 0.11 - 0.16 for "gibbs" after 300 steps, and the same test's tolerance 0.15;
 results/hybrid_statistics/), with the ELBO's rates at 1 or at their conditional means and
-either shape of q(w) (issue 35; docs/hybrid.md).  Its statistics are a deterministic function of an encoder
+either shape of q(w) (issue 35; docs/hybrid.md).  Its statistics are a deterministic
+function of an encoder
 trained against the current globals, so globals and encoder settle on a joint fixed point
 (as in EM with a biased E-step) instead of sampling the globals' posterior; started at the
 planted globals the 2-layer model drifts away from them (docs/hybrid.md).  With "gibbs" the
@@ -81,7 +83,8 @@ from .training import StepReport, TrainingTrace, train
 from .minibatch import MinibatchGibbs
 from .updates import TLASGRGlobalUpdate
 
-__all__ = ["GLOBAL_STATISTICS", "PRIOR_RATES", "ENCODER_PRECISIONS", "HybridTrainer", "HybridResult",
+__all__ = ["GLOBAL_STATISTICS", "PRIOR_RATES", "ENCODER_PRECISIONS", "HybridTrainer",
+           "HybridResult",
            "fit_hybrid", "encoder_features", "refine_with_gibbs", "build_encoder"]
 
 #: Positions per group of documents in the encoder's step: the batch's loss and gradient are
