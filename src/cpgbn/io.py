@@ -17,6 +17,9 @@
   a function of the data, the parameters and the seed alone: two fits with one seed save them
   byte for byte the same (numpy dates every entry of the npz 1980-01-01).  Times are read
   from wherever a model of any version has them; a model without them loads with none.
+  A classifier (:class:`cpgbn.classifier.CPGBNClassifier`, version 4 and later) adds its
+  ``classes`` (JSON numbers or strings) and ``estimator``, the class that saved it; a model
+  without ``estimator`` was saved by :class:`~cpgbn.model.CPGBN` or :class:`~cpgbn.model.PGBN`.
 * Atomic: everything is written to a temporary sibling directory that replaces the target
   by rename, so an interrupted save leaves the old model (or nothing), never half a model.
 * Checked: the sha256 of ``arrays.npz`` is stored in ``model.json``; truncation or corruption
@@ -69,9 +72,11 @@ def _jsonable(value):
     return value
 
 
-def save_model(params: dict, fitted: FittedState, directory) -> None:
+def save_model(params: dict, fitted: FittedState, directory, *,
+               estimator: str | None = None) -> None:
     """Write an estimator's parameters and its :class:`~cpgbn.modes.FittedState` to
-    ``directory`` (module docstring)."""
+    ``directory`` (module docstring); ``estimator``: the class name a loader must match (None:
+    CPGBN or PGBN, whose parameters tell them apart)."""
     g: GlobalParameters = fitted.globals_
     arrays = {"D": g.D, "r": g.r, "kernel_usage": fitted.kernel_usage_}
     for i, p in enumerate(g.phi):
@@ -105,8 +110,12 @@ def save_model(params: dict, fitted: FittedState, directory) -> None:
             "mixing_n_collected": None if mixing is None else int(mixing.n_collected),
             "vocabulary": fitted.vocabulary_.to_dict(),
         }
+        if estimator is not None:
+            meta["estimator"] = estimator
         if weights is not None:
             meta["encoder_config"] = {k: _jsonable(v) for k, v in fitted.encoder_config_.items()}
+        if fitted.classes_ is not None:   # a classifier's classes, as JSON numbers or strings
+            meta["classes"] = np.asarray(fitted.classes_).tolist()
         with open(tmp / _META, "w", encoding="utf-8") as fh:
             json.dump(meta, fh)
         timings = {name: None if getattr(fitted, name) is None
@@ -168,10 +177,16 @@ def _read_timings(directory: Path, meta: dict, arrays: dict) -> dict:
     return timings
 
 
-def load_model(directory) -> tuple[dict, FittedState]:
-    """(the estimator's parameters, its fitted state) from a model directory."""
+def load_model(directory, *, estimator: str | None = None) -> tuple[dict, FittedState]:
+    """(the estimator's parameters, its fitted state) from a model directory; ``estimator``:
+    the class name of the loader (None: CPGBN or PGBN), which must be the one that saved it."""
     directory = Path(directory)
     meta = _read_meta(directory)
+    saved_by = meta.get("estimator")
+    if saved_by != estimator:
+        loader = estimator or "CPGBN"
+        raise ModelFormatError(f"the model in {directory} was saved by {saved_by or 'CPGBN'}: "
+                               f"load it with {saved_by or 'CPGBN'}.load, not {loader}.load")
     arrays_path = directory / _ARRAYS
     if not arrays_path.is_file():
         raise ModelFormatError(f"model in {directory} is incomplete: {_ARRAYS} is missing")
@@ -211,6 +226,7 @@ def load_model(directory) -> tuple[dict, FittedState]:
             **timings,
             encoder_config_=encoder_config,
             encoder_weights_=encoder_weights if encoder_config is not None else None,
+            classes_=None if meta.get("classes") is None else np.asarray(meta["classes"]),
             format_version_=meta["format_version"],
             saved_by_version_=meta.get("library_version"))
     except (KeyError, TypeError, ValueError, zipfile.BadZipFile, OSError) as exc:

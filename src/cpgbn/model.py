@@ -211,10 +211,20 @@ class CPGBN(TransformerMixin, BaseEstimator):
                 raise CPGBNInputError("device=... needs PyTorch: pip install 'cpgbn[torch]'") from None
             resolve_device(self.device)
         return dict(
-            **check_mode_parameters(self.get_params()),
+            **check_mode_parameters(self._mode_parameters()),
             n_iter=n_iter, burn_in=burn_in, transform_iter=t_iter, transform_burn_in=t_burn,
             feature_normalization=self.feature_normalization, n_threads=self.n_threads,
             memory_limit=self.memory_limit, device=self.device, progress=bool(self.progress))
+
+    def _mode_parameters(self) -> dict:
+        """What the inference modes check (:func:`cpgbn.modes.check_mode_parameters`): the
+        parameters; an estimator that fixes some settings adds them."""
+        return self.get_params()
+
+    def _prepare(self, training: Training) -> Training:
+        """The fit's job as the mode will get it; a subclass checks or adds to it here (the
+        classifier: its labels and classes)."""
+        return training
 
     def _validated(self) -> dict:
         """Every parameter checked; the resolved values (the model's and the run's)."""
@@ -329,7 +339,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
             training = Training(corpus.vocabulary, settings["layers"], settings["hyper"], seed,
                                 int(corpus.lengths.sum()), self._chain_params(mode), data=data,
                                 labels=labels, checkpointing=checkpointing)
-        self._set_fitted(mode.fit(training))
+        self._set_fitted(mode.fit(self._prepare(training)))
         return self
 
     def _file_training(self, text_file: TextFile, settings: dict, seed: int,

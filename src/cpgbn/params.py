@@ -19,7 +19,8 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass, replace
 
-__all__ = ["Parameter", "CPGBN_PARAMETERS", "PGBN_PARAMETERS", "declare_init"]
+__all__ = ["Parameter", "CPGBN_PARAMETERS", "CLASSIFIER_PARAMETERS", "PGBN_PARAMETERS",
+           "declare_init"]
 
 #: Default pseudo-count per token, chosen by measured accuracy on TREC, SUBJ and MR at one to
 #: three layers: 800 and 1600 are level within the seeds' spread and above 200 at every dataset
@@ -82,6 +83,17 @@ CPGBN_PARAMETERS = MODEL + GIBBS + RUN + MODES
 PGBN_PARAMETERS = tuple(
     replace(p, default={"filter_width": 1, "token_count": 1}.get(p.name, p.default))
     for p in CPGBN_PARAMETERS if p.name not in ("padding", "pooling_concentration"))
+
+
+#: CPGBNClassifier (sCPGBN): the model's parameters (no positional pooling prior: the encoder
+#: is written for the tied one), sCPGBN's own, and the hybrid inference's; the settings it
+#: fixes (the inference mode, no Gibbs refinement) are not parameters.
+CLASSIFIER_PARAMETERS = (
+    tuple(p for p in MODEL if p.name != "pooling_concentration")
+    + (Parameter("xi", 1.0), Parameter("global_statistics", "gibbs"),
+       Parameter("semi_supervised", False))
+    + tuple(p for p in MODES if p.name not in ("inference", "refine_iter"))
+    + RUN)
 
 
 def declare_init(parameters):

@@ -8,7 +8,8 @@ half-written.
 
 One module per command group, each adding its subcommands to the parser built here:
 :mod:`~cpgbn.cli.fit` (fit, transform), :mod:`~cpgbn.cli.explain` (topics, tree, report,
-summary), :mod:`~cpgbn.cli.evaluate` and :mod:`~cpgbn.cli.download`; the argument types and
+summary), :mod:`~cpgbn.cli.classify` (predict, explain), :mod:`~cpgbn.cli.evaluate` and
+:mod:`~cpgbn.cli.download`; the argument types and
 document reading they share are in :mod:`~cpgbn.cli.common`.
 """
 
@@ -21,7 +22,7 @@ import warnings
 
 from ..version import VERSION
 from ..errors import CPGBNInputError, WorkerError
-from . import download, evaluate, explain, fit
+from . import classify, download, evaluate, explain, fit
 
 __all__ = ["EXIT_USAGE", "SUBCOMMANDS", "build_parser", "main"]
 
@@ -30,7 +31,8 @@ EXIT_USAGE = 2
 #: The subcommands, in the order ``cpgbn --help`` lists them.
 SUBCOMMANDS = (fit.add_fit_parser, fit.add_transform_parser, explain.add_topics_parser,
                explain.add_tree_parser, download.add_download_parser, explain.add_report_parser,
-               explain.add_summary_parser, evaluate.add_evaluate_parser)
+               explain.add_summary_parser, evaluate.add_evaluate_parser,
+               classify.add_predict_parser, classify.add_explain_parser)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -5,17 +5,31 @@ import sys
 import time
 from pathlib import Path
 
+from ..errors import CPGBNInputError
+from ..params import CLASSIFIER_PARAMETERS
 from .common import (add_data_args, add_inference_args, add_run_args, data_file, inference_params,
                      layer_sizes, positive_float, read_documents, token_count)
 
 __all__ = ["add_fit_parser", "add_transform_parser", "cmd_fit", "cmd_transform"]
+
+#: ``fit --supervised``'s default xi: the classifier's (cpgbn.params)
+CLASSIFIER_XI = next(p.default for p in CLASSIFIER_PARAMETERS if p.name == "xi")
 
 
 def cmd_fit(args) -> int:
     from ..files import check_replaceable
     from ..model import CPGBN
     from ..modes import mode_class
-    mode = mode_class(args.inference)
+    if args.supervised:
+        from ..modes.supervised import SupervisedMode
+        if args.inference not in ("gibbs", "hybrid"):   # gibbs: the option's default
+            raise CPGBNInputError(f"--supervised trains the hybrid inference's encoder; "
+                                  f"leave --inference out (got {args.inference})")
+        mode = SupervisedMode
+    else:
+        mode = mode_class(args.inference)
+    if args.distributed and args.supervised:
+        raise CPGBNInputError("--supervised does not run --distributed yet")
     if args.distributed:
         return _fit_distributed(args, mode)
     check_replaceable(args.out)
@@ -24,6 +38,9 @@ def cmd_fit(args) -> int:
     labels = None   # a streamed labelled file carries its own
     if streamed is None:
         texts, labels = read_documents(args.data, args.split, args.data_dir, args.format)
+        if args.supervised and labels is None:
+            raise CPGBNInputError(f"--supervised needs labels: {args.data} has none (give "
+                                  "label<TAB>text lines, a .tsv file or --format tsv)")
     else:
         texts = streamed
     model = _estimator(args)
@@ -35,7 +52,11 @@ def cmd_fit(args) -> int:
               resume=args.resume)
     seconds = time.perf_counter() - start
     model.save(args.out)
-    if mode.loss_name is None:   # the Gibbs chain's log-likelihood
+    if args.supervised:
+        named = f" classifier (sCPGBN, xi {args.xi:g})"
+        figure = (f"{len(model.loss_trace_)} minibatch steps; classes "
+                  f"{', '.join(map(str, model.classes_))}")
+    elif mode.loss_name is None:   # the Gibbs chain's log-likelihood
         figure = f"log-likelihood per token {model.log_likelihood():.4f}"
         named = ""
     else:   # the minibatch modes' loss, named (it is no log-likelihood)
@@ -50,6 +71,15 @@ def cmd_fit(args) -> int:
 
 def _estimator(args):
     from ..model import CPGBN
+    if args.supervised:
+        from ..classifier import CPGBNClassifier
+        params = inference_params(args)
+        params.pop("inference")
+        return CPGBNClassifier(
+            layers=args.layers, filter_width=args.filter_width, vocab_size=args.vocab_size,
+            token_count=args.token_count, padding=args.padding, eta=args.eta, xi=args.xi,
+            random_state=args.seed, n_threads=args.threads, device=args.device,
+            progress=not args.quiet, **params)
     return CPGBN(layers=args.layers, filter_width=args.filter_width, vocab_size=args.vocab_size,
                  token_count=args.token_count, padding=args.padding, eta=args.eta,
                  pooling_concentration=args.pooling_concentration, n_iter=args.iterations,
@@ -145,6 +175,13 @@ def add_fit_parser(sub):
     p.add_argument("--burn-in", type=int, default=None,
                    help="sweeps before averaging (default: 3/4 of --iterations)")
     add_inference_args(p)
+    p.add_argument("--supervised", action="store_true",
+                   help="fit the classifier (sCPGBN: the hybrid inference with a softmax on "
+                        "the thetas) on DATA's labels; `cpgbn predict` and `cpgbn explain` "
+                        "read it (needs PyTorch)")
+    p.add_argument("--xi", type=positive_float, default=CLASSIFIER_XI,
+                   help=f"with --supervised: the weight of the cross-entropy in the loss "
+                        f"L_g + xi L_c (default {CLASSIFIER_XI:g})")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--out", required=True, metavar="MODEL_DIR", help="where to save the model")
     p.add_argument("--checkpoint-every", type=int, default=10,

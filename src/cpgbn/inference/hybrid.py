@@ -145,6 +145,46 @@ class HybridResult:
     n_steps: int
 
 
+def is_missing_label(label) -> bool:
+    """Whether ``label`` marks an unlabelled document: None, an empty string, or NaN."""
+    if label is None:
+        return True
+    if isinstance(label, str):
+        return label == ""
+    try:
+        return bool(np.isnan(label))
+    except (TypeError, ValueError):
+        return False
+
+
+class LabelCodes:
+    """The classes of a supervised fit and the map from labels to their indices."""
+
+    def __init__(self, classes):
+        self.classes = np.asarray(classes)
+        self._index = {label: code for code, label in enumerate(self.classes.tolist())}
+        if len(self._index) != len(self.classes) or len(self.classes) < 2:
+            raise CPGBNInputError(f"classes must be >= 2 distinct labels, got "
+                                  f"{self.classes.tolist()!r}")
+
+    def codes(self, labels, n_docs: int) -> np.ndarray:
+        """(n_docs,) int64: each label's class index, -1 for an unlabelled document (every
+        document of a batch without labels)."""
+        if labels is None:
+            return np.full(n_docs, -1, dtype=np.int64)
+        out = np.empty(len(labels), dtype=np.int64)
+        for j, label in enumerate(np.asarray(labels).tolist()):
+            if is_missing_label(label):
+                out[j] = -1
+                continue
+            code = self._index.get(label)
+            if code is None:
+                raise CPGBNInputError(f"label {label!r} is not one of the classes "
+                                      f"{self.classes.tolist()!r}")
+            out[j] = code
+        return out
+
+
 def _torch_encoder():
     """The encoder backend's class (PyTorch), imported when first needed."""
     from ..backends.torch.hybrid import TorchEncoderBackend
@@ -179,6 +219,12 @@ class HybridTrainer:
     local_sweeps : (burn-in, collected) local Gibbs sweeps per step ("gibbs" only).
     prior_rates : "conditional" or "one" -- the rates c of the ELBO's priors
         (:data:`PRIOR_RATES`).
+    classes : sequence of labels or None -- sCPGBN (paper section 2.3): the classes of the
+        encoder's softmax (``classes[c]`` is class index c); the batches' labels (``None``,
+        ``""`` or NaN: unlabelled) add ``xi`` times the cross-entropy of each labelled
+        document to its loss (:meth:`EncoderBackend.gradient`'s ``supervision``).  None: the
+        unsupervised model.
+    xi : float -- the weight of the cross-entropy, L = L_g + xi L_c (per document).
 
     The encoder's side is an :class:`~cpgbn.inference.backend.EncoderBackend` on ``device``
     (:attr:`encoder_backend`); :attr:`globals` are the globals as its arrays.
@@ -190,7 +236,7 @@ class HybridTrainer:
                  schedule: TLASGRSchedule = TLASGRSchedule(),
                  globals_: GlobalParameters | None = None, max_grad_norm: float | None = 10.0,
                  global_statistics: str = "gibbs", local_sweeps: tuple[int, int] = (5, 5),
-                 prior_rates: str = "conditional"):
+                 prior_rates: str = "conditional", classes=None, xi: float = 1.0):
         from .minibatch import check_globals, initial_globals
 
         self.layers = tuple(int(k) for k in layers)
@@ -222,10 +268,16 @@ class HybridTrainer:
             raise CPGBNInputError(f"local_sweeps must be (burn-in >= 0, collected >= 1), got "
                                   f"{tuple(local_sweeps)}")
         self.local_sweeps = (burn, collect)
+        self.labels = None if classes is None else LabelCodes(classes)
+        if not (np.isfinite(xi) and xi >= 0):
+            raise CPGBNInputError(f"xi must be a number >= 0, got {xi}")
+        self.xi = float(xi)
         # every option written out, so that a saved model says what its encoder was
         self.encoder_config = {"vocab_size": self.vocab_size, "layers": list(self.layers),
                                "filter_width": self.filter_width,
                                **ENCODER_DEFAULTS, **(encoder_options or {})}
+        if self.labels is not None:
+            self.encoder_config["n_classes"] = len(self.labels.classes)
         # seeded initial weights (the caller's torch RNG untouched) and Adam
         self.encoder_backend: EncoderBackend = _torch_encoder().for_training(
             self.encoder_config, init_seed=derived_seed(self.seed, _ENCODER_INIT),
@@ -270,7 +322,9 @@ class HybridTrainer:
                 "N": self.update.n_docs_total, "device": self.encoder_backend.device_type,
                 "max_grad_norm": self.max_grad_norm,
                 "global_statistics": self.global_statistics,
-                "local_sweeps": list(self.local_sweeps), "prior_rates": self.prior_rates}
+                "local_sweeps": list(self.local_sweeps), "prior_rates": self.prior_rates,
+                **({} if self.labels is None else
+                   {"classes": [str(c) for c in self.labels.classes], "xi": self.xi})}
 
     def sampler_for(self, batch):
         """The Gibbs schedule on the encoder's device (the PyTorch backend) over ``batch``, with
@@ -293,9 +347,12 @@ class HybridTrainer:
             groups = document_groups(batch.doc_positions, ENCODER_CHUNK_POSITIONS)
         else:     # the encoder's statistics need the whole batch's draw at once
             groups = [np.arange(batch.n_docs)]
+        supervision = None
+        if self.labels is not None:
+            supervision = (self.labels.codes(record.labels, batch.n_docs), self.xi)
         loss, kl, draw = self.encoder_backend.gradient(
             batch, groups, derived_seed(self.seed, _ENCODER_DRAW, i), self.globals,
-            self.rate_prior)
+            self.rate_prior, supervision)
         report = StepReport(loss, kl, batch.n_docs)
         if not (np.isfinite(report.loss) and np.isfinite(report.kl)):
             return report                      # the driver stops; nothing is changed
@@ -379,7 +436,7 @@ def fit_hybrid(source, layers, vocab_size: int, hyper: Hyperparameters, *, seed:
                globals_: GlobalParameters | None = None,
                max_grad_norm: float | None = 10.0, global_statistics: str = "gibbs",
                local_sweeps: tuple[int, int] = (5, 5), prior_rates: str = "conditional",
-               checkpoint_dir=None,
+               classes=None, xi: float = 1.0, checkpoint_dir=None,
                checkpoint_every: int = 50, resume: bool = False,
                progress=None, on_step=None) -> HybridResult:
     """Fit the globals and the encoder by Algorithm 1 (module docstring).
@@ -398,7 +455,7 @@ def fit_hybrid(source, layers, vocab_size: int, hyper: Hyperparameters, *, seed:
                               encoder_options=encoder_options, schedule=schedule,
                               globals_=globals_, max_grad_norm=max_grad_norm,
                               global_statistics=global_statistics, local_sweeps=local_sweeps,
-                              prior_rates=prior_rates)
+                              prior_rates=prior_rates, classes=classes, xi=xi)
     trace = train(algorithm, Minibatches(source, batch_size, seed), n_steps,
                   checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every,
                   resume=resume, progress=progress, on_step=on_step)

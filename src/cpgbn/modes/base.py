@@ -69,6 +69,9 @@ class FittedState:
     """Hybrid: the encoder's JSON-able configuration."""
     encoder_weights_: dict | None = None
     """Hybrid: the encoder's weights, float32 arrays by ``state_dict`` name."""
+    classes_: np.ndarray | None = None
+    """A supervised fit (:class:`cpgbn.classifier.CPGBNClassifier`): the classes, in the order
+    of the softmax's outputs."""
     format_version_: int | None = None
     """A loaded model: the format version of its directory."""
     saved_by_version_: str | None = None
@@ -108,6 +111,7 @@ class Training:
     file : a :class:`~cpgbn.text.stream.TextFile`, with ``scan`` (its one pass) and
         ``encode(texts, first_line) -> ConvData`` building a block's cells as ``data`` would be.
     labels : the documents' labels, when given (in memory: one per document).
+    classes : a supervised fit's classes (sorted; the softmax's order), else None.
     n_tokens : tokens in the training documents.
     chain_params : the parameters that change the chain (fingerprints of checkpoints).
     checkpointing : :class:`Checkpointing`.
@@ -127,6 +131,7 @@ class Training:
     scan: object | None = None
     encode: object | None = None
     labels: np.ndarray | None = None
+    classes: np.ndarray | None = None
     checkpointing: Checkpointing = field(default_factory=Checkpointing)
     first_doc: int = 0
     communicator: object | None = None

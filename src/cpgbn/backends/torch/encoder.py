@@ -164,7 +164,7 @@ class WeibullConvEncoder(nn.Module):
     """
 
     def __init__(self, vocab_size: int, layers, filter_width: int, *, pooling: str = "mean",
-                 w_shape_above: str = "pooled"):
+                 w_shape_above: str = "pooled", n_classes: int = 0):
         super().__init__()
         layers = tuple(int(k) for k in layers)
         if int(vocab_size) < 1:
@@ -192,6 +192,11 @@ class WeibullConvEncoder(nn.Module):
         self.hidden = nn.ModuleList(nn.Linear(layers[t - 1], layers[t])
                                     for t in range(1, len(layers)))
         self.heads = nn.ModuleList(nn.Linear(k, 2 * k) for k in layers[1:])
+        if int(n_classes) < 0 or int(n_classes) == 1:
+            raise CPGBNInputError(f"n_classes must be 0 (no classifier) or >= 2, got {n_classes}")
+        self.n_classes = int(n_classes)
+        # sCPGBN (paper section 2.3): a softmax on the concatenation of theta^(1..T)
+        self.classifier = nn.Linear(sum(layers), self.n_classes) if self.n_classes else None
 
     # ------------------------------------------------------------------ deterministic part
     @property
@@ -339,6 +344,24 @@ class WeibullConvEncoder(nn.Module):
             if w_out is not None:
                 w_out[rows] = log_mean
         return [theta1] + upper
+
+    # ------------------------------------------------------------------ the classifier
+    def class_logits(self, thetas, n_positions: torch.Tensor) -> torch.Tensor:
+        """sCPGBN's softmax layer (paper section 2.3) on theta^(1..T) of B documents: (B, C)
+        logits = W z_j + b, z_j = [ln(1 + theta^(t)_j / S_j)]_{t = 1..T} concatenated.
+
+        The paper feeds the concatenation of the thetas and says no more.  theta^(1)_j sums
+        w over the document's S_j positions and grows with its length (and with the
+        observation model's pseudo-count per token), the upper layers with it, so the raw
+        values span orders of magnitude across a corpus of 5-word questions and 1000-word
+        reviews; divided by S_j (as the unsupervised features are divided by the length) and
+        log-compressed, every unit enters the softmax on one scale.  Differentiable in the
+        encoder's parameters (the reparameterised draw) and in W, b."""
+        if self.classifier is None:
+            raise CPGBNInputError("this encoder has no classifier (n_classes = 0)")
+        per_position = n_positions.to(thetas[0].dtype)[:, None]
+        z = torch.cat([torch.log1p(theta / per_position) for theta in thetas], dim=1)
+        return self.classifier(z.to(self.classifier.weight.dtype))
 
     # ------------------------------------------------------------------ top-down draws
     def _check_phi(self, phi) -> list:

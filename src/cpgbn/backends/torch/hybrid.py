@@ -75,6 +75,7 @@ class TorchEncoderBackend:
     """
 
     def __init__(self, encoder, device, optimizer=None):
+        self.last_cross_entropy = None
         self.encoder = encoder
         self.device = device
         self.optimizer = optimizer
@@ -116,7 +117,8 @@ class TorchEncoderBackend:
         return TorchBackend(data, seed, device=self.device)
 
     # ------------------------------------------------------------------ training
-    def gradient(self, batch, groups: list, seed: int, globals_, rate_prior=None):
+    def gradient(self, batch, groups: list, seed: int, globals_, rate_prior=None,
+                 supervision=None):
         """Zero the gradient; for each group of documents of ``batch`` (index arrays; one
         group: the batch as it is), draw from q with the step's generator (seeded by ``seed``,
         so the groups draw in turn) and add the group's share of the batch's mean negative
@@ -125,29 +127,58 @@ class TorchEncoderBackend:
         batch's gradient is the sum of its groups', whatever the grouping.
 
         ``rate_prior``: (e0, f0), the prior of the rates c: the KL terms take the rates'
-        conditional means at the draw (:func:`~.elbo.conditional_rates`); None: rates 1."""
+        conditional means at the draw (:func:`~.elbo.conditional_rates`); None: rates 1.
+
+        ``supervision``: sCPGBN's (codes, xi): each document's class index (-1: unlabelled)
+        and the weight xi of the cross-entropy; the loss per document becomes
+        L_g + xi L_c (paper section 2.3), L_c the cross-entropy of the softmax on the draw's
+        theta^(1..T) (:meth:`~.encoder.WeibullConvEncoder.class_logits`) for a labelled
+        document, 0 for an unlabelled one.  :attr:`last_cross_entropy` keeps the batch's
+        (sum of L_c, labelled documents, correct predictions at the draw)."""
         generator = torch.Generator(device=self.device)
         generator.manual_seed(seed)
         self.encoder.train()
         self.optimizer.zero_grad(set_to_none=True)
         loss = kl = 0.0
         draw = None
+        self.last_cross_entropy = [0.0, 0, 0] if supervision is not None else None
         for docs in groups:
             packed = pack(batch, None if len(groups) == 1 else docs, device=self.device)
+            labels = None
+            if supervision is not None:
+                codes, xi = supervision
+                labels = (torch.as_tensor(np.asarray(codes)[docs], device=self.device), xi)
             draw, part_loss, part_kl = self._loss_and_gradient(packed, generator, batch.n_docs,
-                                                               globals_, rate_prior)
+                                                               globals_, rate_prior, labels)
             loss, kl = loss + part_loss, kl + part_kl
+        if supervision is not None:
+            self.last_cross_entropy = tuple(self.last_cross_entropy)
         return loss, kl, draw
 
-    def _loss_and_gradient(self, packed, generator, n_batch: int, globals_, rate_prior):
+    def _loss_and_gradient(self, packed, generator, n_batch: int, globals_, rate_prior,
+                           labels=None):
         """Draw from q for the documents ``packed`` (part of a batch of ``n_batch``) and add
-        their share of the batch's mean negative ELBO to the gradient; returns (the draw, their
-        share of the loss, of the KL)."""
+        their share of the batch's mean loss to the gradient; returns (the draw, their share
+        of the loss, of the KL).  ``labels``: (class codes of these documents, xi) or None."""
         g = globals_
         sample = self.encoder.sample(packed, g.phi, generator=generator)
         rates = None if rate_prior is None else conditional_rates(sample, g.r, *rate_prior)
         terms = elbo_terms(packed, sample, g.D, g.phi, g.r, rates)
-        loss = terms.negative_elbo.sum() / n_batch
+        loss = terms.negative_elbo.sum()
+        if labels is not None:
+            codes, xi = labels
+            known = codes >= 0
+            if bool(known.any()):
+                logits = self.encoder.class_logits(sample.theta, packed.n_positions)[known]
+                target = codes[known]
+                cross_entropy = torch.nn.functional.cross_entropy(
+                    logits.to(torch.float64), target, reduction="sum")
+                loss = loss + xi * cross_entropy
+                tally = self.last_cross_entropy
+                tally[0] += float(cross_entropy.detach())
+                tally[1] += int(known.sum())
+                tally[2] += int((logits.detach().argmax(dim=1) == target).sum())
+        loss = loss / n_batch
         kl = float(torch.stack(terms.kl).sum(dim=0).sum().detach()) / n_batch
         if torch.isfinite(loss):
             loss.backward()
@@ -207,6 +238,42 @@ class TorchEncoderBackend:
             if with_w:
                 w[positions[lo]:positions[hi]] = w_batch.cpu().numpy()
         return w, thetas
+
+    def class_probabilities(self, thetas, n_positions, *, batch_size: int = 4096) -> np.ndarray:
+        """sCPGBN's softmax (:meth:`~.encoder.WeibullConvEncoder.class_logits`) on theta^(1..T)
+        given as numpy arrays ((N, K_t) each) with S_j per document: (N, C) float64
+        probabilities, no randomness."""
+        n = len(n_positions)
+        out = np.empty((n, self.encoder.n_classes))
+        with torch.no_grad():
+            for lo in range(0, n, batch_size):
+                hi = min(n, lo + batch_size)
+                part = [torch.as_tensor(t[lo:hi], device=self.device) for t in thetas]
+                logits = self.encoder.class_logits(
+                    part, torch.as_tensor(np.asarray(n_positions[lo:hi]), device=self.device))
+                out[lo:hi] = torch.softmax(logits.double(), dim=1).cpu().numpy()
+        return out
+
+    def class_attributions(self, phi, data, targets) -> np.ndarray:
+        """How much each (position, kernel) of the documents ``data`` moved their class:
+        (P, K_1) float64, the gradient of ln p(target_j | document j) with respect to w_jks
+        times w_jks, at the encoder's mean path (gradient times input).  The softmax reads
+        theta^(1)_jk = sum_s w_jks, so a position's entries say how much of the decision its
+        words' kernels carry (to first order; the upper layers' theta, which the encoder
+        computes from the pooled first hidden layer, are held fixed).  ``targets``: the class
+        index of each document."""
+        batch = pack(data, device=self.device)
+        with torch.no_grad():
+            sample = self.encoder.sample(batch, phi, mean=True)
+        w = sample.w.detach().double().requires_grad_(True)
+        theta1 = torch.zeros((batch.n_docs, w.shape[1]), dtype=w.dtype, device=w.device)
+        theta1 = theta1.index_add(0, batch.position_doc, w)
+        upper = [t.detach().double() for t in sample.theta[1:]]
+        logits = self.encoder.class_logits([theta1] + upper, batch.n_positions).double()
+        log_p = torch.log_softmax(logits, dim=1)
+        index = torch.as_tensor(np.asarray(targets), device=w.device)
+        log_p.gather(1, index[:, None]).sum().backward()
+        return (w.grad * w).detach().cpu().numpy()
 
     # ------------------------------------------------------------------ checkpoints
     def weights(self) -> dict:

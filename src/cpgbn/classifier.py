@@ -1,0 +1,252 @@
+"""The supervised model: :class:`CPGBNClassifier` (sCPGBN, paper section 2.3), a phrase-topic
+model that is also a classifier, with scikit-learn's conventions.
+
+``CPGBNClassifier(layers=(200, 100, 50)).fit(texts, labels)`` trains CPGBN's Weibull
+convolutional encoder with a softmax on the concatenation of theta^(1..T), on the loss
+L = L_g + xi L_c per document (negative ELBO plus xi times the cross-entropy), and the globals
+(kernels D, Phi^(2..T)) by TLASGR-MCMC (:mod:`cpgbn.modes.supervised`).  ``predict_proba`` is the
+softmax of the encoder's mean path: deterministic, one forward pass per document.  Everything
+CPGBN offers for reading a model (``phrases``, ``tree``, ``summary``, ``kernel_usage``) works
+on a classifier too; :mod:`cpgbn.explain.classes` says which phrases push towards each class.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from sklearn.base import ClassifierMixin
+
+from .errors import CPGBNInputError
+from .inference.hybrid import is_missing_label
+from .model import CPGBN
+from .modes import Training
+from .modes.supervised import SupervisedMode
+from .params import CLASSIFIER_PARAMETERS, declare_init
+from .text.stream import TextFile
+
+__all__ = ["CPGBNClassifier", "check_labels", "file_classes"]
+
+#: The settings of CPGBN that a classifier fixes (not parameters of it): the hybrid inference,
+#: no Gibbs refinement of the softmax's features, the tied pooling prior the encoder is
+#: written for, and Gibbs sweeps for ``infer`` (inference with the globals fixed).
+_FIXED = dict(inference="hybrid", refine_iter=0, pooling_concentration=None, n_iter=200,
+              burn_in=150, transform_iter=None, transform_burn_in=None)
+
+
+def check_labels(labels, n_docs: int, *, semi_supervised: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(labels as an array, the sorted classes) of a supervised fit, or a one-line
+    CPGBNInputError: not one label per document, a missing label (None, "" or NaN) when
+    ``semi_supervised`` is False, fewer than two classes."""
+    if labels is None:
+        raise CPGBNInputError("CPGBNClassifier.fit needs labels: fit(X, y), or a labelled "
+                              "TextFile (label<TAB>text lines)")
+    labels = np.asarray(labels, dtype=object if isinstance(labels, list) else None)
+    if labels.ndim != 1 or len(labels) != n_docs:
+        raise CPGBNInputError(f"y must hold one label per document: {n_docs} documents, y of "
+                              f"shape {labels.shape}")
+    missing = np.array([is_missing_label(v) for v in labels.tolist()], dtype=bool)
+    if missing.any() and not semi_supervised:
+        first = int(np.flatnonzero(missing)[0])
+        raise CPGBNInputError(f"document {first + 1} has no label ({int(missing.sum())} of "
+                              f"{n_docs} have none); give every document a label, or set "
+                              "semi_supervised=True to train on the unlabelled ones too")
+    known = labels[~missing].tolist()
+    if len({type(v) for v in known}) > 1:
+        raise CPGBNInputError("the labels mix types (" + ", ".join(sorted(
+            {type(v).__name__ for v in known})) + "); give labels of one type")
+    classes = np.unique(np.asarray(known))
+    if len(classes) < 2:
+        what = "no labelled document" if len(classes) == 0 else f"one class ({classes[0]!r})"
+        raise CPGBNInputError(f"a classifier needs at least 2 classes in y, got {what}")
+    return labels, classes
+
+
+def file_classes(text_file: TextFile, *, block_lines: int = 4096) -> np.ndarray:
+    """The sorted classes of a labelled file, read one block at a time (a line without a
+    label is the reader's one-line error); fewer than two classes is an error."""
+    from .text.readers import read_line_blocks
+    if not text_file.labeled:
+        raise CPGBNInputError(f"{text_file.path} has no labels: a classifier reads "
+                              "label<TAB>text lines (a .tsv file, or format='tsv')")
+    seen: set = set()
+    for block in read_line_blocks(text_file.path, block_lines, labeled=True):
+        seen.update(block.labels)
+    classes = np.array(sorted(seen))
+    if len(classes) < 2:
+        raise CPGBNInputError(f"a classifier needs at least 2 classes, {text_file.path} has one "
+                              f"({classes[0]!r})")
+    return classes
+
+
+class CPGBNClassifier(ClassifierMixin, CPGBN):
+    """sCPGBN: CPGBN with a softmax on theta^(1..T), trained on L = L_g + xi L_c (paper
+    section 2.3) by the hybrid inference (Weibull encoder + TLASGR-MCMC).
+
+    Parameters
+    ----------
+    layers, filter_width, vocab_size, token_count, padding, eta, e0, f0, sample_r
+        The model's, as :class:`~cpgbn.model.CPGBN`'s (``pooling_concentration`` is not
+        offered: the encoder is written for the tied pooling prior).
+    xi : float, default 1.0
+        Weight of the cross-entropy in the loss per document, L_g + xi L_c.
+    global_statistics : {"gibbs", "encoder"}, default "gibbs"
+        Where the TLASGR step's statistics of the globals come from
+        (:mod:`cpgbn.modes.supervised`): local Gibbs chains (the globals are the unsupervised
+        model's) or the encoder's draw (the paper's Algorithm 1; the labels reach the kernels).
+    semi_supervised : bool, default False
+        Whether documents without a label (None, "" or NaN in ``y``) are allowed: they add
+        their negative ELBO alone.  False: a missing label is an error.
+    batch_size, n_epochs, learning_rate, encoder_precision, device
+        The hybrid inference's (:class:`~cpgbn.model.CPGBN`).
+    feature_normalization, random_state, n_threads, memory_limit, progress
+        As :class:`~cpgbn.model.CPGBN`'s.
+
+    Attributes
+    ----------
+    classes_ : ndarray (C,)
+        The classes, in the order of ``predict_proba``'s columns.
+    Every fitted attribute of a hybrid CPGBN (``vocabulary_``, ``globals_``, ``encoder_*``,
+    ``loss_trace_``, ...).
+    """
+
+    __init__ = declare_init(CLASSIFIER_PARAMETERS)
+
+    # the settings a classifier fixes (_FIXED), read as CPGBN reads its parameters
+    inference = _FIXED["inference"]
+    refine_iter = _FIXED["refine_iter"]
+    pooling_concentration = _FIXED["pooling_concentration"]
+    n_iter, burn_in = _FIXED["n_iter"], _FIXED["burn_in"]
+    transform_iter, transform_burn_in = _FIXED["transform_iter"], _FIXED["transform_burn_in"]
+
+    def _mode_parameters(self) -> dict:
+        return {**_FIXED, **self.get_params()}
+
+    def _run_settings(self) -> dict:
+        settings = super()._run_settings()
+        settings.update(SupervisedMode.check_parameters(self.get_params()),
+                        inference=SupervisedMode)
+        return settings
+
+    def _prepare(self, training: Training) -> Training:
+        if training.file is not None:   # streamed: the classes from one pass over the labels
+            training.classes = file_classes(training.file)
+            return training
+        labels, classes = check_labels(training.labels, training.data.n_docs,
+                                       semi_supervised=bool(self.semi_supervised))
+        training.labels, training.classes = labels, classes
+        return training
+
+    def fit(self, X, y=None, **fit_params):
+        """Fit on the documents ``X`` (strings, an encoded Corpus, or a labelled
+        :class:`~cpgbn.text.TextFile`) with their labels ``y`` (one per document; a labelled
+        TextFile carries its own).  ``fit_params``: CPGBN.fit's checkpointing arguments."""
+        if isinstance(X, TextFile) and y is None:
+            file_classes(X, block_lines=1) if not X.labeled else None
+        elif y is None:
+            check_labels(None, 0, semi_supervised=False)
+        return super().fit(X, y, **fit_params)
+
+    # ------------------------------------------------------------------ prediction
+    def predict_proba(self, X) -> np.ndarray:
+        """(N, C) class probabilities, columns in ``classes_`` order: the softmax of the
+        encoder's mean theta^(1..T), the same on every call."""
+        self._check_fitted()
+        settings = self._run_settings()
+        mode = self._mode(settings)
+        if isinstance(X, TextFile):
+            from .modes.minibatch import BLOCK_DOCS
+            return np.vstack([self._probabilities(texts, mode)
+                              for texts in X.blocks(BLOCK_DOCS)])
+        return self._probabilities(X, mode)
+
+    def _probabilities(self, X, mode) -> np.ndarray:
+        with warnings.catch_warnings():   # short documents: padded, as at fit time
+            warnings.simplefilter("ignore", UserWarning)
+            data = self._data(self._corpus(X, self.vocabulary_, None),
+                              self.globals_.D.shape[1])
+        return mode.probabilities(self._fitted_state(), data)
+
+    def position_attributions(self, X, classes=None):
+        """For each document of ``X``: how much each of its positions (the F-word window
+        starting there) and kernels moved it towards a class -- ``classes`` (one label per
+        document; default the predicted class).  Returns (the documents encoded, a
+        :class:`~cpgbn.text.Corpus`; their cells, whose ``doc_positions`` index the rows;
+        (P, K_1) contributions to ln p(class | document), gradient times input at the
+        encoder's mean path; the class index of each document).  :mod:`cpgbn.explain.classes`
+        turns them into phrases."""
+        self._check_fitted()
+        mode = self._mode()
+        corpus = self._corpus(X, self.vocabulary_, None)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            data = self._data(corpus, self.globals_.D.shape[1])
+        fitted = self._fitted_state()
+        if classes is None:
+            targets = np.argmax(mode.probabilities(fitted, data), axis=1)
+        else:
+            index = {c: i for i, c in enumerate(self.classes_.tolist())}
+            labels = np.asarray(classes).tolist()
+            if len(labels) != len(corpus) or any(c not in index for c in labels):
+                raise CPGBNInputError(f"classes must be one of {self.classes_.tolist()!r} per "
+                                      "document")
+            targets = np.array([index[c] for c in labels], dtype=np.int64)
+        return corpus, data, mode.attributions(fitted, data, targets), targets
+
+    def predict_log_proba(self, X) -> np.ndarray:
+        return np.log(self.predict_proba(X))
+
+    def decision_function(self, X) -> np.ndarray:
+        """Log-probabilities per class, (N, C); for two classes, (N,) the log-odds of
+        ``classes_[1]`` (scikit-learn's binary convention)."""
+        log_p = self.predict_log_proba(X)
+        return log_p[:, 1] - log_p[:, 0] if len(self.classes_) == 2 else log_p
+
+    def predict(self, X) -> np.ndarray:
+        """The most probable class of each document."""
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+    def score(self, X, y, sample_weight=None) -> float:
+        """Accuracy on ``(X, y)``; a label of ``y`` the model never saw is an error (the
+        model cannot predict it: its accuracy would be silently 0 on those documents)."""
+        self._check_fitted()
+        y = np.asarray(y)
+        unseen = sorted({v for v in y.tolist() if v not in set(self.classes_.tolist())},
+                        key=str)
+        if unseen:
+            raise CPGBNInputError(f"y holds {len(unseen)} class(es) the model was not trained "
+                                  f"on ({unseen[0]!r}); its classes are "
+                                  f"{self.classes_.tolist()!r}")
+        return super().score(X, y, sample_weight=sample_weight)
+
+    def _check_fitted(self):
+        super()._check_fitted()
+        if getattr(self, "classes_", None) is None:
+            raise CPGBNInputError("this classifier was loaded from a model fitted without "
+                                  "labels; fit it with labels first")
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, directory) -> None:
+        """Save to a directory (JSON + npz, no pickle; as :meth:`CPGBN.save`)."""
+        from .io import save_model
+        self._check_fitted()
+        save_model(self.get_params(), self._fitted_state(), directory,
+                   estimator=type(self).__name__)
+
+    @classmethod
+    def load(cls, directory) -> "CPGBNClassifier":
+        """Load a classifier saved by :meth:`save`."""
+        from .errors import ModelFormatError
+        from .io import load_model
+        params, fitted = load_model(directory, estimator=cls.__name__)
+        try:
+            model = cls(**params)
+        except TypeError as exc:
+            raise ModelFormatError(f"model in {directory} is corrupted: {exc}") from None
+        model._set_fitted(fitted)
+        return model
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.string = True
+        return tags

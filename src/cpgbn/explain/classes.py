@@ -1,0 +1,166 @@
+"""Reading a classifier (:class:`cpgbn.classifier.CPGBNClassifier`): which phrase kernels and
+topics push towards each class, and which phrases of one document moved its decision.
+
+* :func:`class_units`: per class, the units of the softmax's input (kernels of layer 1,
+  topics of layers 2..T) with the largest weight towards it, each with its top phrases.  The
+  weight of unit u towards class c is W[c, u] minus the mean of W[:, u] over the classes (the
+  softmax is unchanged by adding one number to every class's weight, so only these
+  differences mean anything; for two classes, half the difference of the two rows).  It
+  multiplies ln(1 + theta_u / S_j), so a weight is the change in the class's log-odds when
+  the unit's per-position activation grows by a factor e (roughly: for small activations,
+  by one unit).
+* :func:`explain_document`: for one text, the predicted class, the probabilities, and the
+  phrases (the F-word windows of the convolution) whose kernels moved the decision most,
+  by gradient times input at the encoder's mean path
+  (:meth:`~cpgbn.classifier.CPGBNClassifier.position_attributions`), with a score per token
+  (the windows covering it, each contributing its score / F) for highlighting.
+
+:func:`format_class_units` and :func:`format_document` print them; the HTML report
+(:mod:`cpgbn.explain.report`) shows the same records.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import CPGBNInputError
+from .phrases import best_phrases
+from .hierarchy import phrase_matrix
+
+__all__ = ["ClassUnit", "PhraseContribution", "DocumentExplanation", "class_units",
+           "explain_document", "format_class_units", "format_document", "require_classifier"]
+
+
+def require_classifier(model) -> None:
+    """A one-line CPGBNInputError unless ``model`` is a fitted classifier."""
+    if getattr(model, "classes_", None) is None or not hasattr(model, "predict_proba"):
+        raise CPGBNInputError("this model was fitted without labels: its explanations by class "
+                              "need a CPGBNClassifier (`cpgbn fit ... --supervised`)")
+
+
+@dataclass(frozen=True)
+class ClassUnit:
+    """One unit of the softmax's input and its weight towards a class."""
+
+    layer: int
+    """1: a kernel (phrase topic of layer 1); t > 1: a topic of layer t."""
+    unit: int
+    weight: float
+    phrases: tuple[str, ...]
+    """Its most probable phrases (a deeper topic's projected onto the kernels)."""
+
+
+@dataclass(frozen=True)
+class PhraseContribution:
+    """A window of a document and how much it moved the decision."""
+
+    start: int
+    """Index of its first token in the document's tokens (may be < 0 with padding)."""
+    words: tuple[str, ...]
+    score: float
+    """Its contribution to ln p(class | document): > 0 towards the class."""
+    kernel: int
+    """The kernel that carries most of it."""
+
+
+@dataclass(frozen=True)
+class DocumentExplanation:
+    """One document's prediction and the phrases behind it (:func:`explain_document`)."""
+
+    tokens: tuple[str, ...]
+    predicted: object
+    probabilities: dict
+    explained_class: object
+    phrases: tuple[PhraseContribution, ...]
+    """The windows with the largest |score|, largest first."""
+    token_scores: np.ndarray
+    """(L,) per token: the scores of the windows covering it, each divided by F."""
+
+
+def _unit_weights(model) -> np.ndarray:
+    """(C, sum K_t): the softmax's weight of each unit towards each class, centred over the
+    classes (module docstring)."""
+    weight = np.asarray(model.encoder_weights_["classifier.weight"], dtype=np.float64)
+    return weight - weight.mean(axis=0, keepdims=True)
+
+
+def class_units(model, *, top: int = 5, phrases: int = 2, layers=None) -> dict:
+    """{class: [ClassUnit, ...]}: per class the ``top`` units with the largest weight towards
+    it (module docstring), among the layers ``layers`` (default all), each with ``phrases`` of
+    its most probable phrases."""
+    require_classifier(model)
+    weights = _unit_weights(model)
+    sizes = list(model.layers_)
+    layers = range(1, len(sizes) + 1) if layers is None else [int(t) for t in layers]
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    out = {}
+    for c, label in enumerate(model.classes_.tolist()):
+        candidates = []
+        for t in layers:
+            if not 1 <= t <= len(sizes):
+                raise CPGBNInputError(f"layer must be in 1..{len(sizes)}, got {t}")
+            for unit in range(sizes[t - 1]):
+                candidates.append((weights[c, offsets[t - 1] + unit], t, unit))
+        candidates.sort(key=lambda item: -item[0])
+        units = []
+        for weight, t, unit in candidates[:top]:
+            found = best_phrases(phrase_matrix(model.globals_, t, unit), model.vocabulary_,
+                                 top_n=phrases)
+            units.append(ClassUnit(t, unit, float(weight), tuple(p.text for p in found)))
+        out[label] = units
+    return out
+
+
+def explain_document(model, text: str, *, top: int = 5, explained_class=None
+                     ) -> DocumentExplanation:
+    """The prediction for ``text`` and the ``top`` windows that moved it most towards
+    ``explained_class`` (default: the predicted class); module docstring."""
+    require_classifier(model)
+    if not isinstance(text, str):
+        raise CPGBNInputError(f"text must be a string, got {type(text).__name__}")
+    probabilities = model.predict_proba([text])[0]
+    predicted = model.classes_[int(np.argmax(probabilities))]
+    target = predicted if explained_class is None else explained_class
+    corpus, data, contributions, _ = model.position_attributions([text], [target])
+    tokens = tuple(model.vocabulary_.decode(corpus.tokens[corpus.offsets[0]:corpus.offsets[1]]))
+    F, padding = model.globals_.D.shape[1], int(getattr(model, "padding", 0))
+    scores = contributions.sum(axis=1)
+    kernels = np.argmax(np.abs(contributions), axis=1)
+    token_scores = np.zeros(len(tokens))
+    windows = []
+    for s, score in enumerate(scores):
+        start = s - padding
+        covered = [i for i in range(start, start + F) if 0 <= i < len(tokens)]
+        for i in covered:
+            token_scores[i] += score / F
+        windows.append(PhraseContribution(start, tuple(tokens[i] for i in covered),
+                                          float(score), int(kernels[s])))
+    windows.sort(key=lambda w: -abs(w.score))
+    return DocumentExplanation(tokens, predicted,
+                               dict(zip(model.classes_.tolist(), map(float, probabilities))),
+                               target, tuple(windows[:top]), token_scores)
+
+
+def format_class_units(units: dict) -> str:
+    """:func:`class_units` as text: one block per class, one line per unit."""
+    lines = []
+    for label, rows in units.items():
+        lines.append(f"class {label}:")
+        for u in rows:
+            name = f"kernel {u.unit}" if u.layer == 1 else f"layer {u.layer} topic {u.unit}"
+            lines.append(f"  {u.weight:+7.3f}  {name:<20} {' | '.join(u.phrases)}")
+    return "\n".join(lines)
+
+
+def format_document(explanation: DocumentExplanation) -> str:
+    """:func:`explain_document`'s record as text: the prediction, then the phrases."""
+    probs = ", ".join(f"{label} {p:.3f}" for label, p in explanation.probabilities.items())
+    lines = [f"predicted: {explanation.predicted}  ({probs})",
+             f"phrases that moved it towards {explanation.explained_class} (+) or away (-):"]
+    for w in explanation.phrases:
+        lines.append(f"  {w.score:+7.3f}  words {max(w.start, 0) + 1}-"
+                     f"{max(w.start, 0) + len(w.words)}: {' '.join(w.words)!r}  "
+                     f"(kernel {w.kernel})")
+    return "\n".join(lines)

@@ -1,0 +1,98 @@
+"""sCPGBN's fit (paper section 2.3): the hybrid inference with a softmax on theta^(1..T).
+
+:class:`SupervisedMode` is :class:`~cpgbn.modes.hybrid.HybridMode` (Algorithm 1: a Weibull
+encoder trained by Adam, TLASGR-MCMC for the globals) whose encoder carries sCPGBN's softmax
+layer and whose loss per document is L = L_g + xi L_c: the negative ELBO plus xi times the
+cross-entropy of the document's label, for the labelled documents of each minibatch
+(:class:`cpgbn.inference.hybrid.HybridTrainer`'s ``classes`` and ``xi``).  An unlabelled
+document (a missing label) contributes L_g alone, so unlabelled text shapes the encoder and
+the globals too (semi-supervised, beyond the paper).
+
+Where the labels reach: the cross-entropy's gradient flows through the reparameterised draw
+into every weight of the encoder; the globals (D, Phi) see the labels only through the
+statistics of the TLASGR step.  With ``global_statistics="gibbs"`` (the hybrid's default) those
+come from local Gibbs chains that never read the encoder, so the globals are the unsupervised
+model's and the labels shape only the encoder and its softmax; with ``"encoder"`` (the paper's
+Algorithm 1) they come from the encoder's draw, which the labels move.  The estimator that
+uses this mode is :class:`cpgbn.classifier.CPGBNClassifier`; it is not a value of
+``CPGBN(inference=...)``.
+
+New documents: the class probabilities are the softmax of the encoder's mean path
+(deterministic: the same probabilities on every call); the classifier offers no Gibbs
+refinement (``refine_iter`` is 0: the softmax was trained on the encoder's theta).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import CPGBNInputError, check_positive
+from ..inference.checkpoint import fingerprint
+from ..inference.hybrid import GLOBAL_STATISTICS
+from ..layers.cells import ConvData
+from .base import FittedState, Training
+from .hybrid import HybridMode, _threads
+
+__all__ = ["SupervisedMode"]
+
+
+class SupervisedMode(HybridMode):
+    """sCPGBN's fit and class probabilities (module docstring)."""
+
+    name = "supervised"
+    chain_parameters = HybridMode.chain_parameters + ("xi", "global_statistics")
+    loss_name = ("negative ELBO plus xi times the cross-entropy, per document of the "
+                 "minibatch")
+
+    @staticmethod
+    def check_parameters(params: dict) -> dict:
+        statistics = params["global_statistics"]
+        if statistics not in GLOBAL_STATISTICS:
+            raise CPGBNInputError(f"global_statistics must be one of "
+                                  f"{', '.join(map(repr, GLOBAL_STATISTICS))}, got "
+                                  f"{statistics!r}")
+        return dict(xi=check_positive("xi", params["xi"]), global_statistics=statistics)
+
+    def fit(self, training: Training) -> FittedState:
+        if training.classes is None:
+            raise CPGBNInputError("a supervised fit needs the classes of its labels")
+        if training.labels is not None:   # a resumed fit must have read the same labels
+            digest = fingerprint(np.asarray(training.labels).astype(str))
+            training.chain_params = {**training.chain_params, "labels": digest}
+        fitted = super().fit(training)
+        fitted.classes_ = np.asarray(training.classes)
+        return fitted
+
+    def learn(self, training: Training, source, common: dict):
+        from ..inference.hybrid import fit_hybrid
+        s = self.settings
+        with _threads(s["n_threads"]):
+            run = fit_hybrid(source, training.layers, len(training.vocabulary), training.hyper,
+                             device=s["device"] or "cpu", learning_rate=s["learning_rate"],
+                             n_steps=self.n_steps(source.n_docs, source.block_docs),
+                             classes=training.classes, xi=s["xi"],
+                             global_statistics=s["global_statistics"], **common)
+        return run, dict(encoder_config_=run.encoder_config,
+                         encoder_weights_=run.encoder_weights)
+
+    def probabilities(self, fitted: FittedState, data: ConvData) -> np.ndarray:
+        """(N, C) class probabilities of the documents ``data``: the softmax of the encoder's
+        mean path (module docstring)."""
+        from ..backends.torch.hybrid import TorchEncoderBackend
+        s = self.settings
+        thetas = self.thetas(fitted, data)
+        backend = TorchEncoderBackend.from_weights(fitted.encoder_config_,
+                                                   fitted.encoder_weights_, s["device"] or "cpu")
+        with _threads(s["n_threads"]):
+            return backend.class_probabilities(thetas, np.diff(data.doc_positions))
+
+    def attributions(self, fitted: FittedState, data: ConvData, targets) -> np.ndarray:
+        """(P, K_1): how much each position and kernel of the documents ``data`` moved them
+        towards the classes ``targets`` (indices), at the encoder's mean path
+        (:meth:`cpgbn.backends.torch.hybrid.TorchEncoderBackend.class_attributions`)."""
+        from ..backends.torch.hybrid import TorchEncoderBackend
+        s = self.settings
+        backend = TorchEncoderBackend.from_weights(fitted.encoder_config_,
+                                                   fitted.encoder_weights_, s["device"] or "cpu")
+        with _threads(s["n_threads"]):
+            return backend.class_attributions(fitted.globals_.phi, data, targets)

@@ -1,0 +1,209 @@
+"""CPGBNClassifier (sCPGBN, issue 36): it learns, it reads word order, its probabilities are
+deterministic, it follows scikit-learn's conventions, saves and loads, explains itself, and
+refuses bad labels with one line."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import phrase_corpus
+
+torch = pytest.importorskip("torch")
+
+from cpgbn import CPGBN  # noqa: E402
+from cpgbn.classifier import CPGBNClassifier  # noqa: E402
+from cpgbn.errors import CPGBNInputError, ModelFormatError  # noqa: E402
+from cpgbn.explain.classes import (class_units, explain_document, format_class_units,  # noqa: E402
+                                   format_document)
+
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
+
+FILLER = [f"f{i}" for i in range(12)]
+
+
+def order_corpus(n_docs: int, seed: int):
+    """Two classes with the same words: "x y z" in class "fwd", "z y x" in class "back",
+    among filler words.  A bag of words cannot tell them apart; a width-3 kernel can."""
+    rng = np.random.default_rng(seed)
+    texts, labels = [], []
+    for i in range(n_docs):
+        label = "fwd" if i % 2 == 0 else "back"
+        phrase = ["x", "y", "z"] if label == "fwd" else ["z", "y", "x"]
+        before = list(rng.choice(FILLER, size=int(rng.integers(0, 5))))
+        after = list(rng.choice(FILLER, size=int(rng.integers(0, 5))))
+        texts.append(" ".join(before + phrase + after))
+        labels.append(label)
+    return texts, labels
+
+
+def small(**kwargs) -> CPGBNClassifier:
+    params = dict(layers=(6,), vocab_size=60, n_epochs=40, batch_size=40, learning_rate=1e-2,
+                  random_state=0, xi=30.0)
+    params.update(kwargs)
+    return CPGBNClassifier(**params)
+
+
+@pytest.fixture(scope="module")
+def fitted_order():
+    texts, labels = order_corpus(400, seed=0)
+    return small().fit(texts[:200], labels[:200]), (texts[200:], labels[200:])
+
+
+def test_learns_word_order_that_a_bag_of_words_cannot_see(fitted_order):
+    from cpgbn.evaluate.text_baselines import make_baseline
+    model, (test_texts, test_labels) = fitted_order
+    train_texts, train_labels = order_corpus(400, seed=0)
+    bag = make_baseline("lr-unigram", random_state=0).fit(train_texts[:200], train_labels[:200])
+    assert bag.score(test_texts, test_labels) < 0.65          # the words alone: chance
+    assert model.score(test_texts, test_labels) >= 0.9
+    # the loss it minimises fell over training
+    loss = model.loss_trace_
+    assert loss[-20:].mean() < loss[:20].mean()
+
+
+def test_probabilities_are_deterministic_and_in_class_order(fitted_order):
+    model, (texts, _) = fitted_order
+    p = model.predict_proba(texts[:30])
+    assert p.shape == (30, 2)
+    np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-12)
+    np.testing.assert_array_equal(p, model.predict_proba(texts[:30]))
+    assert list(model.classes_) == ["back", "fwd"]
+    np.testing.assert_array_equal(model.predict(texts[:30]), model.classes_[p.argmax(axis=1)])
+    # one document alone gets the probabilities it gets in a batch
+    np.testing.assert_allclose(model.predict_proba(texts[3:4])[0], p[3], rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(np.log(p[:, 1] / p[:, 0]), model.decision_function(texts[:30]),
+                               rtol=1e-9, atol=1e-12)
+
+
+def test_save_and_load_give_the_same_predictions(fitted_order, tmp_path):
+    model, (texts, _) = fitted_order
+    model.save(tmp_path / "m")
+    loaded = CPGBNClassifier.load(tmp_path / "m")
+    np.testing.assert_array_equal(loaded.predict_proba(texts[:20]), model.predict_proba(texts[:20]))
+    assert list(loaded.classes_) == list(model.classes_)
+    assert loaded.get_params() == model.get_params()
+    with pytest.raises(ModelFormatError, match="saved by CPGBNClassifier"):
+        CPGBN.load(tmp_path / "m")
+
+
+def test_a_cpgbn_model_does_not_load_as_a_classifier(tmp_path):
+    texts, _ = phrase_corpus(40, seed=1)
+    CPGBN(layers=(3,), vocab_size=30, n_iter=4, burn_in=2, random_state=0).fit(texts).save(
+        tmp_path / "u")
+    with pytest.raises(ModelFormatError, match="saved by CPGBN"):
+        CPGBNClassifier.load(tmp_path / "u")
+
+
+def test_integer_labels_and_a_seed_give_the_same_model_twice():
+    texts, labels = phrase_corpus(80, seed=2)
+    y = np.array([0 if v == "red" else 1 for v in labels])
+    a = small(n_epochs=3).fit(texts, y)
+    b = small(n_epochs=3).fit(texts, y)
+    assert a.classes_.tolist() == [0, 1]
+    np.testing.assert_array_equal(a.predict_proba(texts), b.predict_proba(texts))
+
+
+def test_semi_supervised_documents_without_labels_still_train():
+    texts, labels = order_corpus(400, seed=3)
+    partial = [label if i % 4 in (0, 1) else None for i, label in enumerate(labels[:200])]
+    model = small(semi_supervised=True).fit(texts[:200], partial)
+    assert model.score(texts[200:], labels[200:]) >= 0.85
+
+
+def test_works_in_a_pipeline_and_a_grid_search():
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.pipeline import Pipeline
+    texts, labels = phrase_corpus(240, seed=4)
+    pipe = Pipeline([("clf", small())])
+    assert pipe.fit(texts[:160], labels[:160]).score(texts[160:], labels[160:]) >= 0.9
+    search = GridSearchCV(small(n_epochs=5), {"xi": [1.0, 30.0]}, cv=2).fit(texts[:80],
+                                                                           labels[:80])
+    assert search.best_params_["xi"] in (1.0, 30.0)
+
+
+def test_explanations_name_the_phrase_that_decides(fitted_order):
+    model, _ = fitted_order
+    text = "f1 f2 x y z f3 f4"
+    explanation = explain_document(model, text, top=3)
+    assert explanation.predicted == "fwd"
+    best = explanation.phrases[0]
+    assert best.score > 0 and set(best.words) & {"x", "y", "z"}
+    assert explanation.token_scores.shape == (7,)
+    assert np.argmax(explanation.token_scores) in (2, 3, 4)
+    assert "predicted: fwd" in format_document(explanation)
+    units = class_units(model, top=2, phrases=1)
+    assert set(units) == {"back", "fwd"} and all(len(rows) == 2 for rows in units.values())
+    assert units["fwd"][0].weight > 0
+    assert "class fwd:" in format_class_units(units)
+
+
+@pytest.mark.parametrize("labels, message", [
+    (["a"] * 20, "at least 2 classes"),
+    (["a", "b"] * 9 + ["a", None], "document 20 has no label"),
+    (["a", "b"] * 9 + ["a", ""], "document 20 has no label"),
+    (["a", "b"] * 9, "one label per document"),
+    ([None] * 20, "document 1 has no label"),
+])
+def test_bad_labels_are_one_line_errors(labels, message):
+    texts, _ = phrase_corpus(20, seed=5)
+    with pytest.raises(CPGBNInputError, match=message) as info:
+        small(n_epochs=1).fit(texts, labels)
+    assert "\n" not in str(info.value)
+
+
+def test_missing_labels_and_unseen_classes_are_refused():
+    texts, labels = phrase_corpus(40, seed=6)
+    with pytest.raises(CPGBNInputError, match="needs labels"):
+        small(n_epochs=1).fit(texts)
+    with pytest.raises(CPGBNInputError, match="no labelled document"):
+        small(n_epochs=1, semi_supervised=True).fit(texts, [None] * 40)
+    model = small(n_epochs=1).fit(texts, labels)
+    with pytest.raises(CPGBNInputError, match="not trained on .'green'"):
+        model.score(texts[:2], ["red", "green"])
+
+
+def test_explaining_an_unsupervised_model_is_refused():
+    texts, _ = phrase_corpus(40, seed=7)
+    model = CPGBN(layers=(3,), vocab_size=30, n_iter=4, burn_in=2, random_state=0).fit(texts)
+    with pytest.raises(CPGBNInputError, match="fitted without labels"):
+        explain_document(model, "red apple pie")
+
+
+def _run(args, **kwargs):
+    import subprocess
+    from helpers import cpgbn_command
+    return subprocess.run(cpgbn_command() + [str(a) for a in args], capture_output=True,
+                          text=True, timeout=600, **kwargs)
+
+
+def test_command_line_fit_predict_explain_on_a_streamed_file(tmp_path):
+    """`cpgbn fit FILE.tsv --supervised` streams the file, `predict` scores it, `explain`
+    prints the classes' phrases and one document's; bad uses are one-line errors."""
+    from helpers import write_tsv
+    texts, labels = order_corpus(300, seed=8)
+    train = write_tsv(tmp_path / "train.tsv", texts[:200], labels[:200])
+    test = write_tsv(tmp_path / "test.tsv", texts[200:], labels[200:])
+    out = tmp_path / "model"
+    fit = _run(["fit", train, "--supervised", "--layers", "6", "--vocab-size", "60",
+                "--epochs", "40", "--batch-size", "40", "--learning-rate", "0.01", "--xi", "30",
+                "--threads", "1", "--quiet", "--out", out])
+    assert fit.returncode == 0, fit.stderr
+    assert "classifier (sCPGBN, xi 30)" in fit.stdout and "classes back, fwd" in fit.stdout
+    predicted = _run(["predict", out, test, "--out", tmp_path / "p.tsv", "--threads", "1"])
+    assert predicted.returncode == 0, predicted.stderr
+    accuracy = float(predicted.stdout.split("accuracy ")[1].split(" %")[0])
+    assert accuracy >= 90
+    rows = (tmp_path / "p.tsv").read_text().splitlines()
+    assert rows[0] == "predicted\tp(back)\tp(fwd)" and len(rows) == 101
+    explained = _run(["explain", out, "f3 x y z f1", "--classes", "--threads", "1"])
+    assert explained.returncode == 0, explained.stderr
+    assert "class fwd:" in explained.stdout and "predicted: fwd" in explained.stdout
+    # a model without labels, a file without labels: one line each, status 2
+    unlabelled = tmp_path / "plain.txt"
+    unlabelled.write_text("\n".join(texts[:50]) + "\n")
+    for args, message in [
+            (["explain", tmp_path / "nothing"], "does not exist"),
+            (["fit", "--supervised", unlabelled, "--out", tmp_path / "m2", "--quiet"],
+             "has no labels")]:
+        result = _run(args)
+        assert result.returncode == 2 and message in result.stderr, result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
