@@ -142,7 +142,8 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
         :class:`~cpgbn.text.TextFile`) with their labels ``y`` (one per document; a labelled
         TextFile carries its own).  ``fit_params``: CPGBN.fit's checkpointing arguments."""
         if isinstance(X, TextFile) and y is None:
-            file_classes(X, block_lines=1) if not X.labeled else None
+            if not X.labeled:
+                file_classes(X)   # its one-line error: the file has no labels
         elif y is None:
             check_labels(None, 0, semi_supervised=False)
         return super().fit(X, y, **fit_params)
