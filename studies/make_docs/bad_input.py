@@ -85,6 +85,8 @@ def run_cases(t: Path) -> list:
                           ("elec-25k-train.cat", "2\n1\n"),
                           ("elec-test.txt.tok", "ok\n"), ("elec-test.cat", "2\n")):
         (t / "jz" / "ELEC" / name).write_text(content)
+    (t / "one_class.tsv").write_text("pos\tgood\npos\tfine\npos\tgreat\n")
+    (t / "odd_test.tsv").write_text("a\tw1 w2\nc\tw3 w4\n")
     main(["fit", str(good), "--out", "model", *TINY])
     cases = [
         ("missing file", ["fit", "nothere.tsv", "--out", "m1", *TINY]),
@@ -119,6 +121,16 @@ def run_cases(t: Path) -> list:
         ("--json is a directory (checked before training)", ["evaluate", "trec", "--json", "."]),
         ("--padding with a bag-of-words baseline", ["evaluate", "trec", "--model", "pgbn",
                                                     "--padding", "2"]),
+        ("evaluate: a labelled file with one class", ["evaluate", "one_class.tsv", *TINY]),
+        ("evaluate: fewer documents of a class than folds", ["evaluate", "train.tsv", "--cv",
+                                                             "20", *TINY]),
+        ("evaluate: a test class the training file lacks",
+         ["evaluate", "train.tsv", "--test", "odd_test.tsv", *TINY]),
+        ("evaluate: missing test file", ["evaluate", "train.tsv", "--test", "nothere.tsv",
+                                         *TINY]),
+        ("evaluate: --cv with --test", ["evaluate", "train.tsv", "--cv", "5", "--test",
+                                        "odd_test.tsv", *TINY]),
+        ("evaluate: fewer than 2 folds", ["evaluate", "train.tsv", "--cv", "1", *TINY]),
     ]
     for name, args in cases:
         code, line = run(args)
