@@ -180,12 +180,14 @@ def test_supervised_row_built_as_the_classifier_api_says(files, tmp_path, capsys
     _StandIn.built.clear()
     out = tmp_path / "sup.json"
     code = main(["evaluate", str(files["train"]), "--test", str(files["test"]), "--supervised",
-                 "--epochs", "7", "--baselines", "none", "--seeds", "0,1", *TINY,
-                 "--json", str(out)])
+                 "--epochs", "7", "--baselines", "none", "--no-unsupervised", "--seeds", "0,1",
+                 *TINY, "--json", str(out)])
     assert code == 0 and "supervised cpgbn-4" in capsys.readouterr().out
     assert _StandIn.built == [dict(layers=(4,), random_state=seed, n_threads=1, progress=False,
                                    n_epochs=7) for seed in (0, 1)]
-    supervised = _models(_json(out))["supervised cpgbn-4"]
+    models = _models(_json(out))
+    assert list(models) == ["supervised cpgbn-4"]   # --no-unsupervised, --baselines none
+    supervised = models["supervised cpgbn-4"]
     assert supervised["kind"] == "supervised" and supervised["accuracy_mean"] > 0.9
     assert 0 <= supervised["ece_mean"] <= 1
 
@@ -205,7 +207,8 @@ def test_supervised_without_the_classifier_module_is_one_line(files, tmp_path, c
 def test_supervised_cpgbn_classifier(files, tmp_path, capsys):
     out = tmp_path / "real.json"
     code = main(["evaluate", str(files["train"]), "--test", str(files["test"]), "--supervised",
-                 "--epochs", "2", "--baselines", "none", *TINY, "--json", str(out)])
+                 "--epochs", "2", "--baselines", "none", "--no-unsupervised", *TINY,
+                 "--json", str(out)])
     assert code == 0, capsys.readouterr().err
     supervised = _models(_json(out))["supervised cpgbn-4"]
     assert supervised["accuracy_mean"] > 1 / 3 + 0.1
@@ -226,7 +229,11 @@ BAD = {  # case -> (arguments after `cpgbn evaluate`, words the one line must ho
                          ["--cv and --test together", "not both"]),
     "cv < 2": (["{train}", "--cv", "1"], ["--cv must be a number of folds >= 2, got 1"]),
     "unknown baseline": (["{train}", "--baselines", "svm-bigram,crf"], ["unknown baseline 'crf'"]),
-    "file option with a dataset name": (["trec", "--cv", "3"], ["--cv", "dataset name"]),
+    "file option with a dataset name": (["trec", "--cv", "3", "--no-unsupervised"],
+                                        ["--cv, --[no-]unsupervised: for a labelled file",
+                                         "dataset name"]),
+    "dataset option with a file": (["{train}", "--save-model", "{dir}/m"],
+                                   ["--save-model is for a named dataset"]),
 }
 
 

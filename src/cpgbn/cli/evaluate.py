@@ -38,9 +38,10 @@ def _baseline_names(text: str) -> tuple[str, ...]:
     return names
 
 
-#: The options of a labelled file only: (flag, attribute)
+#: The options of a labelled file only: (flag, attribute); None when not given
 _FILE_OPTIONS = (("--test", "test"), ("--cv", "cv"), ("--baselines", "baselines"),
-                 ("--supervised", "supervised"), ("--epochs", "epochs"))
+                 ("--supervised", "supervised"), ("--epochs", "epochs"),
+                 ("--[no-]unsupervised", "unsupervised"))
 
 
 def _names_a_file(args) -> bool:
@@ -52,7 +53,7 @@ def _names_a_file(args) -> bool:
         return True
     if data.lower() in DATASETS:
         return False
-    return (any(getattr(args, attr) not in (None, False) for _, attr in _FILE_OPTIONS)
+    return (any(getattr(args, attr) is not None for _, attr in _FILE_OPTIONS)
             or os.sep in data or data.endswith((".tsv", ".txt", ".gz")))
 
 
@@ -77,7 +78,8 @@ def _evaluate_file(args) -> int:
     kwargs = dict(layers=args.layers, protocol=args.protocol, seeds=args.seeds,
                   n_iter=args.iterations, burn_in=args.burn_in, features=args.features,
                   token_count=args.token_count, filter_width=args.filter_width,
-                  padding=args.padding, supervised=args.supervised,
+                  padding=args.padding, supervised=bool(args.supervised),
+                  unsupervised=args.unsupervised is not False,
                   supervised_params={} if args.epochs is None else {"n_epochs": args.epochs},
                   baselines=baselines,
                   n_threads=args.threads, progress=not args.quiet,
@@ -100,7 +102,7 @@ def cmd_evaluate(args) -> int:
     from ..files import check_file_target, write_file_atomically
     if _names_a_file(args):
         return _evaluate_file(args)
-    given = [flag for flag, attr in _FILE_OPTIONS if getattr(args, attr) not in (None, False)]
+    given = [flag for flag, attr in _FILE_OPTIONS if getattr(args, attr) is not None]
     if given:
         raise CPGBNInputError(f"{', '.join(given)}: for a labelled file (label<TAB>text); "
                               f"{args.dataset!r} is a dataset name (see --protocol)")
@@ -177,9 +179,12 @@ def add_evaluate_parser(sub):
                           metavar="all|none|NAME,...",
                           help="n-gram baselines to compare (default: svm-bigram, lr-bigram, "
                                "nbsvm-bigram, mnb-bigram)")
-    labelled.add_argument("--supervised", action="store_true",
+    labelled.add_argument("--supervised", action="store_true", default=None,
                           help="also the supervised CPGBN (cpgbn.classifier.CPGBNClassifier) "
                                "with --layers")
+    labelled.add_argument("--unsupervised", action=argparse.BooleanOptionalAction, default=None,
+                          help="the row of unsupervised CPGBN features + the protocol's "
+                               "classifier (default: on; --no-unsupervised leaves it out)")
     labelled.add_argument("--epochs", type=positive_int, default=None,
                           help="the supervised CPGBN's training epochs (default: its own)")
     add_run_args(p)
