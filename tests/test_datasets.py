@@ -34,16 +34,21 @@ def test_resolve_data_dir(tmp_path, monkeypatch):
 
 def test_dataset_info():
     sizes = {name: dataset_info(name)["vocab_size"] for name in DATASETS}
-    assert sizes == {"mr": 20000, "subj": 20000, "trec": 8000, "imdb": 30000}
+    assert sizes == {"mr": 20000, "subj": 20000, "trec": 8000, "imdb": 30000, "elec": 30000}
     assert dataset_info("MR")["split_sizes"] == {"train": 9600, "test": 1000}
     assert dataset_info("subj")["split_sizes"] == {"train": 9000, "test": 1000}
     assert dataset_info("trec")["n_classes"] == 6
     assert "IMDB/train.tsv.gz" in dataset_info("imdb")["files"]
+    assert dataset_info("elec")["files"] == [
+        "ELEC/elec-25k-train.txt.tok", "ELEC/elec-test.txt.tok", "ELEC/elec-25k-train.cat",
+        "ELEC/elec-test.cat"]
+    assert not dataset_info("elec")["downloadable"] and dataset_info("imdb")["downloadable"]
 
 
 def test_load_dataset_argument_errors(tmp_path):
-    with pytest.raises(DataFileError, match="unknown dataset 'elec'; known: mr, subj, trec, imdb"):
-        load_dataset("elec", data_dir=tmp_path)
+    with pytest.raises(DataFileError,
+                       match="unknown dataset 'reuters'; known: mr, subj, trec, imdb, elec"):
+        load_dataset("reuters", data_dir=tmp_path)
     with pytest.raises(CPGBNInputError, match="split"):
         load_dataset("mr", "valid", data_dir=tmp_path)
     for name in ("trec", "imdb"):
@@ -89,6 +94,67 @@ def test_cv_argument_errors(tmp_path):
         load_dataset("mr", "test", data_dir=root, protocol="cv", n_folds=1)
     with pytest.raises(CPGBNInputError, match="stratified folds"):
         load_dataset("mr", "test", data_dir=root, protocol="cv", n_folds=30, fold=0)
+
+
+def _elec_dir(root, n_train=6, n_test=4, train_labels=None):
+    """A data folder with small ELEC files in Johnson & Zhang's layout: texts that name their
+    split and row, labels "1"/"2" alternating, one per line."""
+    folder = root / "ELEC"
+    folder.mkdir()
+    files = (("elec-25k-train.txt.tok", "elec-25k-train.cat", n_train, "train"),
+             ("elec-test.txt.tok", "elec-test.cat", n_test, "test"))
+    for texts_name, labels_name, n, part in files:
+        (folder / texts_name).write_text("".join(f"{part} review {i} , great !\n"
+                                                 for i in range(n)))
+        labels = train_labels if part == "train" and train_labels is not None else \
+            [str(1 + i % 2) for i in range(n)]
+        (folder / labels_name).write_text("".join(f"{y}\n" for y in labels))
+    return root
+
+
+def test_elec_loads_the_official_split_from_text_and_label_files(tmp_path):
+    root = _elec_dir(tmp_path)
+    texts, labels = load_dataset("elec", "train", data_dir=root)
+    assert texts == [f"train review {i} , great !" for i in range(6)]
+    assert labels == ["1", "2"] * 3
+    texts, labels = load_dataset("ELEC", "test", data_dir=root)
+    assert texts[0] == "test review 0 , great !" and labels == ["1", "2", "1", "2"]
+    texts, labels = load_dataset("elec", "all", data_dir=root)
+    assert len(texts) == len(labels) == 10 and texts[6] == "test review 0 , great !"
+    with pytest.raises(DataFileError, match="protocol 'cv' is only for mr and subj"):
+        load_dataset("elec", protocol="cv", data_dir=root)
+
+
+def test_elec_label_file_of_another_length_is_one_line_naming_both(tmp_path):
+    root = _elec_dir(tmp_path, train_labels=["1", "2", "1"])
+    with pytest.raises(DataFileError) as exc:
+        load_dataset("elec", "train", data_dir=root)
+    message = str(exc.value)
+    assert "\n" not in message
+    assert "elec-25k-train.cat has 3 labels but" in message
+    assert "elec-25k-train.txt.tok has 6 documents" in message
+    (root / "ELEC" / "elec-25k-train.cat").write_text("1\n2\n\n1\n2\n1\n")
+    with pytest.raises(DataFileError, match=r"elec-25k-train.cat: line 3: empty label"):
+        load_dataset("elec", "train", data_dir=root)
+
+
+def test_missing_elec_says_where_to_put_the_files(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("CPGBN_DOWNLOAD", "1")   # even when downloads are allowed: none for elec
+    with pytest.raises(DataFileError) as exc:
+        load_dataset("elec", data_dir=tmp_path)
+    message = str(exc.value)
+    assert message.startswith(f"{tmp_path / 'ELEC' / 'elec-25k-train.txt.tok'}: no such file; "
+                              f"cpgbn cannot download elec: put elec-25k-train.txt.tok, ")
+    assert message.endswith(f"in {tmp_path / 'ELEC'}") and "riejohnson.com" in message
+    monkeypatch.delenv("CPGBN_DATA", raising=False)
+    with pytest.raises(DataFileError, match=r"no data directory with elec: put .* in "
+                                            r"\$CPGBN_DATA/ELEC/"):
+        load_dataset("elec")
+    data = tmp_path / "data"
+    data.mkdir()
+    monkeypatch.setenv("CPGBN_DATA", str(_elec_dir(data, n_train=2, n_test=2)))
+    assert load_dataset("elec", "test")[1] == ["1", "2"]
 
 
 # ----------------------------------------------------------------------------- real data

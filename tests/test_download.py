@@ -515,7 +515,9 @@ def test_disk_full_while_writing_the_converted_files(fake, tmp_path, monkeypatch
 
 
 def test_bad_arguments(tmp_path):
-    with pytest.raises(DataFileError, match="unknown dataset 'elec'"):
+    with pytest.raises(DataFileError, match="unknown dataset 'reuters'"):
+        dl.fetch("reuters", tmp_path)
+    with pytest.raises(DataFileError, match="cpgbn cannot download elec: put elec-25k-train"):
         dl.fetch("elec", tmp_path)
     with pytest.raises(CPGBNInputError, match="timeout must be a positive number"):
         dl.fetch("trec", tmp_path, timeout=0)
@@ -650,10 +652,12 @@ def test_cli_download_to_the_cache_and_errors(fake, tmp_path, capsys, monkeypatc
     fake.faults["rt-polaritydata.tar.gz"] = "404"
     code, out, _ = _run(["download", "mr", "--quiet", "--timeout", "2"], capsys)
     assert code == 2 and out.startswith("cpgbn: error: could not download ") and "404" in out
-    for bad in (["download", "elec"], ["download", "mr", "--timeout", "0"]):
-        with pytest.raises(SystemExit) as exc:
-            _run(bad, capsys)
-        assert exc.value.code == 2
+    with pytest.raises(SystemExit) as exc:
+        _run(["download", "mr", "--timeout", "0"], capsys)
+    assert exc.value.code == 2
+    code, out, _ = _run(["download", "elec"], capsys)   # not downloadable: where to put it
+    assert code == 2 and out.startswith("cpgbn: error: cpgbn cannot download elec: put ")
+    assert "elec-25k-train.txt.tok" in out and "\n" not in out.strip()
 
 
 # ----------------------------------------------------------------------------- the real files

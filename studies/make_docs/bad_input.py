@@ -80,6 +80,13 @@ def run_cases(t: Path) -> list:
     (t / "latin1.tsv").write_bytes(b"pos\tfine\nneg\tcaf\xe9 au lait\n")
     (t / "blank.tsv").write_text("pos\tfine words\nneg\t   \n")
     (t / "short.tsv").write_text("pos\tone\nneg\ttwo words\n" * 5)
+    (t / "jz" / "ELEC").mkdir(parents=True)   # Johnson & Zhang's layout, 3 texts, 2 labels
+    for name, content in (("elec-25k-train.txt.tok", "good !\nbad .\nfine\n"),
+                          ("elec-25k-train.cat", "2\n1\n"),
+                          ("elec-test.txt.tok", "ok\n"), ("elec-test.cat", "2\n")):
+        (t / "jz" / "ELEC" / name).write_text(content)
+    (t / "one_class.tsv").write_text("pos\tgood\npos\tfine\npos\tgreat\n")
+    (t / "odd_test.tsv").write_text("a\tw1 w2\nc\tw3 w4\n")
     main(["fit", str(good), "--out", "model", *TINY])
     cases = [
         ("missing file", ["fit", "nothere.tsv", "--out", "m1", *TINY]),
@@ -90,6 +97,10 @@ def run_cases(t: Path) -> list:
         ("documents shorter than F (padded, a warning)", ["fit", "short.tsv", "--out", "m2", *TINY]),
         ("unknown dataset name", ["fit", "reuters", "--out", "m1", *TINY]),
         ("missing data directory", ["fit", "trec", "--data-dir", "/no/such/dir", "--out", "m1", *TINY]),
+        ("ELEC files missing (cpgbn cannot download them)",
+         ["fit", "elec", "--data-dir", ".", "--out", "m1", *TINY]),
+        ("ELEC labels not line for line with the texts",
+         ["fit", "elec", "--data-dir", "jz", "--out", "m1", *TINY]),
         ("vocabulary size < 2", ["fit", "train.tsv", "--out", "m1", *TINY, "--vocab-size", "1"]),
         ("layer size < 1", ["fit", "train.tsv", "--out", "m1", "--layers", "200,0"]),
         ("padding wider than F - 1", ["fit", "train.tsv", "--out", "m1", *TINY, "--padding", "3"]),
@@ -110,6 +121,16 @@ def run_cases(t: Path) -> list:
         ("--json is a directory (checked before training)", ["evaluate", "trec", "--json", "."]),
         ("--padding with a bag-of-words baseline", ["evaluate", "trec", "--model", "pgbn",
                                                     "--padding", "2"]),
+        ("evaluate: a labelled file with one class", ["evaluate", "one_class.tsv", *TINY]),
+        ("evaluate: fewer documents of a class than folds", ["evaluate", "train.tsv", "--cv",
+                                                             "20", *TINY]),
+        ("evaluate: a test class the training file lacks",
+         ["evaluate", "train.tsv", "--test", "odd_test.tsv", *TINY]),
+        ("evaluate: missing test file", ["evaluate", "train.tsv", "--test", "nothere.tsv",
+                                         *TINY]),
+        ("evaluate: --cv with --test", ["evaluate", "train.tsv", "--cv", "5", "--test",
+                                        "odd_test.tsv", *TINY]),
+        ("evaluate: fewer than 2 folds", ["evaluate", "train.tsv", "--cv", "1", *TINY]),
     ]
     for name, args in cases:
         code, line = run(args)

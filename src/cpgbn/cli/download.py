@@ -33,7 +33,8 @@ def add_download_parser(sub) -> argparse.ArgumentParser:
                     "files' sha256, and convert them to the label<TAB>text files the loaders "
                     "read. Nothing is downloaded if the files are already there.")
     p.add_argument("dataset", metavar="NAME", type=str.lower, choices=DATASETS,
-                   help="mr, subj, trec or imdb")
+                   help="mr, subj, trec or imdb (elec cannot be downloaded: the message says "
+                        "where to put its files)")
     p.add_argument("--data-dir", default=None,
                    help="where to put it (default: $CPGBN_DATA, else ~/.cache/cpgbn or "
                         "$XDG_CACHE_HOME/cpgbn)")
@@ -50,12 +51,13 @@ def add_download_parser(sub) -> argparse.ArgumentParser:
 
 def cmd_download(args) -> int:
     from ..datasets import dataset_info, fetch, has_dataset
-    from ..datasets.download import SOURCES, target_dir
+    from ..datasets.download import target_dir
+    from ..datasets.registry import SPECS
 
     name = args.dataset
     target = target_dir(args.data_dir)
     if has_dataset(target, name) and not args.force:
-        print(f"{name}: already in {target / SOURCES[name].folder}; nothing downloaded")
+        print(f"{name}: already in {target / SPECS[name].folder}; nothing downloaded")
         return 0
     root = fetch(name, args.data_dir, progress=not args.quiet, timeout=args.timeout,
                  mirror=args.mirror, force=args.force)

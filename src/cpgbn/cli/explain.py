@@ -184,8 +184,8 @@ def cmd_summary(args) -> int:
 
 def _add_optional_data_args(p):
     p.add_argument("data", metavar="DATA", nargs="?", default=None,
-                   help="the training documents (a file or a dataset name: mr, subj, trec, imdb); "
-                        "adds corpus phrases, NPMI coherence and per-class usage")
+                   help="the training documents (a file or a dataset name: mr, subj, trec, imdb, "
+                        "elec); adds corpus phrases, NPMI coherence and per-class usage")
     add_data_args(p, split_help="split of a named dataset (default: train)")
 
 

@@ -152,8 +152,9 @@ def add_fit_parser(sub):
     """Add ``fit`` to the subcommand parser ``sub``; return its parser."""
     p = sub.add_parser("fit", help="fit a model and save it",
                        description="Fit CPGBN on DATA (a file or a dataset name) and save it.")
-    p.add_argument("data", metavar="DATA", help="a text file (.tsv: label<TAB>text, else one "
-                                                "document per line) or a dataset: mr, subj, trec, imdb")
+    p.add_argument("data", metavar="DATA",
+                   help="a text file (.tsv: label<TAB>text, else one document per line) or a "
+                        "dataset: mr, subj, trec, imdb, elec")
     add_data_args(p)
     p.add_argument("--layers", type=layer_sizes, default=(200,),
                    help="layer widths, e.g. 200 or 200,100,50")

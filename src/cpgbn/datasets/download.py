@@ -33,7 +33,8 @@ from pathlib import Path
 
 from ..version import VERSION
 from cpgbn.errors import CPGBNInputError, DataFileError, one_line
-from cpgbn.datasets.registry import ENV_VAR, cache_dir, check_name, has_dataset
+from cpgbn.datasets.registry import (ENV_VAR, SPECS, cache_dir, check_name, dataset_files,
+                                     has_dataset)
 from cpgbn.datasets.sources import SOURCES, Source, convert, read_originals
 
 __all__ = ["DEFAULT_TIMEOUT", "MIRROR_ENV", "SOURCES", "Source", "convert", "download_file",
@@ -51,7 +52,8 @@ _NO_SPACE = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
 def fetch(name: str, data_dir: str | os.PathLike | None = None, *, progress: bool = True,
           timeout: float = DEFAULT_TIMEOUT, mirror: str | None = None,
           force: bool = False) -> Path:
-    """Download dataset ``name`` (mr, subj, trec, imdb) unless present; return the data folder.
+    """Download dataset ``name`` (mr, subj, trec, imdb; not elec) unless present; return the data
+    folder.
 
     The files go to ``<data folder>/<NAME>/`` with the names ``load_dataset`` reads.  The data
     folder is ``data_dir``, else ``$CPGBN_DATA``, else the user cache (``$XDG_CACHE_HOME/cpgbn``
@@ -61,6 +63,10 @@ def fetch(name: str, data_dir: str | os.PathLike | None = None, *, progress: boo
     ``progress`` shows progress bars and messages on stderr.
     """
     key = check_name(name)
+    if key not in SOURCES:
+        raise DataFileError(f"cpgbn cannot download {key}: put {', '.join(dataset_files(key))} "
+                            f"from {SPECS[key].obtain} in <data folder>/{SPECS[key].folder}/ "
+                            f"($CPGBN_DATA or --data-dir)")
     source = SOURCES[key]
     timeout = _check_timeout(timeout)
     root = target_dir(data_dir)

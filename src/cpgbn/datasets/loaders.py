@@ -1,10 +1,13 @@
-"""Loaders for the paper's text-classification datasets: MR, SUBJ, TREC and IMDB.
+"""Loaders for the paper's text-classification datasets: MR, SUBJ, TREC, IMDB and ELEC.
 
 The data files live outside the package (see the data folder's README for their format and
 provenance).  A loader finds them in the folder it is given, else in ``$CPGBN_DATA``, else in
 the user cache (``~/.cache/cpgbn``), where ``cpgbn download NAME`` (or ``CPGBN_DOWNLOAD=1``)
-puts them; see :mod:`cpgbn.datasets.download`.  TREC and
-IMDB come with official train/test splits.  MR and SUBJ do not; by default they are split
+puts them; see :mod:`cpgbn.datasets.download`.  ELEC cannot be downloaded: a user who has
+Johnson & Zhang's files puts them in ``<data folder>/ELEC/`` (``elec-25k-train.txt.tok`` and
+``elec-test.txt.tok``, one document per line, beside ``elec-25k-train.cat`` and
+``elec-test.cat``, one label per line).  TREC, IMDB and ELEC come with official train/test
+splits (ELEC's: 25,000 / 25,000).  MR and SUBJ do not; by default they are split
 the way the CPGBN authors' notebooks did it, so results compare with the paper:
 
 * MR: within each label, rows 0-499 are test and rows 500-5299 train (9,600 / 1,000; the
@@ -23,10 +26,11 @@ from pathlib import Path
 
 import numpy as np
 
-from cpgbn.datasets.registry import (DOWNLOAD_ENV, ENV_VAR, PROTOCOLS, SPECS, SPLITS, cache_dir,
-                                     check_name, has_dataset)
+from cpgbn.datasets.registry import (DOWNLOAD_ENV, DOWNLOADABLE, ENV_VAR, PROTOCOLS, SPECS,
+                                     SPLITS, DatasetSpec, cache_dir, check_name, dataset_files,
+                                     has_dataset)
 from cpgbn.errors import CPGBNInputError, DataFileError
-from cpgbn.text.readers import read_labeled
+from cpgbn.text.readers import read_labeled, read_lines
 
 __all__ = ["fold_indices", "load_dataset", "resolve_data_dir"]
 
@@ -55,6 +59,8 @@ def resolve_data_dir(data_dir: str | os.PathLike | None = None, *, name: str | N
         cache = cache_dir()
         if has_dataset(cache, key):
             return cache
+        if key not in DOWNLOADABLE:
+            raise DataFileError(f"no data directory with {key}: {_where_to_put(key)}")
         if _download_wanted(download, key, cache):
             return _fetch(key, cache)
         raise DataFileError(
@@ -68,8 +74,11 @@ def resolve_data_dir(data_dir: str | os.PathLike | None = None, *, name: str | N
         raise DataFileError(f"{path}: {origin} is not a directory")
     if key is not None:
         spec = SPECS[key]
-        missing = [path / spec.folder / f for f in spec.files.values()
-                   if not (path / spec.folder / f).is_file()]
+        needed = (*spec.files.values(), *spec.label_files.values())  # fine labels: when read
+        missing = [path / spec.folder / f for f in needed if not (path / spec.folder / f).is_file()]
+        if missing and key not in DOWNLOADABLE:
+            raise DataFileError(f"{missing[0]}: no such file; cpgbn cannot download {key}: "
+                                f"{_where_to_put(key, path)}")
         if missing:
             if _download_wanted(download, key, path):
                 return _fetch(key, path)
@@ -77,6 +86,14 @@ def resolve_data_dir(data_dir: str | os.PathLike | None = None, *, name: str | N
             raise DataFileError(f"{missing[0]}: no such file; run `cpgbn download {key}{where}` "
                                 f"to download {key}")
     return path
+
+
+def _where_to_put(key: str, data_dir: Path | None = None) -> str:
+    """How to provide a dataset that cannot be downloaded (one line)."""
+    spec = SPECS[key]
+    where = (f"{data_dir / spec.folder}" if data_dir is not None
+             else f"$CPGBN_DATA/{spec.folder}/ (or <--data-dir>/{spec.folder}/)")
+    return (f"put {', '.join(dataset_files(key))} from {spec.obtain} in {where}")
 
 
 def _fetch(key: str, path: Path) -> Path:
@@ -133,7 +150,7 @@ def load_dataset(
     """Load one split of a dataset as ``(texts, labels)``, in file order.
 
     ``split`` is "train", "test" or "all".  ``protocol="authors"`` uses the official
-    split (TREC, IMDB) or the CPGBN authors' fixed split (MR, SUBJ).  ``protocol="cv"``
+    split (TREC, IMDB, ELEC) or the CPGBN authors' fixed split (MR, SUBJ).  ``protocol="cv"``
     (MR and SUBJ only) uses ``StratifiedKFold(n_folds, shuffle=True,
     random_state=seed)``: fold ``fold`` is the test set and the other folds the training
     set.  ``fine=True`` selects TREC's 50 fine-grained labels.
@@ -150,6 +167,8 @@ def load_dataset(
     if fine and not spec.fine_files:
         raise CPGBNInputError(f"fine labels exist only for trec, not {key}")
     folder = resolve_data_dir(data_dir, name=key) / spec.folder
+    if spec.label_files:
+        return _load_separate_labels(folder, spec, split)
     if not spec.authors_rows:
         return _load_official(folder, spec.fine_files if fine else spec.files, split)
     path = folder / spec.files["all"]
@@ -179,6 +198,28 @@ def _load_official(folder: Path, files: dict[str, str], split: str) -> tuple[lis
         part_texts, part_labels = read_labeled(folder / files[part])
         texts += part_texts
         labels += part_labels
+    return texts, labels
+
+
+def _load_separate_labels(folder: Path, spec: DatasetSpec,
+                          split: str) -> tuple[list[str], list[str]]:
+    """An official split whose texts (one document per line) and labels (one per line) are in
+    two files, line for line; a label file of another length is a DataFileError naming both."""
+    texts: list[str] = []
+    labels: list[str] = []
+    for part in ("train", "test") if split == "all" else (split,):
+        text_path, label_path = folder / spec.files[part], folder / spec.label_files[part]
+        part_texts, part_labels = read_lines(text_path), read_lines(label_path)
+        if len(part_texts) != len(part_labels):
+            raise DataFileError(f"{label_path} has {len(part_labels)} labels but {text_path} has "
+                                f"{len(part_texts)} documents; the files must match line for "
+                                f"line")
+        for number, label in enumerate(part_labels, start=1):
+            label = label.strip()
+            if not label:
+                raise DataFileError(f"{label_path}: line {number}: empty label")
+            labels.append(label)
+        texts += part_texts
     return texts, labels
 
 
