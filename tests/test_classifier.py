@@ -207,3 +207,28 @@ def test_command_line_fit_predict_explain_on_a_streamed_file(tmp_path):
         result = _run(args)
         assert result.returncode == 2 and message in result.stderr, result.stderr
         assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_report_shows_classes_and_a_highlighted_document_in_a_browser(fitted_order, tmp_path):
+    """The HTML report of a classifier: the units of each class, and the explained text with
+    its tokens shaded by their scores, rendered by headless Chromium as the report's own
+    browser test does (skips, saying so, where Chromium is not installed)."""
+    import re
+
+    from test_report import _check_rendered, _chromium_dom
+
+    from cpgbn.explain.report import build_report, write_report
+    model, _ = fitted_order
+    html = build_report(model, npmi=False, explain=["f1 f2 x y z f3", "f4 z y x f5"])
+    assert html.count('<table class="class-units">') == 2
+    path = write_report(html, tmp_path / "report.html")
+    dom = _chromium_dom(path, tmp_path)
+    _check_rendered(dom, 6)
+    assert '<section id="documents">' in dom and '<section id="classes">' in dom
+    predicted = re.findall(r'class="explained-doc" id="doc-\d" data-predicted="(\w+)"', dom)
+    assert predicted == ["fwd", "back"]
+    first = dom[dom.index('id="doc-0"'):dom.index('id="doc-1"')]
+    tokens = re.findall(r'<span class="tok" data-score="([-0-9.]+)"[^>]*>([^<]+)</span>', first)
+    assert [t for _, t in tokens] == ["f1", "f2", "x", "y", "z", "f3"]
+    best = max(tokens, key=lambda item: float(item[0]))[1]
+    assert best in ("x", "y", "z")

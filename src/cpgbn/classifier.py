@@ -88,8 +88,11 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
     layers, filter_width, vocab_size, token_count, padding, eta, e0, f0, sample_r
         The model's, as :class:`~cpgbn.model.CPGBN`'s (``pooling_concentration`` is not
         offered: the encoder is written for the tied pooling prior).
-    xi : float, default 1.0
-        Weight of the cross-entropy in the loss per document, L_g + xi L_c.
+    xi : float, default 100.0
+        Weight of the cross-entropy per unit of a document's observed counts: the loss per
+        document is L_g + xi' L_c with the paper's xi' = ``xi`` times the mean units of a
+        training document (tokens times ``token_count``'s pseudo-count), because L_g grows
+        with them (:mod:`cpgbn.modes.supervised`); ``paper_xi_`` records xi'.
     global_statistics : {"gibbs", "encoder"}, default "gibbs"
         Where the TLASGR step's statistics of the globals come from
         (:mod:`cpgbn.modes.supervised`): local Gibbs chains (the globals are the unsupervised
@@ -106,6 +109,8 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
     ----------
     classes_ : ndarray (C,)
         The classes, in the order of ``predict_proba``'s columns.
+    paper_xi_ : float
+        The paper's xi of the fit: the weight of L_c against L_g per document.
     Every fitted attribute of a hybrid CPGBN (``vocabulary_``, ``globals_``, ``encoder_*``,
     ``loss_trace_``, ...).
     """
@@ -173,7 +178,7 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
         starting there) and kernels moved it towards a class -- ``classes`` (one label per
         document; default the predicted class).  Returns (the documents encoded, a
         :class:`~cpgbn.text.Corpus`; their cells, whose ``doc_positions`` index the rows;
-        (P, K_1) contributions to ln p(class | document), gradient times input at the
+        (P, K_1) contributions to the log-odds of the class, gradient times input at the
         encoder's mean path; the class index of each document).  :mod:`cpgbn.explain.classes`
         turns them into phrases."""
         self._check_fitted()

@@ -18,7 +18,7 @@
   byte for byte the same (numpy dates every entry of the npz 1980-01-01).  Times are read
   from wherever a model of any version has them; a model without them loads with none.
   A classifier (:class:`cpgbn.classifier.CPGBNClassifier`, version 4 and later) adds its
-  ``classes`` (JSON numbers or strings) and ``estimator``, the class that saved it; a model
+  ``classes`` (JSON numbers or strings), ``paper_xi`` and ``estimator``, the class that saved it; a model
   without ``estimator`` was saved by :class:`~cpgbn.model.CPGBN` or :class:`~cpgbn.model.PGBN`.
 * Atomic: everything is written to a temporary sibling directory that replaces the target
   by rename, so an interrupted save leaves the old model (or nothing), never half a model.
@@ -116,6 +116,7 @@ def save_model(params: dict, fitted: FittedState, directory, *,
             meta["encoder_config"] = {k: _jsonable(v) for k, v in fitted.encoder_config_.items()}
         if fitted.classes_ is not None:   # a classifier's classes, as JSON numbers or strings
             meta["classes"] = np.asarray(fitted.classes_).tolist()
+            meta["paper_xi"] = fitted.paper_xi_
         with open(tmp / _META, "w", encoding="utf-8") as fh:
             json.dump(meta, fh)
         timings = {name: None if getattr(fitted, name) is None
@@ -227,6 +228,7 @@ def load_model(directory, *, estimator: str | None = None) -> tuple[dict, Fitted
             encoder_config_=encoder_config,
             encoder_weights_=encoder_weights if encoder_config is not None else None,
             classes_=None if meta.get("classes") is None else np.asarray(meta["classes"]),
+            paper_xi_=meta.get("paper_xi"),
             format_version_=meta["format_version"],
             saved_by_version_=meta.get("library_version"))
     except (KeyError, TypeError, ValueError, zipfile.BadZipFile, OSError) as exc:
@@ -235,3 +237,9 @@ def load_model(directory, *, estimator: str | None = None) -> tuple[dict, Fitted
         raise ModelFormatError(f"model in {directory} is inconsistent: array shapes do not match "
                                "its layers and vocabulary")
     return params, fitted
+
+
+
+def saved_estimator(directory) -> str | None:
+    """The class that saved the model in ``directory`` (None: CPGBN or PGBN)."""
+    return _read_meta(Path(directory)).get("estimator")

@@ -90,7 +90,7 @@ PGBN_PARAMETERS = tuple(
 #: fixes (the inference mode, no Gibbs refinement) are not parameters.
 CLASSIFIER_PARAMETERS = (
     tuple(p for p in MODEL if p.name != "pooling_concentration")
-    + (Parameter("xi", 1.0), Parameter("global_statistics", "gibbs"),
+    + (Parameter("xi", 100.0), Parameter("global_statistics", "gibbs"),
        Parameter("semi_supervised", False))
     + tuple(p for p in MODES if p.name not in ("inference", "refine_iter"))
     + RUN)

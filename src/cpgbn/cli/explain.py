@@ -59,8 +59,8 @@ def add_column_share_arg(p) -> None:
 # ---------------------------------------------------------------------- topics and tree
 def cmd_topics(args) -> int:
     from ..explain import format_kernel_table, kernel_table, sort_kernels
-    from ..model import CPGBN
-    model = CPGBN.load(args.model_dir)
+    from ..load import load_estimator
+    model = load_estimator(args.model_dir)
     if args.ids is not None:
         n_kernels = model.layers_[0]
         bad = [k for k in args.ids if k >= n_kernels]
@@ -82,8 +82,8 @@ def cmd_topics(args) -> int:
 
 def cmd_tree(args) -> int:
     from ..explain import check_layer, format_tree
-    from ..model import CPGBN
-    model = CPGBN.load(args.model_dir)
+    from ..load import load_estimator
+    model = load_estimator(args.model_dir)
     layer = len(model.layers_) if args.layer is None else check_layer(model.layers_, args.layer)
     topics = range(model.layers_[layer - 1]) if args.topic is None else [args.topic]
     if args.topic is None and args.topics is not None:
@@ -143,8 +143,8 @@ def add_tree_parser(sub):
 
 # ---------------------------------------------------------------------- report and summary
 def _load(args):
-    from ..model import CPGBN
-    model = CPGBN.load(args.model_dir)
+    from ..load import load_estimator
+    model = load_estimator(args.model_dir)
     model.set_params(n_threads=args.threads)
     texts = labels = None
     if args.data is not None:
@@ -166,10 +166,20 @@ def cmd_report(args) -> int:
                         lda=not args.no_lda, window=args.window, lda_iter=args.lda_iter,
                         sweeps=args.sweeps, burn_in=args.sweeps // 2,
                         hide_unknown=not args.show_unknown,
-                        min_column_share=args.min_column_share)
+                        min_column_share=args.min_column_share,
+                        explain=_texts_to_explain(args, model, texts))
     write_report(html, out)
     print(f"wrote {out} ({len(html.encode('utf-8')) / 1024:.0f} KiB)")
     return 0
+
+
+def _texts_to_explain(args, model, texts) -> list:
+    """``report --explain TEXT`` (repeated) and, for a classifier with DATA, the first
+    ``--explain-docs`` documents of DATA."""
+    chosen = list(args.explain or [])
+    if getattr(model, "classes_", None) is not None and texts is not None:
+        chosen += list(texts[:args.explain_docs])
+    return chosen
 
 
 def cmd_summary(args) -> int:
@@ -219,6 +229,12 @@ def add_report_parser(sub):
     p.add_argument("--sweeps", type=positive_int, default=10,
                    help="inference sweeps on DATA for the corpus phrases (half burn-in; default 10)")
     p.add_argument("--show-unknown", action="store_true", help="include the out-of-vocabulary token")
+    p.add_argument("--explain", action="append", default=None, metavar="TEXT",
+                   help="a classifier (fit --supervised): show this text with the phrases that "
+                        "moved its prediction highlighted (repeat for more)")
+    p.add_argument("--explain-docs", type=int, default=3, metavar="N",
+                   help="a classifier with DATA: also explain DATA's first N documents "
+                        "(default 3)")
     add_column_share_arg(p)
     _add_coherence_args(p)
     p.set_defaults(func=cmd_report)

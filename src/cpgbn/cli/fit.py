@@ -18,7 +18,6 @@ CLASSIFIER_XI = next(p.default for p in CLASSIFIER_PARAMETERS if p.name == "xi")
 
 def cmd_fit(args) -> int:
     from ..files import check_replaceable
-    from ..model import CPGBN
     from ..modes import mode_class
     if args.supervised:
         from ..modes.supervised import SupervisedMode
@@ -129,9 +128,9 @@ def _fit_distributed(args, mode) -> int:
 
 def cmd_transform(args) -> int:
     from ..files import check_file_target, write_file_atomically
-    from ..model import CPGBN
+    from ..load import load_estimator
     check_file_target(args.out)
-    model = CPGBN.load(args.model_dir)
+    model = load_estimator(args.model_dir)
     model.set_params(progress=not args.quiet, n_threads=args.threads)
     if args.iterations is not None:
         burn_in = args.iterations * 3 // 4 if args.burn_in is None else args.burn_in

@@ -37,7 +37,6 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -112,14 +111,10 @@ def _features_classifier(new_model: Callable, classifier: str, features: str,
 
 
 def _supervised_class():
-    """:class:`cpgbn.classifier.CPGBNClassifier`, imported only when it is asked for."""
-    try:
-        from ..classifier import CPGBNClassifier
-    except ModuleNotFoundError as exc:
-        if exc.name != "cpgbn.classifier":   # the module is there, something it imports is not
-            raise
-        raise CPGBNInputError("the supervised CPGBN needs cpgbn.classifier.CPGBNClassifier, "
-                              "which this installation of cpgbn lacks; upgrade cpgbn") from None
+    """:class:`cpgbn.classifier.CPGBNClassifier` (it needs PyTorch), imported when asked for."""
+    from ..modes.hybrid import require_torch
+    require_torch("the supervised CPGBN (--supervised)")
+    from ..classifier import CPGBNClassifier
     return CPGBNClassifier
 
 

@@ -60,7 +60,7 @@ class PhraseContribution:
     """Index of its first token in the document's tokens (may be < 0 with padding)."""
     words: tuple[str, ...]
     score: float
-    """Its contribution to ln p(class | document): > 0 towards the class."""
+    """Its contribution to the class's log-odds: > 0 towards the class."""
     kernel: int
     """The kernel that carries most of it."""
 

@@ -10,6 +10,10 @@ click-to-sort headers; ``#q=how&sort=sharpness&order=desc`` in the address appli
 and a sort on load), and topic trees.  With documents (normally the training data) the report
 adds the corpus phrases of each kernel, NPMI coherence and, with labels, per-class usage.
 
+A classifier's report adds ``#classes`` (``table.class-units``, one per class) and, for the
+texts it is asked to explain, ``#documents`` (``div.explained-doc`` with ``data-predicted``,
+tokens ``span.tok`` with ``data-score``).
+
 Element ids and classes for tools and tests: ``#summary``, ``#phrase-table`` (rows
 ``tr.kernel-row`` with ids ``kernel-K``), ``#phrase-search``, ``#phrase-count``,
 ``figure.topic-tree`` (each with an inline ``svg``), ``img.plot``; the script sets
@@ -65,6 +69,13 @@ figure.topic-tree figcaption { color: var(--muted); margin-bottom: 6px; }
 td.weak { color: #9aa3ae; }
 div.share { font-size: 11px; color: var(--muted); }
 pre { background: #f3f5f8; padding: 8px; overflow-x: auto; font-size: 12px; }
+table.class-units { border-collapse: collapse; margin: 4px 0 14px; background: #fff; }
+table.class-units td, table.class-units th { border: 1px solid var(--line); padding: 3px 8px;
+                                             text-align: left; }
+div.explained-doc { background: #fff; border: 1px solid var(--line); padding: 8px 10px;
+                    margin: 0 0 14px; }
+div.explained-doc p.text { line-height: 1.9; margin: 6px 0; }
+span.tok { padding: 1px 2px; border-radius: 3px; }
 .coh td, .coh th { padding: 3px 12px 3px 0; text-align: left; }
 """
 
@@ -251,6 +262,54 @@ def _coherence_html(coherence: CoherenceResult) -> str:
     return "".join(parts)
 
 
+def _classes_html(model, top: int, phrases: int) -> str:
+    """The classifier's units per class (:func:`cpgbn.explain.classes.class_units`)."""
+    from .classes import class_units
+    parts = ['<p class="muted">For each class, the kernels (layer 1) and topics (deeper '
+             "layers) whose activation raises its log-odds most: the softmax's weight, centred "
+             "over the classes, on ln(1 + theta / S_j).</p>"]
+    for label, units in class_units(model, top=top, phrases=phrases).items():
+        rows = "".join(
+            f"<tr><td class=\"num\">{u.weight:+.3f}</td><td>"
+            + (f'<a href="#kernel-{u.unit}">kernel {u.unit}</a>' if u.layer == 1
+               else f"layer {u.layer}, topic {u.unit}")
+            + f"</td><td>{escape(' | '.join(u.phrases))}</td></tr>" for u in units)
+        parts.append(f"<h3>class {escape(str(label))}</h3><table class=\"class-units\">"
+                     "<thead><tr><th>weight</th><th>unit</th><th>phrases</th></tr></thead>"
+                     f"<tbody>{rows}</tbody></table>")
+    return "".join(parts)
+
+
+def _token_style(score: float, scale: float) -> str:
+    """Background of a token: green towards the explained class, red away, by |score|."""
+    alpha = min(1.0, abs(score) / scale) * 0.75 if scale > 0 else 0.0
+    colour = "46, 160, 67" if score > 0 else "215, 58, 73"
+    return f"background: rgba({colour}, {alpha:.2f})"
+
+
+def explained_document_html(explanation, index: int) -> str:
+    """One document's explanation (:func:`cpgbn.explain.classes.explain_document`): the text
+    with each token highlighted by its score, the prediction and the top phrases."""
+    scores = explanation.token_scores
+    scale = float(np.abs(scores).max()) if len(scores) else 0.0
+    tokens = " ".join(
+        f'<span class="tok" data-score="{score:.4f}" title="{score:+.3f}" '
+        f'style="{_token_style(score, scale)}">{escape(token)}</span>'
+        for token, score in zip(explanation.tokens, scores))
+    probs = ", ".join(f"{escape(str(label))} {p:.3f}"
+                      for label, p in explanation.probabilities.items())
+    phrases = "".join(
+        f"<li>{escape(' '.join(w.words))} <span>{w.score:+.3f}, words "
+        f"{max(w.start, 0) + 1}-{max(w.start, 0) + len(w.words)}, "
+        f'<a href="#kernel-{w.kernel}">kernel {w.kernel}</a></span></li>'
+        for w in explanation.phrases)
+    return (f'<div class="explained-doc" id="doc-{index}" '
+            f'data-predicted="{escape(str(explanation.predicted))}">'
+            f"<div><b>predicted: {escape(str(explanation.predicted))}</b> "
+            f'<span class="muted">({probs})</span></div>'
+            f'<p class="text">{tokens}</p><ol class="phrases">{phrases}</ol></div>')
+
+
 def build_report(model, texts=None, labels=None, *, title: str | None = None, source: str | None = None,
                  top_words: int = 4, top_phrases: int = 3, corpus_top: int = 3, beam: int = 10,
                  trees: int = 3, children: int = 3, tree_layer: int | None = None,
@@ -259,7 +318,8 @@ def build_report(model, texts=None, labels=None, *, title: str | None = None, so
                  burn_in: int = 5, hide_unknown: bool = True,
                  min_column_share: float = MIN_COLUMN_SHARE,
                  assignments: KernelAssignments | None = None,
-                 coherence: CoherenceResult | None = None) -> str:
+                 coherence: CoherenceResult | None = None, explain=(),
+                 explain_top: int = 5) -> str:
     """The report as one HTML string.
 
     ``texts`` (strings or a Corpus over the model's vocabulary; normally the training
@@ -268,6 +328,10 @@ def build_report(model, texts=None, labels=None, *, title: str | None = None, so
     per-class usage.  Precomputed ``assignments`` or ``coherence`` are used as given.
     Phrase columns with less than ``min_column_share`` of their kernel's or topic's mass are
     hidden (see :mod:`cpgbn.explain.hierarchy`).
+
+    A classifier (:class:`~cpgbn.classifier.CPGBNClassifier`) adds the units that push towards
+    each class and, for each text of ``explain``, its prediction with every token highlighted
+    by how much it moved it (:mod:`cpgbn.explain.classes`; ``explain_top`` phrases listed).
     """
     from . import plots
     check_is_fitted(model)
@@ -356,11 +420,32 @@ def build_report(model, texts=None, labels=None, *, title: str | None = None, so
         + '<div class="table-wrap">'
         + phrase_table_html(rows, with_corpus=assignments is not None,
                             with_npmi=coherence is not None) + "</div></section>")
+    classifier = getattr(model, "classes_", None) is not None
+    if classifier:
+        sections.insert(2, '<section id="classes"><h2>Classes</h2>'
+                        + _classes_html(model, top=top_phrases + 2, phrases=2) + "</section>")
+        if len(explain):
+            from .classes import explain_document
+            docs = "".join(explained_document_html(explain_document(model, text,
+                                                                    top=explain_top), i)
+                           for i, text in enumerate(explain))
+            sections.insert(3, '<section id="documents"><h2>Documents explained</h2>'
+                            '<p class="muted">Each token is shaded by how much the windows '
+                            "covering it moved the document towards the predicted class "
+                            "(green) or away from it (red): gradient times input of the "
+                            "encoder's position weights w, at its mean (hover for the "
+                            "number).</p>" + docs + "</section>")
+    elif len(explain):
+        from .classes import require_classifier
+        require_classifier(model)
     sections.append('<section id="trees"><h2>Topic trees</h2>'
                     f'<p class="muted">{escape(tree_note)}</p>' + "".join(tree_parts) + "</section>")
     nav = "".join(f'<a href="#{s}">{escape(t)}</a>' for s, t in (
-        ("summary", "Summary"), ("plots", "Plots"), ("coherence", "Coherence"),
-        ("phrases", "Phrases"), ("trees", "Trees")) if s != "coherence" or coherence is not None)
+        ("summary", "Summary"), ("plots", "Plots"), ("classes", "Classes"),
+        ("documents", "Documents"), ("coherence", "Coherence"), ("phrases", "Phrases"),
+        ("trees", "Trees"))
+        if (s != "coherence" or coherence is not None) and (s != "classes" or classifier)
+        and (s != "documents" or (classifier and len(explain))))
     subtitle = f"cpgbn {VERSION}" + (f" &middot; {escape(source)}" if source else "")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'

@@ -72,6 +72,9 @@ class FittedState:
     classes_: np.ndarray | None = None
     """A supervised fit (:class:`cpgbn.classifier.CPGBNClassifier`): the classes, in the order
     of the softmax's outputs."""
+    paper_xi_: float | None = None
+    """A supervised fit: the weight of the cross-entropy per document, the paper's xi
+    (:mod:`cpgbn.modes.supervised`)."""
     format_version_: int | None = None
     """A loaded model: the format version of its directory."""
     saved_by_version_: str | None = None

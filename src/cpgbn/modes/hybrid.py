@@ -20,7 +20,7 @@ from ..layers.cells import ConvData
 from .base import FittedState, Training, numba_threads
 from .minibatch import MinibatchMode
 
-__all__ = ["HybridMode", "require_torch"]
+__all__ = ["HybridMode", "require_torch", "torch_threads"]
 
 _TORCH_HINT = "needs PyTorch: pip install 'cpgbn[torch]'"
 
@@ -35,7 +35,7 @@ def require_torch(what: str) -> None:
 
 
 @contextlib.contextmanager
-def _threads(n_threads):
+def torch_threads(n_threads):
     """numba's and torch's intra-op threads set to ``n_threads`` (None: unchanged), restored
     afterwards."""
     if n_threads is None:
@@ -89,7 +89,7 @@ class HybridMode(MinibatchMode):
     def learn(self, training: Training, source, common: dict):
         from ..inference.hybrid import fit_hybrid
         s = self.settings
-        with _threads(s["n_threads"]):
+        with torch_threads(s["n_threads"]):
             run = fit_hybrid(source, training.layers, len(training.vocabulary), training.hyper,
                              device=s["device"] or "cpu", learning_rate=s["learning_rate"],
                              n_steps=self.n_steps(source.n_docs, source.block_docs), **common)
@@ -118,7 +118,7 @@ class HybridMode(MinibatchMode):
         from ..inference.hybrid import encoder_features, refine_with_gibbs
         s = self.settings
         device = s["device"] or "cpu"
-        with _threads(s["n_threads"]):
+        with torch_threads(s["n_threads"]):
             if s["refine_iter"] > 0:
                 return refine_with_gibbs(fitted.encoder_config_, fitted.encoder_weights_,
                                          fitted.globals_, data, fitted.hyper_,

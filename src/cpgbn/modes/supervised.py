@@ -8,6 +8,12 @@ cross-entropy of the document's label, for the labelled documents of each miniba
 document (a missing label) contributes L_g alone, so unlabelled text shapes the encoder and
 the globals too (semi-supervised, beyond the paper).
 
+The weight: the negative ELBO per document grows with the document's units (its tokens times
+the pseudo-count per token of ``token_count``: 8,000 for a 10-word question at 800, 200,000 for
+a 250-word review) and L_c does not, so a fixed xi would mean a different balance on every
+corpus.  The estimator's ``xi`` is per unit: the paper's xi is ``xi`` times the mean units of a
+training document (:meth:`SupervisedMode.paper_xi`; ``CPGBNClassifier.paper_xi_``).
+
 Where the labels reach: the cross-entropy's gradient flows through the reparameterised draw
 into every weight of the encoder; the globals (D, Phi) see the labels only through the
 statistics of the TLASGR step.  With ``global_statistics="gibbs"`` (the hybrid's default) those
@@ -31,7 +37,7 @@ from ..inference.checkpoint import fingerprint
 from ..inference.hybrid import GLOBAL_STATISTICS
 from ..layers.cells import ConvData
 from .base import FittedState, Training
-from .hybrid import HybridMode, _threads
+from .hybrid import HybridMode, torch_threads
 
 __all__ = ["SupervisedMode"]
 
@@ -66,14 +72,22 @@ class SupervisedMode(HybridMode):
     def learn(self, training: Training, source, common: dict):
         from ..inference.hybrid import fit_hybrid
         s = self.settings
-        with _threads(s["n_threads"]):
+        paper_xi = self.paper_xi(training.n_tokens, source.n_docs)
+        with torch_threads(s["n_threads"]):
             run = fit_hybrid(source, training.layers, len(training.vocabulary), training.hyper,
                              device=s["device"] or "cpu", learning_rate=s["learning_rate"],
                              n_steps=self.n_steps(source.n_docs, source.block_docs),
-                             classes=training.classes, xi=s["xi"],
+                             classes=training.classes, xi=paper_xi,
                              global_statistics=s["global_statistics"], **common)
         return run, dict(encoder_config_=run.encoder_config,
-                         encoder_weights_=run.encoder_weights)
+                         encoder_weights_=run.encoder_weights, paper_xi_=paper_xi)
+
+    def paper_xi(self, n_tokens: int, n_docs: int) -> float:
+        """The paper's xi (the weight of L_c against L_g per document) for the estimator's
+        ``xi``: xi times the mean units a training document carries (its tokens times the
+        observation model's count per token; module docstring)."""
+        units = self.settings["observation"].scale * n_tokens / max(n_docs, 1)
+        return float(self.settings["xi"] * units)
 
     def probabilities(self, fitted: FittedState, data: ConvData) -> np.ndarray:
         """(N, C) class probabilities of the documents ``data``: the softmax of the encoder's
@@ -83,7 +97,7 @@ class SupervisedMode(HybridMode):
         thetas = self.thetas(fitted, data)
         backend = TorchEncoderBackend.from_weights(fitted.encoder_config_,
                                                    fitted.encoder_weights_, s["device"] or "cpu")
-        with _threads(s["n_threads"]):
+        with torch_threads(s["n_threads"]):
             return backend.class_probabilities(thetas, np.diff(data.doc_positions))
 
     def attributions(self, fitted: FittedState, data: ConvData, targets) -> np.ndarray:
@@ -94,5 +108,5 @@ class SupervisedMode(HybridMode):
         s = self.settings
         backend = TorchEncoderBackend.from_weights(fitted.encoder_config_,
                                                    fitted.encoder_weights_, s["device"] or "cpu")
-        with _threads(s["n_threads"]):
+        with torch_threads(s["n_threads"]):
             return backend.class_attributions(fitted.globals_.phi, data, targets)
