@@ -6,6 +6,12 @@ a hierarchy of phrase-level topics and document features for classifiers.
 >>> from cpgbn import CPGBN
 >>> model = CPGBN(layers=(200, 100, 50), vocab_size=8000, random_state=0).fit(texts)  # doctest: +SKIP
 >>> features = model.transform(test_texts)                                            # doctest: +SKIP
+
+The supervised model (sCPGBN), a classifier that is also a phrase-topic model:
+
+>>> from cpgbn import CPGBNClassifier
+>>> clf = CPGBNClassifier(layers=(200, 100, 50), random_state=0).fit(texts, labels)  # doctest: +SKIP
+>>> clf.predict_proba(test_texts)                                                    # doctest: +SKIP
 """
 
 
@@ -34,6 +40,8 @@ _import_torch_before_numba_threads()
 from .version import VERSION as __version__  # noqa: E402
 from .errors import CPGBNInputError, DataFileError, ModelFormatError  # noqa: E402
 from .model import CPGBN, PGBN  # noqa: E402
+from .classifier import CPGBNClassifier  # noqa: E402
 from .text.stream import TextFile  # noqa: E402
 
-__all__ = ["CPGBN", "PGBN", "TextFile", "CPGBNInputError", "DataFileError", "ModelFormatError", "__version__"]
+__all__ = ["CPGBN", "PGBN", "CPGBNClassifier", "TextFile", "CPGBNInputError", "DataFileError",
+           "ModelFormatError", "__version__"]

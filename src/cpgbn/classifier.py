@@ -57,7 +57,8 @@ def check_labels(labels, n_docs: int, *, semi_supervised: bool) -> tuple[np.ndar
             {type(v).__name__ for v in known})) + "); give labels of one type")
     classes = np.unique(np.asarray(known))
     if len(classes) < 2:
-        what = "no labelled document" if len(classes) == 0 else f"one class ({classes[0]!r})"
+        what = ("no labelled document" if len(classes) == 0
+                else f"one class ({classes.tolist()[0]!r})")
         raise CPGBNInputError(f"a classifier needs at least 2 classes in y, got {what}")
     return labels, classes
 
@@ -75,7 +76,7 @@ def file_classes(text_file: TextFile, *, block_lines: int = 4096) -> np.ndarray:
     classes = np.array(sorted(seen))
     if len(classes) < 2:
         raise CPGBNInputError(f"a classifier needs at least 2 classes, {text_file.path} has one "
-                              f"({classes[0]!r})")
+                              f"({classes.tolist()[0]!r})")
     return classes
 
 

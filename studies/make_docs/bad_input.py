@@ -87,6 +87,8 @@ def run_cases(t: Path) -> list:
         (t / "jz" / "ELEC" / name).write_text(content)
     (t / "one_class.tsv").write_text("pos\tgood\npos\tfine\npos\tgreat\n")
     (t / "odd_test.tsv").write_text("a\tw1 w2\nc\tw3 w4\n")
+    (t / "plain.txt").write_text("good words here\nbad words there\n")
+    (t / "empty_label.tsv").write_text("pos\tgood words\n\tno label here\nneg\tbad words\n")
     main(["fit", str(good), "--out", "model", *TINY])
     cases = [
         ("missing file", ["fit", "nothere.tsv", "--out", "m1", *TINY]),
@@ -131,6 +133,16 @@ def run_cases(t: Path) -> list:
         ("evaluate: --cv with --test", ["evaluate", "train.tsv", "--cv", "5", "--test",
                                         "odd_test.tsv", *TINY]),
         ("evaluate: fewer than 2 folds", ["evaluate", "train.tsv", "--cv", "1", *TINY]),
+        ("classifier: a file without labels", ["fit", "plain.txt", "--supervised", "--out",
+                                                "m3", *TINY]),
+        ("classifier: a labelled file with one class", ["fit", "one_class.tsv", "--supervised",
+                                                        "--out", "m3", *TINY]),
+        ("classifier: an empty label (a fully labelled file)",
+         ["fit", "empty_label.tsv", "--supervised", "--out", "m3", *TINY]),
+        ("classifier: predict with a model fitted without labels",
+         ["predict", "model", "train.tsv"]),
+        ("classifier: explain with a model fitted without labels",
+         ["explain", "model", "some text"]),
     ]
     for name, args in cases:
         code, line = run(args)

@@ -19,8 +19,8 @@ def load_classifier(model_dir: str):
     except ModelFormatError as exc:
         if "saved by CPGBN:" in str(exc) or "saved by PGBN" in str(exc):
             raise CPGBNInputError(f"{model_dir} holds a model fitted without labels; predict "
-                                  "and explain need a classifier: `cpgbn fit DATA.tsv "
-                                  "--supervised --out MODEL_DIR`") from None
+                                  "and explain need a classifier (cpgbn fit DATA.tsv "
+                                  "--supervised --out MODEL_DIR)") from None
         raise
 
 

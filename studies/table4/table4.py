@@ -1,0 +1,154 @@
+"""The paper's Table 4: the supervised CPGBN (sCPGBN, :class:`cpgbn.classifier.CPGBNClassifier`)
+with 1, 2 and 3 layers, beside the library's n-gram baselines and the paper's numbers.
+
+Protocol (issue 36):
+
+* SUBJ and MR: 10-fold stratified cross-validation, the folds of
+  ``cpgbn.datasets.fold_indices(labels, fold, 10, seed=0)``, the folds of the baselines'
+  records (``studies.text_baselines``: the same harness and splits); TREC and IMDB: the
+  official train/test split.
+* Every cell is one (dataset, layers, seed, split) fit of ``CPGBNClassifier`` with the
+  library's defaults except what this script is told (``--epochs``, ``--xi``), on one thread;
+  it records the test accuracy, the expected calibration error (15 bins), the wall seconds of
+  fit and of predict, the paper's xi of the fit, the command and the commit.  Cells already in
+  the record are kept, so a run killed between cells resumes where it stopped.
+* xi: ``--xi`` fixed, or ``--tune-xi 10,100,1000``: each value fitted on 80% of the first
+  split's training documents (a stratified split seeded by 0) and scored on the other 20%; the
+  best validation accuracy gives the xi of every cell of that (dataset, layers).  The test
+  documents are never read for it.  The tuning cells are recorded with the rest.
+
+    python -m studies.table4.table4 --datasets subj --layers 200,100,50 --seeds 0 --folds 0-9
+    python -m studies.table4.table4 --report        # results/table4.md from the record
+
+Records: results/table4/table4.json; the table: results/table4.md.
+"""
+import argparse
+import time
+
+import numpy as np
+from sklearn.model_selection import train_test_split
+from threadpoolctl import threadpool_limits
+
+from cpgbn.classifier import CPGBNClassifier
+from cpgbn.evaluate.calibration import expected_calibration_error
+from cpgbn.evaluate.provenance import provenance
+
+from studies.common.paths import RESULTS
+from studies.common.reports import command_line, load_cells, save_record
+from studies.text_baselines.text_baselines import splits
+
+OUT = RESULTS / "table4" / "table4.json"
+TABLE = RESULTS / "table4.md"
+BASELINE_RECORD = RESULTS / "text_baselines" / "text_baselines.json"
+DATASETS = ("subj", "imdb", "mr", "trec")
+#: The paper's Table 4 (sCPGBN, accuracy %): layers -> dataset -> accuracy.
+PAPER = {1: {"subj": 93.4, "elec": 91.6, "imdb": 91.8},
+         2: {"subj": 93.7, "elec": 92.0, "imdb": 92.4},
+         3: {"subj": 93.8, "elec": 92.2, "imdb": 92.6}}
+BASELINES = ("nbsvm-bigram", "mnb-bigram", "svm-bigram", "lr-bigram", "svm-trigram")
+
+
+def _layers(text: str) -> tuple:
+    return tuple(int(k) for k in text.split("-"))
+
+
+def model(layers, seed, xi, epochs) -> CPGBNClassifier:
+    return CPGBNClassifier(layers=layers, xi=xi, n_epochs=epochs, random_state=seed,
+                           n_threads=1)
+
+
+def fit_and_score(layers, seed, xi, epochs, train, test) -> dict:
+    """Fit on ``train`` (texts, labels), score on ``test``: the cell's numbers."""
+    clf = model(layers, seed, xi, epochs)
+    start = time.perf_counter()
+    clf.fit(train[0], train[1])
+    fitted = time.perf_counter()
+    probabilities = clf.predict_proba(test[0])
+    predicted_at = time.perf_counter()
+    labels = np.asarray(test[1])
+    predicted = clf.classes_[np.argmax(probabilities, axis=1)]
+    return dict(accuracy=float(np.mean(predicted == labels)),
+                ece=float(expected_calibration_error(labels, probabilities, clf.classes_)),
+                fit_seconds=round(fitted - start, 1),
+                predict_seconds=round(predicted_at - fitted, 2), n_train=len(train[0]),
+                n_test=len(test[0]), paper_xi=clf.paper_xi_, n_steps=len(clf.loss_trace_),
+                final_loss=float(np.mean(clf.loss_trace_[-10:])))
+
+
+def tune_xi(record, dataset, layers, grid, epochs, data_dir) -> float:
+    """The xi of ``grid`` with the best accuracy on a validation split of the first split's
+    training documents (module docstring); each value's cell recorded."""
+    _, (texts, labels), _ = next(iter(splits(dataset, data_dir, 0)))
+    fit_x, val_x, fit_y, val_y = train_test_split(list(texts), list(labels), test_size=0.2,
+                                                  stratify=list(labels), random_state=0)
+    scores = {}
+    for xi in grid:
+        key = f"tune|{dataset}|{'-'.join(map(str, layers))}|xi={xi:g}|epochs={epochs}"
+        if key not in record["cells"]:
+            cell = fit_and_score(layers, 0, xi, epochs, (fit_x, fit_y), (val_x, val_y))
+            record["cells"][key] = dict(kind="tune", dataset=dataset, layers=list(layers),
+                                        xi=xi, epochs=epochs, seed=0, **cell,
+                                        command=command_line(), **provenance())
+            save_record(OUT, record)
+            print(key, f"validation {100 * cell['accuracy']:.1f}", flush=True)
+        scores[xi] = record["cells"][key]["accuracy"]
+    return max(grid, key=lambda xi: (scores[xi], -xi))
+
+
+def run(datasets, layer_sets, seeds, folds, xi, grid, epochs, data_dir) -> None:
+    record = load_cells(OUT)
+    for dataset in datasets:
+        for layers in layer_sets:
+            chosen = tune_xi(record, dataset, layers, grid, epochs, data_dir) if grid else xi
+            for seed in seeds:
+                for index, (split, train, test) in enumerate(splits(dataset, data_dir, 0)):
+                    if dataset in ("subj", "mr") and index not in folds:
+                        continue
+                    key = (f"{dataset}|{'-'.join(map(str, layers))}|seed={seed}|{split}"
+                           f"|xi={chosen:g}|epochs={epochs}")
+                    if key in record["cells"]:
+                        continue
+                    cell = fit_and_score(layers, seed, chosen, epochs, train, test)
+                    record["cells"][key] = dict(
+                        kind="test", dataset=dataset, layers=list(layers), seed=seed,
+                        split=split, xi=chosen, xi_tuned_over=list(grid) if grid else None,
+                        epochs=epochs, **cell, command=command_line(), **provenance())
+                    save_record(OUT, record)
+                    print(key, f"{100 * cell['accuracy']:.1f}", f"{cell['fit_seconds']} s",
+                          flush=True)
+
+
+def _folds(text: str) -> set:
+    if "-" in text:
+        lo, hi = text.split("-")
+        return set(range(int(lo), int(hi) + 1))
+    return {int(f) for f in text.split(",")}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--datasets", default="subj")
+    p.add_argument("--layers", default="200,200-100,200-100-50",
+                   help="comma-separated layer sets, e.g. 200,200-100-50")
+    p.add_argument("--seeds", default="0")
+    p.add_argument("--folds", default="0-9", help="CV folds to run (MR, SUBJ)")
+    p.add_argument("--xi", type=float, default=None, help="fixed xi (default: the library's)")
+    p.add_argument("--tune-xi", default=None, metavar="GRID", help="e.g. 10,100,1000")
+    p.add_argument("--epochs", type=int, default=None, help="default: the library's")
+    p.add_argument("--data-dir", default=None)
+    p.add_argument("--report", action="store_true", help="write results/table4.md only")
+    args = p.parse_args(argv)
+    if not args.report:
+        defaults = CPGBNClassifier().get_params()
+        with threadpool_limits(limits=1):
+            run(args.datasets.split(","), [_layers(t) for t in args.layers.split(",")],
+                [int(s) for s in args.seeds.split(",")], _folds(args.folds),
+                defaults["xi"] if args.xi is None else args.xi,
+                None if args.tune_xi is None else [float(v) for v in args.tune_xi.split(",")],
+                defaults["n_epochs"] if args.epochs is None else args.epochs, args.data_dir)
+    from .report import write_table
+    write_table()
+
+
+if __name__ == "__main__":
+    main()
