@@ -11,7 +11,8 @@ Protocol (issue 36):
   library's defaults except what this script is told (``--epochs``, ``--xi``), on one thread;
   it records the test accuracy, the expected calibration error (15 bins), the wall seconds of
   fit and of predict, the paper's xi of the fit, the command and the commit.  Cells already in
-  the record are kept, so a run killed between cells resumes where it stopped.
+  the record are kept, and a fit checkpoints every 50 steps (``runs/table4/``), so a run
+  killed between or within cells resumes where it stopped.
 * xi: ``--xi`` fixed, or ``--tune-xi 10,100,1000``: each value fitted on 80% of the first
   split's training documents (a stratified split seeded by 0) and scored on the other 20%; the
   best validation accuracy gives the xi of every cell of that (dataset, layers).  The test
@@ -33,12 +34,15 @@ from cpgbn.classifier import CPGBNClassifier
 from cpgbn.evaluate.calibration import expected_calibration_error
 from cpgbn.evaluate.provenance import provenance
 
-from studies.common.paths import RESULTS
+from studies.common.paths import RESULTS, ROOT
 from studies.common.reports import command_line, load_cells, save_record
 from studies.text_baselines.text_baselines import splits
 
 OUT = RESULTS / "table4" / "table4.json"
 TABLE = RESULTS / "table4.md"
+#: Each test cell's fit checkpoints here (outside the repository's records; removed when the
+#: fit completes), so a killed run resumes its fit
+CHECKPOINTS = ROOT / "runs" / "table4"
 BASELINE_RECORD = RESULTS / "text_baselines" / "text_baselines.json"
 DATASETS = ("subj", "imdb", "mr", "trec")
 #: The paper's Table 4 (sCPGBN, accuracy %): layers -> dataset -> accuracy.
@@ -57,11 +61,17 @@ def model(layers, seed, xi, epochs) -> CPGBNClassifier:
                            n_threads=1)
 
 
-def fit_and_score(layers, seed, xi, epochs, train, test) -> dict:
-    """Fit on ``train`` (texts, labels), score on ``test``: the cell's numbers."""
+def fit_and_score(layers, seed, xi, epochs, train, test, checkpoint=None) -> dict:
+    """Fit on ``train`` (texts, labels), score on ``test``: the cell's numbers.  With
+    ``checkpoint`` (a folder), the fit saves its state there every 50 steps and a later run
+    resumes it (an IMDB fit outlasts a session); ``fit_seconds`` is then the last part's."""
     clf = model(layers, seed, xi, epochs)
     start = time.perf_counter()
-    clf.fit(train[0], train[1])
+    if checkpoint is None:
+        clf.fit(train[0], train[1])
+    else:
+        clf.fit(train[0], train[1], checkpoint_dir=checkpoint, checkpoint_every=50,
+                resume=True)
     fitted = time.perf_counter()
     probabilities = clf.predict_proba(test[0])
     predicted_at = time.perf_counter()
@@ -108,7 +118,8 @@ def run(datasets, layer_sets, seeds, folds, xi, grid, epochs, data_dir) -> None:
                            f"|xi={chosen:g}|epochs={epochs}")
                     if key in record["cells"]:
                         continue
-                    cell = fit_and_score(layers, seed, chosen, epochs, train, test)
+                    checkpoint = CHECKPOINTS / key.replace("|", "_").replace("=", "-")
+                    cell = fit_and_score(layers, seed, chosen, epochs, train, test, checkpoint)
                     record["cells"][key] = dict(
                         kind="test", dataset=dataset, layers=list(layers), seed=seed,
                         split=split, xi=chosen, xi_tuned_over=list(grid) if grid else None,

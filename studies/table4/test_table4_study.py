@@ -12,6 +12,7 @@ def test_tuning_cells_and_table(tmp_path, monkeypatch):
     (tmp_path / "MR").mkdir()
     write_tsv(tmp_path / "MR" / "all.tsv", texts, labels)
     monkeypatch.setattr(table4, "OUT", tmp_path / "table4.json")
+    monkeypatch.setattr(table4, "CHECKPOINTS", tmp_path / "checkpoints")
     monkeypatch.setattr(report, "OUT", tmp_path / "table4.json")
     monkeypatch.setattr(report, "TABLE", tmp_path / "table4.md")
     args = ["--datasets", "mr", "--layers", "3", "--folds", "0,1", "--tune-xi", "1,100",

@@ -131,9 +131,14 @@ class TorchEncoderBackend:
 
         ``supervision``: sCPGBN's (codes, xi): each document's class index (-1: unlabelled)
         and the weight xi of the cross-entropy; the loss per document becomes
-        L_g + xi L_c (paper section 2.3), L_c the cross-entropy of the softmax on the draw's
-        theta^(1..T) (:meth:`~.encoder.WeibullConvEncoder.class_logits`) for a labelled
-        document, 0 for an unlabelled one.  :attr:`last_cross_entropy` keeps the batch's
+        L_g + xi L_c (paper section 2.3), L_c the cross-entropy of the softmax
+        (:meth:`~.encoder.WeibullConvEncoder.class_logits`) on the encoder's mean path's
+        theta^(1..T) (the Weibull means, top-down, from the same forward pass as the draw)
+        for a labelled document, 0 for an unlabelled one.  The mean path and not the draw:
+        predictions read the mean path, and with the small Weibull shapes of text (down to
+        0.1) a draw's theta is typically orders of magnitude below its mean (the median of
+        Weibull(0.1, lambda) is 7e-9 of its mean), so a softmax trained on draws predicted one
+        class for every SUBJ test document from the means (docs/classifier.md).  :attr:`last_cross_entropy` keeps the batch's
         (sum of L_c, labelled documents, correct predictions at the draw)."""
         generator = torch.Generator(device=self.device)
         generator.manual_seed(seed)
@@ -161,7 +166,8 @@ class TorchEncoderBackend:
         their share of the batch's mean loss to the gradient; returns (the draw, their share
         of the loss, of the KL).  ``labels``: (class codes of these documents, xi) or None."""
         g = globals_
-        sample = self.encoder.sample(packed, g.phi, generator=generator)
+        output = self.encoder(packed)
+        sample = self.encoder.sample(packed, g.phi, generator=generator, output=output)
         rates = None if rate_prior is None else conditional_rates(sample, g.r, *rate_prior)
         terms = elbo_terms(packed, sample, g.D, g.phi, g.r, rates)
         loss = terms.negative_elbo.sum()
@@ -169,7 +175,9 @@ class TorchEncoderBackend:
             codes, xi = labels
             known = codes >= 0
             if bool(known.any()):
-                logits = self.encoder.class_logits(sample.theta, packed.n_positions)[known]
+                # the softmax reads the encoder's mean path, as it does at prediction time
+                mean = self.encoder.sample(packed, g.phi, mean=True, output=output)
+                logits = self.encoder.class_logits(mean.theta, packed.n_positions)[known]
                 target = codes[known]
                 cross_entropy = torch.nn.functional.cross_entropy(
                     logits.to(torch.float64), target, reduction="sum")
