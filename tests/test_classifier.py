@@ -232,3 +232,32 @@ def test_report_shows_classes_and_a_highlighted_document_in_a_browser(fitted_ord
     assert [t for _, t in tokens] == ["f1", "f2", "x", "y", "z", "f3"]
     best = max(tokens, key=lambda item: float(item[0]))[1]
     assert best in ("x", "y", "z")
+
+
+def test_a_corpus_sorted_by_label_is_mixed_in_every_minibatch(tmp_path):
+    """Files are often sorted by class (IMDB's, SUBJ's): in memory the supervised fit draws
+    each minibatch from the whole corpus (blocks of consecutive documents would hold one class
+    for thousands of steps); a streamed file whose labels come in runs is warned about."""
+    from helpers import write_tsv
+
+    from cpgbn.inference.batches import Minibatches
+    from cpgbn.layers.cells import ObservationModel, from_token_sequences
+    from cpgbn.modes import Training
+    from cpgbn.modes.supervised import SupervisedMode
+    from cpgbn.inference.state import Hyperparameters
+    from cpgbn.text.vocabulary import Vocabulary
+    from cpgbn.text.stream import TextFile
+    from cpgbn.classifier import file_classes
+
+    n = 10_000
+    tokens = np.ones(2 * n, dtype=np.int32)
+    data = from_token_sequences(tokens, np.arange(0, 2 * n + 1, 2), 2, ObservationModel.of(1))
+    labels = np.array(["a"] * (n // 2) + ["b"] * (n // 2))
+    training = Training(Vocabulary.from_frequencies({"w": 1}, 2), (3,), Hyperparameters(eta=(0.05,)), 0,
+                        2 * n, {}, data=data, labels=labels)
+    source = SupervisedMode({}).block_source(training)
+    first = Minibatches(source, 100, seed=0).next()
+    assert source.n_blocks == 1 and set(first.labels) == {"a", "b"}
+    sorted_file = write_tsv(tmp_path / "sorted.tsv", ["w w"] * n, labels)
+    with pytest.warns(UserWarning, match="come in runs"):
+        assert list(file_classes(TextFile(sorted_file))) == ["a", "b"]

@@ -21,6 +21,7 @@ from .errors import CPGBNInputError
 from .inference.hybrid import is_missing_label
 from .model import CPGBN
 from .modes import Training
+from .modes.minibatch import BLOCK_DOCS
 from .modes.supervised import SupervisedMode
 from .params import CLASSIFIER_PARAMETERS, declare_init
 from .text.stream import TextFile
@@ -63,17 +64,31 @@ def check_labels(labels, n_docs: int, *, semi_supervised: bool) -> tuple[np.ndar
     return labels, classes
 
 
-def file_classes(text_file: TextFile, *, block_lines: int = 4096) -> np.ndarray:
+def file_classes(text_file: TextFile, *, block_lines: int = BLOCK_DOCS) -> np.ndarray:
     """The sorted classes of a labelled file, read one block at a time (a line without a
-    label is the reader's one-line error); fewer than two classes is an error."""
+    label is the reader's one-line error); fewer than two classes is an error, and labels in
+    runs (a file sorted by class) a warning: a streamed fit's minibatches come from blocks of
+    ``block_lines`` consecutive lines."""
     from .text.readers import read_line_blocks
     if not text_file.labeled:
         raise CPGBNInputError(f"{text_file.path} has no labels: a classifier reads "
                               "label<TAB>text lines (a .tsv file, or format='tsv')")
-    seen: set = set()
+    counts: dict = {}
+    changes, previous, n = 0, None, 0
     for block in read_line_blocks(text_file.path, block_lines, labeled=True):
-        seen.update(block.labels)
-    classes = np.array(sorted(seen))
+        for label in block.labels:
+            counts[label] = counts.get(label, 0) + 1
+            changes += previous is not None and label != previous
+            previous, n = label, n + 1
+    classes = np.array(sorted(counts))
+    shares = np.array(list(counts.values())) / max(n, 1)
+    expected = (n - 1) * (1.0 - float(np.sum(shares ** 2)))   # in a shuffled file
+    if n > 2 * block_lines and changes < 0.5 * expected:
+        warnings.warn(f"the labels of {text_file.path} come in runs ({changes} changes between "
+                      f"consecutive lines, about {expected:.0f} in a shuffled file): a streamed "
+                      f"fit draws its minibatches from blocks of {block_lines} consecutive lines, "
+                      "so they would hold one class at a time; shuffle the lines first (e.g. "
+                      "shuf), or fit on the texts in memory", stacklevel=3)
     if len(classes) < 2:
         raise CPGBNInputError(f"a classifier needs at least 2 classes, {text_file.path} has one "
                               f"({classes.tolist()[0]!r})")

@@ -51,8 +51,9 @@ class _FingerprintedBlocks(ConvDataBlocks):
     """The training corpus in blocks, whose identity (what a checkpoint must match to be
     resumed) includes a hash of the tokens and the estimator's parameters, not only sizes."""
 
-    def __init__(self, data: ConvData, fingerprint_: str, labels=None):
-        super().__init__(data, BLOCK_DOCS, labels=labels)
+    def __init__(self, data: ConvData, fingerprint_: str, labels=None,
+                 block_docs: int = BLOCK_DOCS):
+        super().__init__(data, block_docs, labels=labels)
         self.fingerprint = fingerprint_
 
     def identity(self) -> dict:
@@ -72,16 +73,18 @@ class _FingerprintedFile(TextFileBlocks):
                 "fingerprint": self.fingerprint}
 
 
-def block_source(training: Training):
-    """The training documents of ``training`` as a block source: its cells in memory, or its
-    file read a block at a time; fingerprinted by the data (the cells, or the file's digest),
-    the vocabulary, the seed and the parameters that change the run."""
+def block_source(training: Training, *, memory_block_docs: int = BLOCK_DOCS):
+    """The training documents of ``training`` as a block source: its cells in memory (in
+    blocks of ``memory_block_docs``), or its file read a block at a time; fingerprinted by the
+    data (the cells, or the file's digest), the vocabulary, the seed and the parameters that
+    change the run."""
     if training.data is not None:
         data = training.data
         corpus_print = fingerprint(data.cell_word, data.cell_col, np.asarray(data.cell_count),
                                    data.doc_cells, data.doc_length, training.vocabulary.tokens,
                                    training.chain_params, training.seed)
-        return _FingerprintedBlocks(data, corpus_print, training.labels)
+        return _FingerprintedBlocks(data, corpus_print, training.labels,
+                                    block_docs=memory_block_docs)
     file_print = fingerprint(training.scan.digest, training.vocabulary.tokens,
                              training.chain_params, training.seed)
     return _FingerprintedFile(training.file.path, training.encode, training.file.labeled,
@@ -110,9 +113,13 @@ class MinibatchMode(GibbsMode):
         batch size, checkpointing, progress): (its result, extra fitted attributes)."""
         raise NotImplementedError
 
+    def block_source(self, training: Training):
+        """Where the fit's minibatches come from (:func:`block_source`)."""
+        return block_source(training)
+
     def fit(self, training: Training) -> FittedState:
         s, ckpt = self.settings, training.checkpointing
-        source = block_source(training)
+        source = self.block_source(training)
         common = dict(seed=training.seed, batch_size=s["batch_size"],
                       checkpoint_dir=ckpt.directory, checkpoint_every=ckpt.every,
                       resume=ckpt.resume, progress=None if s["progress"] else False)

@@ -38,6 +38,7 @@ from ..inference.hybrid import GLOBAL_STATISTICS
 from ..layers.cells import ConvData
 from .base import FittedState, Training
 from .hybrid import HybridMode, torch_threads
+from .minibatch import block_source
 
 __all__ = ["SupervisedMode"]
 
@@ -68,6 +69,17 @@ class SupervisedMode(HybridMode):
         fitted = super().fit(training)
         fitted.classes_ = np.asarray(training.classes)
         return fitted
+
+    def block_source(self, training: Training):
+        """A corpus in memory as one block, so that every minibatch is drawn from the whole
+        corpus: files are often sorted by label (IMDB's, SUBJ's), and blocks of consecutive
+        documents then give minibatches of one class for a whole block, after which the
+        softmax predicts the last block's class for everything (seen on SUBJ: one class for
+        every test document).  A streamed file is read in blocks; :func:`cpgbn.classifier.
+        file_classes` warns when its labels come in runs."""
+        if training.data is None:
+            return block_source(training)
+        return block_source(training, memory_block_docs=max(training.data.n_docs, 1))
 
     def learn(self, training: Training, source, common: dict):
         from ..inference.hybrid import fit_hybrid
