@@ -102,11 +102,24 @@ def test_integer_labels_and_a_seed_give_the_same_model_twice():
     np.testing.assert_array_equal(a.predict_proba(texts), b.predict_proba(texts))
 
 
-def test_semi_supervised_documents_without_labels_still_train():
+def test_semi_supervised_documents_without_labels_still_train(tmp_path):
+    """Half the documents unlabelled, in memory (None) and in a streamed file (an empty
+    label): both train; without semi_supervised both are refused."""
+    from helpers import write_tsv
+
+    from cpgbn import TextFile
     texts, labels = order_corpus(400, seed=3)
     partial = [label if i % 4 in (0, 1) else None for i, label in enumerate(labels[:200])]
     model = small(semi_supervised=True).fit(texts[:200], partial)
     assert model.score(texts[200:], labels[200:]) >= 0.85
+    path = write_tsv(tmp_path / "partial.tsv", texts[:200], [v or "" for v in partial])
+    streamed = small(semi_supervised=True).fit(TextFile(path, missing_labels=True))
+    np.testing.assert_array_equal(streamed.predict_proba(texts[200:]),
+                                  model.predict_proba(texts[200:]))
+    with pytest.raises(CPGBNInputError, match="set semi_supervised=True"):
+        small().fit(TextFile(path, missing_labels=True))
+    with pytest.raises(Exception, match="line 3: empty label"):
+        small(semi_supervised=True).fit(TextFile(path))
 
 
 def test_works_in_a_pipeline_and_a_grid_search():
@@ -260,4 +273,4 @@ def test_a_corpus_sorted_by_label_is_mixed_in_every_minibatch(tmp_path):
     assert source.n_blocks == 1 and set(first.labels) == {"a", "b"}
     sorted_file = write_tsv(tmp_path / "sorted.tsv", ["w w"] * n, labels)
     with pytest.warns(UserWarning, match="come in runs"):
-        assert list(file_classes(TextFile(sorted_file))) == ["a", "b"]
+        assert list(file_classes(TextFile(sorted_file))[0]) == ["a", "b"]

@@ -64,23 +64,41 @@ def check_labels(labels, n_docs: int, *, semi_supervised: bool) -> tuple[np.ndar
     return labels, classes
 
 
-def file_classes(text_file: TextFile, *, block_lines: int = BLOCK_DOCS) -> np.ndarray:
-    """The sorted classes of a labelled file, read one block at a time (a line without a
-    label is the reader's one-line error); fewer than two classes is an error, and labels in
-    runs (a file sorted by class) a warning: a streamed fit's minibatches come from blocks of
-    ``block_lines`` consecutive lines."""
+def file_classes(text_file: TextFile, *, block_lines: int = BLOCK_DOCS,
+                 semi_supervised: bool = False) -> tuple[np.ndarray, str]:
+    """(the sorted classes, a digest of the labels) of a labelled file, read one block at a
+    time.  One-line errors: a file without labels, a line with an empty label unless
+    ``semi_supervised`` (the reader's error, naming the line; with ``semi_supervised`` the
+    file must say so, ``TextFile(..., missing_labels=True)``), fewer than two classes.  A
+    warning when the labels come in runs (a file sorted by class): a streamed fit's
+    minibatches come from blocks of ``block_lines`` consecutive lines."""
+    import hashlib
+
     from .text.readers import read_line_blocks
     if not text_file.labeled:
         raise CPGBNInputError(f"{text_file.path} has no labels: a classifier reads "
                               "label<TAB>text lines (a .tsv file, or format='tsv')")
+    if text_file.missing_labels and not semi_supervised:
+        raise CPGBNInputError(f"{text_file.path} may hold unlabelled lines (missing_labels="
+                              "True): set semi_supervised=True to train on them")
     counts: dict = {}
+    digest = hashlib.blake2b(digest_size=16)
     changes, previous, n = 0, None, 0
-    for block in read_line_blocks(text_file.path, block_lines, labeled=True):
+    for block in read_line_blocks(text_file.path, block_lines, labeled=True,
+                                  missing_labels=text_file.missing_labels):
         for label in block.labels:
+            digest.update(label.encode("utf-8") + b"\n")
+            if label == "":      # unlabelled (missing_labels)
+                previous = None
+                continue
             counts[label] = counts.get(label, 0) + 1
             changes += previous is not None and label != previous
             previous, n = label, n + 1
     classes = np.array(sorted(counts))
+    if len(classes) < 2:
+        what = "no labelled line" if len(classes) == 0 else f"one ({classes.tolist()[0]!r})"
+        raise CPGBNInputError(f"a classifier needs at least 2 classes, {text_file.path} has "
+                              f"{what}")
     shares = np.array(list(counts.values())) / max(n, 1)
     expected = (n - 1) * (1.0 - float(np.sum(shares ** 2)))   # in a shuffled file
     if n > 2 * block_lines and changes < 0.5 * expected:
@@ -89,10 +107,7 @@ def file_classes(text_file: TextFile, *, block_lines: int = BLOCK_DOCS) -> np.nd
                       f"fit draws its minibatches from blocks of {block_lines} consecutive lines, "
                       "so they would hold one class at a time; shuffle the lines first (e.g. "
                       "shuf), or fit on the texts in memory", stacklevel=3)
-    if len(classes) < 2:
-        raise CPGBNInputError(f"a classifier needs at least 2 classes, {text_file.path} has one "
-                              f"({classes.tolist()[0]!r})")
-    return classes
+    return classes, digest.hexdigest()
 
 
 class CPGBNClassifier(ClassifierMixin, CPGBN):
@@ -151,7 +166,10 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
 
     def _prepare(self, training: Training) -> Training:
         if training.file is not None:   # streamed: the classes from one pass over the labels
-            training.classes = file_classes(training.file)
+            training.classes, digest = file_classes(
+                training.file, semi_supervised=bool(self.semi_supervised))
+            # a resumed fit must read the same labels (the scan's digest covers the texts)
+            training.chain_params = {**training.chain_params, "labels": digest}
             return training
         labels, classes = check_labels(training.labels, training.data.n_docs,
                                        semi_supervised=bool(self.semi_supervised))

@@ -34,6 +34,14 @@ def cmd_fit(args) -> int:
     check_replaceable(args.out)
     # the minibatch modes read a file a block of lines at a time
     streamed = data_file(args.data, args.format) if mode.streams_files else None
+    if args.semi_supervised:
+        if not args.supervised:
+            raise CPGBNInputError("--semi-supervised is an option of --supervised")
+        if streamed is None:
+            raise CPGBNInputError("--semi-supervised reads a file whose unlabelled lines have "
+                                  "an empty label (<TAB>text); give the file's path")
+        from ..text import TextFile
+        streamed = TextFile(streamed.path, streamed.format, missing_labels=True)
     labels = None   # a streamed labelled file carries its own
     if streamed is None:
         texts, labels = read_documents(args.data, args.split, args.data_dir, args.format)
@@ -77,6 +85,7 @@ def _estimator(args):
         return CPGBNClassifier(
             layers=args.layers, filter_width=args.filter_width, vocab_size=args.vocab_size,
             token_count=args.token_count, padding=args.padding, eta=args.eta, xi=args.xi,
+            semi_supervised=args.semi_supervised,
             random_state=args.seed, n_threads=args.threads, device=args.device,
             progress=not args.quiet, **params)
     return CPGBN(layers=args.layers, filter_width=args.filter_width, vocab_size=args.vocab_size,
@@ -182,6 +191,9 @@ def add_fit_parser(sub):
     p.add_argument("--xi", type=positive_float, default=CLASSIFIER_XI,
                    help=f"with --supervised: the weight of the cross-entropy in the loss "
                         f"L_g + xi L_c (default {CLASSIFIER_XI:g})")
+    p.add_argument("--semi-supervised", action="store_true",
+                   help="with --supervised: lines with an empty label (<TAB>text) are "
+                        "unlabelled documents that train the model too (default: an error)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--out", required=True, metavar="MODEL_DIR", help="where to save the model")
     p.add_argument("--checkpoint-every", type=int, default=10,

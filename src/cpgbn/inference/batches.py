@@ -145,11 +145,13 @@ class TextFileBlocks:
     be visited in any order).  ``max_block_docs`` records the most documents held at once.
     """
 
-    def __init__(self, path, encode, block_docs: int = 4096, *, labeled: bool = False):
+    def __init__(self, path, encode, block_docs: int = 4096, *, labeled: bool = False,
+                 missing_labels: bool = False):
         if int(block_docs) < 1:
             raise CPGBNInputError(f"block_docs must be >= 1, got {block_docs}")
         self.path, self.encode = Path(path), encode
         self.block_docs, self.labeled = int(block_docs), bool(labeled)
+        self.missing_labels = bool(missing_labels)   # empty labels read as "" (unlabelled)
         #: F of the cells ``encode`` builds (set by :func:`text_encoder`)
         self.filter_width = getattr(encode, "filter_width", None)
         self._index = None
@@ -181,7 +183,8 @@ class TextFileBlocks:
         offsets, _ = self._indexed()
         first_doc = block * self.block_docs
         blocks = read_line_blocks(self.path, self.block_docs, labeled=self.labeled,
-                                  start=offsets[block], first_line=first_doc + 1)
+                                  start=offsets[block], first_line=first_doc + 1,
+                                  missing_labels=self.missing_labels)
         lines = next(blocks, None)
         blocks.close()
         if lines is None:

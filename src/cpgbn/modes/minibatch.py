@@ -64,8 +64,10 @@ class _FingerprintedFile(TextFileBlocks):
     """A training file in blocks; its identity is the digest of its documents with the
     estimator's parameters (not its path: a moved file resumes, an edited one does not)."""
 
-    def __init__(self, path, encode, labeled: bool, fingerprint_: str):
-        super().__init__(path, encode, BLOCK_DOCS, labeled=labeled)
+    def __init__(self, path, encode, labeled: bool, fingerprint_: str,
+                 missing_labels: bool = False):
+        super().__init__(path, encode, BLOCK_DOCS, labeled=labeled,
+                         missing_labels=missing_labels)
         self.fingerprint = fingerprint_
 
     def identity(self) -> dict:
@@ -88,7 +90,7 @@ def block_source(training: Training, *, memory_block_docs: int = BLOCK_DOCS):
     file_print = fingerprint(training.scan.digest, training.vocabulary.tokens,
                              training.chain_params, training.seed)
     return _FingerprintedFile(training.file.path, training.encode, training.file.labeled,
-                              file_print)
+                              file_print, missing_labels=training.file.missing_labels)
 
 
 class MinibatchMode(GibbsMode):

@@ -38,17 +38,19 @@ def read_lines(path: PathLike) -> list[str]:
     return texts
 
 
-def read_labeled(path: PathLike) -> tuple[list[str], list[str]]:
+def read_labeled(path: PathLike, *, missing_labels: bool = False
+                 ) -> tuple[list[str], list[str]]:
     """Read ``label<TAB>text`` lines (``.gz`` is decompressed); return ``(texts, labels)``.
 
     Each line is split on its first TAB, so the text may contain further TABs.  A line
-    without a TAB or with an empty label raises DataFileError naming the line.
+    without a TAB raises DataFileError naming the line, and so does an empty label unless
+    ``missing_labels`` (then its label is ``""``: an unlabelled document).
     """
     path = _check_file(path)
     texts: list[str] = []
     labels: list[str] = []
     for number, line in enumerate(_decoded_lines(path), start=1):
-        label, text = _split_label(path, line, number)
+        label, text = _split_label(path, line, number, missing_labels)
         labels.append(label)
         texts.append(text)
     if not texts:
@@ -76,14 +78,15 @@ class LineBlock:
 
 
 def read_line_blocks(path: PathLike, block_lines: int, *, labeled: bool = False,
-                     start: int = 0, first_line: int = 1) -> Iterator[LineBlock]:
+                     start: int = 0, first_line: int = 1,
+                     missing_labels: bool = False) -> Iterator[LineBlock]:
     """Yield the file's lines in blocks of ``block_lines`` (the last block may be shorter).
 
     Only one block is held at a time, so a file larger than memory can be read.  ``start``
     (a byte offset from an earlier block's ``end``) and ``first_line`` (its line number, for
     messages) resume reading there.  Lines are decoded and checked as by :func:`read_lines`
-    (``labeled=False``) or :func:`read_labeled` (``labeled=True``), with the same one-line
-    DataFileErrors; an empty file raises.
+    (``labeled=False``) or :func:`read_labeled` (``labeled=True``; ``missing_labels`` as
+    there), with the same one-line DataFileErrors; an empty file raises.
     """
     if int(block_lines) < 1:
         raise DataFileError(f"block_lines must be >= 1, got {block_lines}")
@@ -99,7 +102,7 @@ def read_line_blocks(path: PathLike, block_lines: int, *, labeled: bool = False,
                 number += 1
                 text = _decode(path, raw, number)
                 if labeled:
-                    label, text = _split_label(path, text, number)
+                    label, text = _split_label(path, text, number, missing_labels)
                     labels.append(label)
                 texts.append(text)
                 if len(texts) == block_lines:
@@ -145,11 +148,12 @@ def index_line_blocks(path: PathLike, block_lines: int) -> tuple[list[int], int]
     return offsets, n
 
 
-def _split_label(path: Path, line: str, number: int) -> tuple[str, str]:
+def _split_label(path: Path, line: str, number: int,
+                 missing_labels: bool = False) -> tuple[str, str]:
     label, tab, text = line.partition("\t")
     if not tab:
         raise DataFileError(f"{path}: line {number}: no TAB; expected 'label<TAB>text'")
-    if not label:
+    if not label and not missing_labels:
         raise DataFileError(f"{path}: line {number}: empty label before the TAB")
     return label, text
 

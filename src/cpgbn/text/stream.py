@@ -34,10 +34,13 @@ class TextFile:
     format : ``"tsv"`` (``label<TAB>text``; the labels are ignored by ``fit``), ``"lines"`` (the
         whole line is the document) or ``"auto"`` (``.tsv`` / ``.tsv.gz`` are tsv), as the
         command line's ``--format``.
+    missing_labels : whether a tsv line may have an empty label (an unlabelled document, for
+        a semi-supervised classifier); False: an empty label is an error naming the line.
     """
 
     path: Path
     format: str = "auto"
+    missing_labels: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.path, str | Path):
@@ -57,7 +60,8 @@ class TextFile:
 
     def blocks(self, block_lines: int) -> Iterator[list[str]]:
         """The documents, ``block_lines`` at a time (one block held at once)."""
-        for block in read_line_blocks(self.path, block_lines, labeled=self.labeled):
+        for block in read_line_blocks(self.path, block_lines, labeled=self.labeled,
+                                      missing_labels=self.missing_labels):
             yield block.texts
 
     def read_texts(self) -> list[str]:
@@ -66,7 +70,9 @@ class TextFile:
 
     def read(self) -> tuple[list[str], list[str] | None]:
         """(every document, their labels or None for an unlabelled file), read at once."""
-        return read_labeled(self.path) if self.labeled else (read_lines(self.path), None)
+        if self.labeled:
+            return read_labeled(self.path, missing_labels=self.missing_labels)
+        return read_lines(self.path), None
 
 
 @dataclass(frozen=True)
