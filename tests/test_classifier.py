@@ -266,8 +266,8 @@ def test_a_corpus_sorted_by_label_is_mixed_in_every_minibatch(tmp_path):
     tokens = np.ones(2 * n, dtype=np.int32)
     data = from_token_sequences(tokens, np.arange(0, 2 * n + 1, 2), 2, ObservationModel.of(1))
     labels = np.array(["a"] * (n // 2) + ["b"] * (n // 2))
-    training = Training(Vocabulary.from_frequencies({"w": 1}, 2), (3,), Hyperparameters(eta=(0.05,)), 0,
-                        2 * n, {}, data=data, labels=labels)
+    training = Training(Vocabulary.from_frequencies({"w": 1}, 2), (3,),
+                        Hyperparameters(eta=(0.05,)), 0, 2 * n, {}, data=data, labels=labels)
     source = SupervisedMode({}).block_source(training)
     first = Minibatches(source, 100, seed=0).next()
     assert source.n_blocks == 1 and set(first.labels) == {"a", "b"}

@@ -80,7 +80,8 @@ def write_table() -> str:
         lines += ["", "## xi chosen on a validation split of the training data", "",
                   "80% of the first split's training documents fitted, 20% scored (seed 0); "
                   "the test documents are not read.", "",
-                  "| dataset | layers | xi | validation accuracy | paper's xi |", "|---|---|---|---|---|"]
+                  "| dataset | layers | xi | validation accuracy | paper's xi |",
+                  "|---|---|---|---|---|"]
         for c in sorted(tunes, key=lambda c: (c["dataset"], len(c["layers"]), c["xi"])):
             lines.append(f"| {c['dataset']} | {'-'.join(map(str, c['layers']))} | {c['xi']:g} | "
                          f"{100 * c['accuracy']:.1f} | {c['paper_xi']:.3g} |")
