@@ -251,7 +251,8 @@ def test_hybrid_step_groups_documents_without_changing_the_gradient(monkeypatch)
                                        max_grad_norm=None)
         sample = trainer.encoder.sample
         monkeypatch.setattr(trainer.encoder, "sample",
-                            lambda packed, phi, generator=None: sample(packed, phi, mean=True))
+                            lambda packed, phi, generator=None, output=None: sample(
+                                packed, phi, mean=True, output=output))
         report = trainer.step(1, Batch(data, np.arange(data.n_docs)))
         results.append((report, {k: p.grad.clone() for k, p in
                                   trainer.encoder.named_parameters()}))

@@ -3,8 +3,8 @@ cross-entropy, where the globals' statistics come from, the observation model, e
 
 One fit per run on the authors' split of a dataset (TREC official; SUBJ/MR the authors' fixed
 split), one thread, seed 0; test accuracy and the accuracy on the first 2000 training
-documents; the mean training loss of the first and last 10 steps.  Each run appends one JSON
-line to results/scpgbn_settings/runs.jsonl with its command and commit.
+documents; the mean training loss of the first and last 10 steps.  Each run adds one cell to
+results/scpgbn_settings/runs.json with its command and commit.
 
     python -m studies.scpgbn_settings.scpgbn_settings --data trec --xi 100 --stats gibbs
 
@@ -21,9 +21,9 @@ from cpgbn.datasets import load_dataset
 from cpgbn.evaluate.provenance import provenance
 
 from studies.common.paths import RESULTS
-from studies.common.reports import command_line
+from studies.common.reports import command_line, load_cells, save_record
 
-OUT = RESULTS / "scpgbn_settings" / "runs.jsonl"
+OUT = RESULTS / "scpgbn_settings" / "runs.json"
 
 
 def main(argv=None):
@@ -55,8 +55,9 @@ def main(argv=None):
                loss1=float(model.loss_trace_[-10:].mean()), paper_xi=model.paper_xi_,
                command=command_line(), **provenance())
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    with open(OUT, "a", encoding="utf-8") as fh:
-        fh.write(json.dumps(row) + "\n")
+    record = load_cells(OUT)
+    record["cells"][str(len(record["cells"]))] = row
+    save_record(OUT, record)
     print(json.dumps(row))
 
 

@@ -12,8 +12,11 @@ topics push towards each class, and which phrases of one document moved its deci
 * :func:`explain_document`: for one text, the predicted class, the probabilities, and the
   phrases (the F-word windows of the convolution) whose kernels moved the decision most,
   by gradient times input at the encoder's mean path
-  (:meth:`~cpgbn.classifier.CPGBNClassifier.position_attributions`), with a score per token
-  (the windows covering it, each contributing its score / F) for highlighting.
+  (:meth:`~cpgbn.classifier.CPGBNClassifier.position_attributions`), and a score per token
+  for highlighting: the fall of the class's log-odds when that token alone becomes the
+  out-of-vocabulary word (occlusion: exact, where gradient times input at the words was not
+  faithful through the encoder's exponentials: on the planted corpus it scored the deciding
+  words against the class).
 
 :func:`format_class_units` and :func:`format_document` print them; the HTML report
 (:mod:`cpgbn.explain.report`) shows the same records.
@@ -76,7 +79,8 @@ class DocumentExplanation:
     phrases: tuple[PhraseContribution, ...]
     """The windows with the largest |score|, largest first."""
     token_scores: np.ndarray
-    """(L,) per token: the scores of the windows covering it, each divided by F."""
+    """(L,) per token: how much the class's log-odds falls when the token is replaced by
+    the out-of-vocabulary word (occlusion; > 0: the word pushes towards the class)."""
 
 
 def _unit_weights(model) -> np.ndarray:
@@ -123,24 +127,43 @@ def explain_document(model, text: str, *, top: int = 5, explained_class=None
     probabilities = model.predict_proba([text])[0]
     predicted = model.classes_[int(np.argmax(probabilities))]
     target = predicted if explained_class is None else explained_class
-    corpus, data, contributions, _ = model.position_attributions([text], [target])
-    tokens = tuple(model.vocabulary_.decode(corpus.tokens[corpus.offsets[0]:corpus.offsets[1]]))
+    corpus, _, by_window, index = model.position_attributions([text], [target])
+    ids = corpus.tokens[corpus.offsets[0]:corpus.offsets[1]]
+    tokens = tuple(model.vocabulary_.decode(ids))
     F, padding = model.globals_.D.shape[1], int(getattr(model, "padding", 0))
-    scores = contributions.sum(axis=1)
-    kernels = np.argmax(np.abs(contributions), axis=1)
-    token_scores = np.zeros(len(tokens))
+    scores = by_window.sum(axis=1)
+    kernels = np.argmax(np.abs(by_window), axis=1)
     windows = []
     for s, score in enumerate(scores):
         start = s - padding
         covered = [i for i in range(start, start + F) if 0 <= i < len(tokens)]
-        for i in covered:
-            token_scores[i] += score / F
         windows.append(PhraseContribution(start, tuple(tokens[i] for i in covered),
                                           float(score), int(kernels[s])))
+    token_scores = _occlusion(model, corpus, ids, int(index[0]))
     windows.sort(key=lambda w: -abs(w.score))
     return DocumentExplanation(tokens, predicted,
                                dict(zip(model.classes_.tolist(), map(float, probabilities))),
                                target, tuple(windows[:top]), token_scores)
+
+
+def _log_odds(p: np.ndarray, c: int) -> np.ndarray:
+    p = np.clip(p[:, c], 1e-300, None)
+    return np.log(p) - np.log(np.clip(1.0 - p, 1e-300, None))
+
+
+def _occlusion(model, corpus, ids: np.ndarray, c: int) -> np.ndarray:
+    """(L,) per token: the drop of class c's log-odds when that one token becomes the
+    out-of-vocabulary word (id 0), the others kept in place: > 0 where the word pushes towards
+    c.  L + 1 forward passes of the encoder, as one batch."""
+    from ..text.corpus import Corpus
+    n = len(ids)
+    variants = np.tile(ids, n + 1)
+    for i in range(n):                       # variant i + 1 has token i replaced
+        variants[(i + 1) * n + i] = 0
+    offsets = np.arange(n + 2, dtype=np.int64) * n
+    batch = Corpus(variants, offsets, None, corpus.vocabulary)
+    odds = _log_odds(model.predict_proba(batch), c)
+    return odds[0] - odds[1:]
 
 
 def format_class_units(units: dict) -> str:

@@ -430,11 +430,12 @@ def build_report(model, texts=None, labels=None, *, title: str | None = None, so
                                                                     top=explain_top), i)
                            for i, text in enumerate(explain))
             sections.insert(3, '<section id="documents"><h2>Documents explained</h2>'
-                            '<p class="muted">Each token is shaded by how much the windows '
-                            "covering it moved the document towards the predicted class "
-                            "(green) or away from it (red): gradient times input of the "
-                            "encoder's position weights w, at its mean (hover for the "
-                            "number).</p>" + docs + "</section>")
+                            '<p class="muted">Each token is shaded by how much the '
+                            "predicted class's log-odds falls when that token alone becomes "
+                            "the out-of-vocabulary word (green: towards the class, red: away; "
+                            "hover for the number); the phrases are the windows whose kernels "
+                            "carry most of the decision (gradient times input at the "
+                            "encoder's position weights).</p>" + docs + "</section>")
     elif len(explain):
         from .classes import require_classifier
         require_classifier(model)

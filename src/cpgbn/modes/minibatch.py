@@ -52,8 +52,9 @@ class _FingerprintedBlocks(ConvDataBlocks):
     resumed) includes a hash of the tokens and the estimator's parameters, not only sizes."""
 
     def __init__(self, data: ConvData, fingerprint_: str, labels=None,
-                 block_docs: int = BLOCK_DOCS):
-        super().__init__(data, block_docs, labels=labels)
+                 block_docs: int | None = None):
+        super().__init__(data, BLOCK_DOCS if block_docs is None else block_docs,
+                         labels=labels)
         self.fingerprint = fingerprint_
 
     def identity(self) -> dict:
@@ -75,11 +76,13 @@ class _FingerprintedFile(TextFileBlocks):
                 "fingerprint": self.fingerprint}
 
 
-def block_source(training: Training, *, memory_block_docs: int = BLOCK_DOCS):
+def block_source(training: Training, *, memory_block_docs: int | None = None):
     """The training documents of ``training`` as a block source: its cells in memory (in
-    blocks of ``memory_block_docs``), or its file read a block at a time; fingerprinted by the
-    data (the cells, or the file's digest), the vocabulary, the seed and the parameters that
-    change the run."""
+    blocks of ``memory_block_docs``, default :data:`BLOCK_DOCS`), or its file read a block at
+    a time; fingerprinted by the data (the cells, or the file's digest), the vocabulary, the
+    seed and the parameters that change the run."""
+    if memory_block_docs is None:
+        memory_block_docs = BLOCK_DOCS
     if training.data is not None:
         data = training.data
         corpus_print = fingerprint(data.cell_word, data.cell_col, np.asarray(data.cell_count),

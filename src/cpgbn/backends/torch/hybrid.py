@@ -263,29 +263,23 @@ class TorchEncoderBackend:
         return out
 
     def class_attributions(self, phi, data, targets) -> np.ndarray:
-        """How much each (position, kernel) of the documents ``data`` moved their class:
-        (P, K_1) float64, the gradient of the log-odds of the target class, ln p(c | doc) -
-        ln(1 - p(c | doc)) = z_c - logsumexp_{c' != c} z_c' (z the logits), with respect to
-        w_jks, times w_jks, at the encoder's mean path (gradient times input).  The log-odds,
-        not ln p(c | doc): where the softmax is sure, the latter is flat and every gradient
-        vanishes.  The softmax reads
-        theta^(1)_jk = sum_s w_jks, so a position's entries say how much of the decision its
-        words' kernels carry (to first order; the upper layers' theta, which the encoder
-        computes from the pooled first hidden layer, are held fixed).  ``targets``: the class
-        index of each document."""
+        """How much each (position, kernel) of the documents ``data`` moved them towards the
+        classes ``targets`` (one index per document): (P, K_1) float64, the gradient of the
+        target's log-odds, ln p(c | doc) - ln(1 - p(c | doc)) = z_c - logsumexp_{c' != c} z_c'
+        (z the logits), with respect to w_jks, times w_jks, at the encoder's mean path
+        (gradient times input).  The softmax reads theta^(1)_jk = sum_s w_jks, so a
+        position's entries say how much of the decision its window's kernels carry (to first
+        order; the upper layers' theta, computed from the pooled first hidden layer, do not
+        depend on w).  The log-odds, not ln p(c | doc): where the softmax is sure, the latter
+        is flat and every gradient vanishes."""
         batch = pack(data, device=self.device)
-        with torch.no_grad():
-            sample = self.encoder.sample(batch, phi, mean=True)
-        w = sample.w.detach().double().requires_grad_(True)
-        theta1 = torch.zeros((batch.n_docs, w.shape[1]), dtype=w.dtype, device=w.device)
-        theta1 = theta1.index_add(0, batch.position_doc, w)
-        upper = [t.detach().double() for t in sample.theta[1:]]
-        logits = self.encoder.class_logits([theta1] + upper, batch.n_positions).double()
-        index = torch.as_tensor(np.asarray(targets), device=w.device)[:, None]
+        sample = self.encoder.sample(batch, phi, mean=True)
+        logits = self.encoder.class_logits(sample.theta, batch.n_positions).double()
+        index = torch.as_tensor(np.asarray(targets), device=logits.device)[:, None]
         others = logits.scatter(1, index, float("-inf"))
         log_odds = logits.gather(1, index)[:, 0] - torch.logsumexp(others, dim=1)
-        log_odds.sum().backward()
-        return (w.grad * w).detach().cpu().numpy()
+        (grad_w,) = torch.autograd.grad(log_odds.sum(), [sample.w])
+        return (grad_w * sample.w).detach().double().cpu().numpy()
 
     # ------------------------------------------------------------------ checkpoints
     def weights(self) -> dict:
