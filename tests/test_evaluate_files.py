@@ -194,11 +194,12 @@ def test_supervised_row_built_as_the_classifier_api_says(files, tmp_path, capsys
 def test_supervised_cpgbn_classifier(files, tmp_path, capsys):
     out = tmp_path / "real.json"
     code = main(["evaluate", str(files["train"]), "--test", str(files["test"]), "--supervised",
-                 "--epochs", "40", "--baselines", "none", "--no-unsupervised", *TINY,
+                 "--epochs", "40", "--learning-rate", "0.01", "--baselines", "none",
+                 "--no-unsupervised", *TINY,
                  "--json", str(out)])
     assert code == 0, capsys.readouterr().err
     supervised = _models(_json(out))["supervised cpgbn-4"]
-    assert supervised["accuracy_mean"] > 1 / 3 + 0.1
+    assert supervised["accuracy_mean"] >= 0.9, supervised["accuracy_mean"]
     assert supervised["ece_mean"] is not None and 0 <= supervised["ece_mean"] <= 1
 
 

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from ..errors import CPGBNInputError
-from .common import add_run_args, layer_sizes, positive_int, token_count
+from .common import add_run_args, layer_sizes, positive_float, positive_int, token_count
 
 __all__ = ["add_evaluate_parser", "cmd_evaluate"]
 
@@ -40,7 +40,8 @@ def _baseline_names(text: str) -> tuple[str, ...]:
 
 #: The options of a labelled file only: (flag, attribute); None when not given
 _FILE_OPTIONS = (("--test", "test"), ("--cv", "cv"), ("--baselines", "baselines"),
-                 ("--supervised", "supervised"), ("--epochs", "epochs"),
+                 ("--supervised", "supervised"), ("--epochs", "epochs"), ("--xi", "xi"),
+                 ("--learning-rate", "learning_rate"),
                  ("--[no-]unsupervised", "unsupervised"))
 
 
@@ -80,7 +81,9 @@ def _evaluate_file(args) -> int:
                   token_count=args.token_count, filter_width=args.filter_width,
                   padding=args.padding, supervised=bool(args.supervised),
                   unsupervised=args.unsupervised is not False,
-                  supervised_params={} if args.epochs is None else {"n_epochs": args.epochs},
+                  supervised_params={name: value for name, value in (
+                      ("n_epochs", args.epochs), ("xi", args.xi),
+                      ("learning_rate", args.learning_rate)) if value is not None},
                   baselines=baselines,
                   n_threads=args.threads, progress=not args.quiet,
                   log=lambda msg: print(msg, flush=True))
@@ -187,6 +190,12 @@ def add_evaluate_parser(sub):
                                "classifier (default: on; --no-unsupervised leaves it out)")
     labelled.add_argument("--epochs", type=positive_int, default=None,
                           help="the supervised CPGBN's training epochs (default: its own)")
+    labelled.add_argument("--xi", type=positive_float, default=None,
+                          help="the supervised CPGBN's weight of the cross-entropy, per unit "
+                               "of a document's counts (default: its own)")
+    labelled.add_argument("--learning-rate", type=positive_float, default=None,
+                          help="the supervised CPGBN's Adam step size (default: its own); a "
+                               "few hundred documents learn faster with 0.01")
     add_run_args(p)
     p.set_defaults(func=cmd_evaluate)
     return p
