@@ -18,7 +18,7 @@ import numpy as np
 from sklearn.base import ClassifierMixin
 
 from .errors import CPGBNInputError
-from .inference.hybrid import is_missing_label
+from .inference.labels import is_missing_label
 from .model import CPGBN
 from .modes import Training
 from .modes.minibatch import BLOCK_DOCS
