@@ -147,6 +147,7 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
     """
 
     __init__ = declare_init(CLASSIFIER_PARAMETERS)
+    _saved_as = "CPGBNClassifier"   # save/load (CPGBN's) record and check this name
 
     # the settings a classifier fixes (_FIXED), read as CPGBN reads its parameters
     inference = _FIXED["inference"]
@@ -264,27 +265,6 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
         if getattr(self, "classes_", None) is None:
             raise CPGBNInputError("this classifier was loaded from a model fitted without "
                                   "labels; fit it with labels first")
-
-    # ------------------------------------------------------------------ persistence
-    def save(self, directory) -> None:
-        """Save to a directory (JSON + npz, no pickle; as :meth:`CPGBN.save`)."""
-        from .io import save_model
-        self._check_fitted()
-        save_model(self.get_params(), self._fitted_state(), directory,
-                   estimator=type(self).__name__)
-
-    @classmethod
-    def load(cls, directory) -> "CPGBNClassifier":
-        """Load a classifier saved by :meth:`save`."""
-        from .errors import ModelFormatError
-        from .io import load_model
-        params, fitted = load_model(directory, estimator=cls.__name__)
-        try:
-            model = cls(**params)
-        except TypeError as exc:
-            raise ModelFormatError(f"model in {directory} is corrupted: {exc}") from None
-        model._set_fitted(fitted)
-        return model
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -63,3 +63,12 @@ def check_positive(name: str, value) -> float:
     if not np.isfinite(value):
         raise CPGBNInputError(f"{name} must be finite, got {value!r}")
     return float(value)
+
+
+def check_choice(name: str, value, choices) -> object:
+    """``value`` if it is one of ``choices``; else a CPGBNInputError naming the parameter
+    ``name``, the choices and the value."""
+    if value not in choices:
+        raise CPGBNInputError(f"{name} must be one of {', '.join(map(repr, choices))}, got "
+                              f"{value!r}")
+    return value

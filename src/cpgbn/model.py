@@ -152,6 +152,9 @@ class CPGBN(TransformerMixin, BaseEstimator):
     """
 
     __init__ = declare_init(CPGBN_PARAMETERS)
+    #: The estimator name a saved model records (:mod:`cpgbn.io`); None for CPGBN and PGBN,
+    #: whose parameters tell them apart.
+    _saved_as: str | None = None
 
     # ------------------------------------------------------------------ validation
     def _model_settings(self) -> dict:
@@ -572,14 +575,16 @@ class CPGBN(TransformerMixin, BaseEstimator):
         """Save to a directory (JSON + npz, versioned, no pickle); atomic."""
         from .io import save_model
         self._check_fitted()
-        save_model(self.get_params(), self._fitted_state(), directory)
+        save_model(self.get_params(), self._fitted_state(), directory,
+                   estimator=self._saved_as)
 
     @classmethod
     def load(cls, directory) -> "CPGBN":
-        """Load a model saved by :meth:`save`."""
+        """Load a model saved by :meth:`save` (by this class: a classifier's directory
+        opens with ``CPGBNClassifier.load`` only)."""
         from .errors import ModelFormatError
         from .io import load_model
-        params, fitted = load_model(directory)
+        params, fitted = load_model(directory, estimator=cls._saved_as)
         try:
             model = cls(**params)
         except TypeError as exc:

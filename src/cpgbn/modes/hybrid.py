@@ -13,7 +13,7 @@ import contextlib
 
 import numpy as np
 
-from ..errors import CPGBNInputError, check_int, check_positive
+from ..errors import CPGBNInputError, check_choice, check_int, check_positive
 from ..inference.hybrid import ENCODER_PRECISIONS
 from ..inference.streams import transform_seed
 from ..layers.cells import ConvData
@@ -61,11 +61,8 @@ class HybridMode(MinibatchMode):
 
     @staticmethod
     def check_parameters(params: dict) -> dict:
-        precision = params["encoder_precision"]
-        if precision not in ENCODER_PRECISIONS:
-            raise CPGBNInputError(f"encoder_precision must be one of "
-                                  f"{', '.join(map(repr, ENCODER_PRECISIONS))}, got "
-                                  f"{precision!r}")
+        precision = check_choice("encoder_precision", params["encoder_precision"],
+                                 ENCODER_PRECISIONS)
         return dict(learning_rate=check_positive("learning_rate", params["learning_rate"]),
                     refine_iter=check_int("refine_iter", params["refine_iter"], 0),
                     encoder_precision=precision)

@@ -32,12 +32,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import CPGBNInputError, check_positive
+from ..errors import CPGBNInputError, check_choice, check_positive
 from ..inference.checkpoint import fingerprint
 from ..inference.hybrid import GLOBAL_STATISTICS
 from ..layers.cells import ConvData
 from .base import FittedState, Training
-from .hybrid import HybridMode, torch_threads
+from .hybrid import HybridMode, require_torch, torch_threads
 from .minibatch import block_source
 
 __all__ = ["SupervisedMode"]
@@ -53,12 +53,10 @@ class SupervisedMode(HybridMode):
 
     @staticmethod
     def check_parameters(params: dict) -> dict:
-        statistics = params["global_statistics"]
-        if statistics not in GLOBAL_STATISTICS:
-            raise CPGBNInputError(f"global_statistics must be one of "
-                                  f"{', '.join(map(repr, GLOBAL_STATISTICS))}, got "
-                                  f"{statistics!r}")
-        return dict(xi=check_positive("xi", params["xi"]), global_statistics=statistics)
+        return dict(xi=check_positive("xi", params["xi"]),
+                    global_statistics=check_choice("global_statistics",
+                                                   params["global_statistics"],
+                                                   GLOBAL_STATISTICS))
 
     def fit(self, training: Training) -> FittedState:
         if training.classes is None:
@@ -101,24 +99,27 @@ class SupervisedMode(HybridMode):
         units = self.settings["observation"].scale * n_tokens / max(n_docs, 1)
         return float(self.settings["xi"] * units)
 
+    def _encoder(self, fitted: FittedState):
+        """The fitted encoder (with its softmax) on the mode's device."""
+        from ..backends.torch.hybrid import TorchEncoderBackend
+        require_torch("a classifier's predictions")
+        return TorchEncoderBackend.from_weights(fitted.encoder_config_, fitted.encoder_weights_,
+                                                self.settings["device"] or "cpu")
+
     def probabilities(self, fitted: FittedState, data: ConvData) -> np.ndarray:
         """(N, C) class probabilities of the documents ``data``: the softmax of the encoder's
-        mean path (module docstring)."""
-        from ..backends.torch.hybrid import TorchEncoderBackend
+        mean path (module docstring), one encoder built for both."""
         s = self.settings
-        thetas = self.thetas(fitted, data)
-        backend = TorchEncoderBackend.from_weights(fitted.encoder_config_,
-                                                   fitted.encoder_weights_, s["device"] or "cpu")
+        backend = self._encoder(fitted)
         with torch_threads(s["n_threads"]):
+            _, thetas = backend.mean_path(fitted.globals_.phi, data, batch_size=512,
+                                          head_precision=s["encoder_precision"], with_w=False)
             return backend.class_probabilities(thetas, np.diff(data.doc_positions))
 
     def attributions(self, fitted: FittedState, data: ConvData, targets) -> np.ndarray:
         """(P, K_1): how much each position and kernel of the documents ``data`` moved them
         towards the classes ``targets`` (indices), at the encoder's mean path
         (:meth:`cpgbn.backends.torch.hybrid.TorchEncoderBackend.class_attributions`)."""
-        from ..backends.torch.hybrid import TorchEncoderBackend
-        s = self.settings
-        backend = TorchEncoderBackend.from_weights(fitted.encoder_config_,
-                                                   fitted.encoder_weights_, s["device"] or "cpu")
-        with torch_threads(s["n_threads"]):
+        backend = self._encoder(fitted)
+        with torch_threads(self.settings["n_threads"]):
             return backend.class_attributions(fitted.globals_.phi, data, targets)
