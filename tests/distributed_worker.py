@@ -2,11 +2,13 @@
 process with torchrun's environment (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT).
 
     python distributed_worker.py OUT_DIR [--timeout S] [--die-after SWEEP]
+                                 [--checkpoint DIR [--resume]]
 
 Fits the test corpus' shard of this rank (:func:`cpgbn.inference.shards.shard_range`) with
 the data-parallel sampler and writes ``OUT_DIR/rank<r>.npz`` (:func:`fit_arrays`).  A
 worker failure prints one line on stderr and exits with status 1.  ``--die-after k``: rank 1
 exits abruptly after sweep k (the others must stop within the timeout, naming it).
+``--checkpoint DIR``: the root saves the chain there every 2 sweeps; ``--resume`` continues it.
 """
 from __future__ import annotations
 
@@ -38,12 +40,22 @@ def corpus():
     return from_token_sequences(tokens, offsets, FILTER_WIDTH)
 
 
-def fit_arrays(data, *, first_doc: int = 0, communicator=None, on_sweep=None) -> dict:
+def fit_arrays(data, *, first_doc: int = 0, communicator=None, on_sweep=None,
+               checkpoint_dir=None, resume: bool = False) -> dict:
     """The fit's arrays: the means of theta^(t) over the collected sweeps (this shard's
-    rows), of D, Phi and r, the final globals and the log-likelihood trace."""
+    rows), of D, Phi and r, the final globals and the log-likelihood trace.  With
+    ``checkpoint_dir``: a checkpoint every 2 sweeps, and ``resume`` continues one."""
+    from cpgbn.inference.updates import SingleProcess
+    from cpgbn.modes.sharded import corpus_identity
+
     sampler = GibbsSampler(data, HYPER, SEED, first_doc=first_doc, communicator=communicator)
     state = sampler.initial_state(LAYERS, VOCAB)
-    result = sampler.run(state, N_ITER, BURN_IN, on_sweep=on_sweep)
+    checkpointing = {}
+    if checkpoint_dir is not None:
+        identity = corpus_identity(data, first_doc, communicator or SingleProcess(), SEED)
+        checkpointing = dict(checkpoint_dir=checkpoint_dir, checkpoint_every=2, resume=resume,
+                             identity=identity)
+    result = sampler.run(state, N_ITER, BURN_IN, on_sweep=on_sweep, **checkpointing)
     g, final = result.globals_mean, state.globals
     arrays = {"D": g.D, "r": g.r, "final_D": final.D, "final_r": final.r,
               "loglik": np.asarray(result.loglik)}
@@ -63,6 +75,8 @@ def main() -> int:
     parser.add_argument("out", type=Path)
     parser.add_argument("--timeout", type=float, default=20.0)
     parser.add_argument("--die-after", type=int, default=None)
+    parser.add_argument("--checkpoint", type=Path, default=None)
+    parser.add_argument("--resume", action="store_true")
     args = parser.parse_args()
 
     def die(state, collector):
@@ -75,7 +89,8 @@ def main() -> int:
             start, stop = shard_range(data.n_docs, comm.rank, comm.world_size)
             shard = subset_cells(data, np.arange(start, stop))
             hook = die if args.die_after is not None and comm.rank == 1 else None
-            arrays = fit_arrays(shard, first_doc=start, communicator=comm, on_sweep=hook)
+            arrays = fit_arrays(shard, first_doc=start, communicator=comm, on_sweep=hook,
+                                checkpoint_dir=args.checkpoint, resume=args.resume)
             arrays.update(start=start, stop=stop, bytes_summed=comm.bytes_summed,
                           bytes_broadcast=comm.bytes_broadcast)
             np.savez(args.out / f"rank{comm.rank}.npz", **arrays)

@@ -149,6 +149,44 @@ def test_a_worker_that_dies_mid_run_stops_the_other_naming_it(tmp_path, single_p
     assert not (tmp_path / "rank0.npz").exists()
 
 
+def test_a_killed_run_resumes_exactly_from_its_checkpoint_with_two_workers_or_one(
+        tmp_path, single_process):
+    """Rank 1 dies after sweep 3; rank 0 stops within the timeout naming it; the checkpoint
+    of sweep 2 (the whole corpus' rows, written by the root) resumes to the single process'
+    chain bit for bit, with two workers and with one process alone."""
+    ckpt = tmp_path / "ckpt"
+    start = time.perf_counter()
+    results = _finish(_start(tmp_path, 2, range(2), "--die-after", "3", "--timeout", "20",
+                             "--checkpoint", str(ckpt)), limit=90)
+    assert results[1][0] == 3 and results[0][0] == 1, results
+    assert "rank 1 did not reach it" in _error_line(results[0][1])
+    assert time.perf_counter() - start < 30
+    saved = json.loads((ckpt / "checkpoint.json").read_text())
+    assert saved["step"] == 2
+    with np.load(ckpt / "state.npz") as arrays:   # the whole corpus' documents
+        assert arrays["theta_0"].shape[0] == worker.N_DOCS
+
+    def same_as_single(got, theta_rows):
+        for name, value in single_process.items():
+            if name.startswith("theta_"):
+                np.testing.assert_array_equal(theta_rows(name), value, err_msg=name)
+            else:
+                np.testing.assert_array_equal(got[name], value, err_msg=name)
+
+    backup = tmp_path / "ckpt-copy"
+    import shutil
+    shutil.copytree(ckpt, backup)
+    results = _finish(_start(tmp_path, 2, range(2), "--checkpoint", str(ckpt), "--resume"),
+                      limit=120)
+    assert [code for code, _ in results] == [0, 0], results
+    ranks = [dict(np.load(tmp_path / f"rank{r}.npz")) for r in range(2)]
+    for a in ranks:
+        same_as_single(a, lambda name: np.concatenate([b[name] for b in ranks]))
+    # one process, no communicator, from the two workers' checkpoint
+    alone = worker.fit_arrays(worker.corpus(), checkpoint_dir=backup, resume=True)
+    same_as_single(alone, lambda name: alone[name])
+
+
 # ---------------------------------------------------------------------- the command line
 CLI_SETTINGS = ["--layers", "6,3", "--vocab-size", "30", "--iterations", "6", "--burn-in", "3",
                 "--seed", "3", "--quiet", "--threads", "1"]
@@ -182,9 +220,125 @@ def test_cpgbn_fit_distributed_under_torchrun_saves_the_single_process_model(tmp
     assert traces[0] == traces[1]
 
 
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (from /proc: Linux, as torchrun's tests run)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _rank_of(pid: int) -> int | None:
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    ranks = [e[5:] for e in environ if e.startswith(b"RANK=")]
+    return int(ranks[0]) if ranks else None
+
+
+def _torchrun(corpus, out, settings, *extra) -> subprocess.Popen:
+    src = str(Path(cpgbn.__file__).resolve().parents[1])
+    env = dict(os.environ, NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1",
+               PYTHONPATH=os.pathsep.join([src, os.environ.get("PYTHONPATH", "")]))
+    return subprocess.Popen(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+         "--monitor-interval", "0.5", "--master-port", str(_free_port()), *extra,
+         "-m", "cpgbn.cli", "fit", str(corpus), "--out", str(out), *settings,
+         "--distributed", "--timeout", "20"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _kill_rank_1_at_the_first_checkpoint(run: subprocess.Popen, out: Path) -> None:
+    import signal
+    checkpoint = Path(f"{out}.checkpoint") / "checkpoint.json"
+    deadline = time.monotonic() + 120
+    while not checkpoint.exists() and run.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    victims = [pid for pid in _children(run.pid) if _rank_of(pid) == 1]
+    assert checkpoint.exists() and len(victims) == 1, (victims, run.poll())
+    os.kill(victims[0], signal.SIGKILL)
+
+
+def _same_arrays(a: Path, b: Path) -> None:
+    one, two = np.load(a / "arrays.npz"), np.load(b / "arrays.npz")
+    assert sorted(one.files) == sorted(two.files)
+    for name in one.files:
+        if name in ("mixing_features", "mixing_seconds"):
+            continue   # float sums over workers in another order; wall times
+        np.testing.assert_array_equal(two[name], one[name], err_msg=name)
+
+
+@pytest.mark.slow   # torchrun, two workers, killed and restarted: ~40 s
+def test_torchrun_max_restarts_resumes_a_killed_worker_from_the_checkpoint(tmp_path):
+    """kill -9 of worker 1 once the first checkpoint is written: torchrun --max-restarts 1
+    starts the group again, which resumes from the root's checkpoint and ends in the single
+    process' model."""
+    from cpgbn.cli import main
+    from helpers import random_texts, write_tsv
+
+    corpus = write_tsv(tmp_path / "train.tsv", random_texts(600, seed=5), ["a", "b"] * 300)
+    settings = ["--layers", "6,3", "--vocab-size", "30", "--iterations", "50", "--burn-in",
+                "25", "--seed", "3", "--quiet", "--threads", "1", "--checkpoint-every", "2"]
+    assert main(["fit", str(corpus), "--out", str(tmp_path / "one"), *settings]) == 0
+    run = _torchrun(corpus, tmp_path / "two", settings + ["--resume"], "--max-restarts", "1")
+    _kill_rank_1_at_the_first_checkpoint(run, tmp_path / "two")
+    out, err = run.communicate(timeout=240)
+    assert run.returncode == 0, err[-3000:]
+    assert err.count("resuming from") == 1, err[-3000:]   # the second attempt, on rank 0
+    assert out.count("fitted CPGBN 6-3 on 600 documents (2 workers)") == 1
+    _same_arrays(tmp_path / "one", tmp_path / "two")
+    assert not (tmp_path / "two.checkpoint").exists()   # deleted once the fit completed
+
+
+@pytest.mark.slow   # torchrun three times: ~60 s
+def test_distributed_hybrid_trains_saves_a_model_one_process_loads_and_resumes_exactly(
+        tmp_path):
+    """The hybrid on 2 workers (gradients averaged, TLASGR statistics summed): the loss falls,
+    the saved model loads in one process and transforms; a run whose worker 1 is killed at
+    its first checkpoint and restarted by torchrun ends in the uninterrupted run's model;
+    a checkpoint of two workers' minibatches refuses one worker with a one-line error."""
+    from cpgbn import CPGBN
+    from cpgbn.cli import main
+    from helpers import random_texts, write_tsv
+
+    texts = random_texts(400, seed=5)
+    corpus = write_tsv(tmp_path / "train.tsv", texts, ["a", "b"] * 200)
+    settings = ["--layers", "6,3", "--vocab-size", "30", "--inference", "hybrid",
+                "--epochs", "4", "--batch-size", "20", "--seed", "3", "--quiet",
+                "--threads", "1", "--checkpoint-every", "4"]
+    run = _torchrun(corpus, tmp_path / "a", settings)
+    out, err = run.communicate(timeout=240)
+    assert run.returncode == 0, err[-3000:]
+    assert out.count("(hybrid) on 400 documents (2 workers)") == 1, out
+    model = CPGBN.load(tmp_path / "a")
+    loss = model.loss_trace_
+    assert len(loss) == 4 * 12   # the larger shard: 7 blocks of 32 documents, 12 batches
+    assert loss[-8:].mean() < 0.95 * loss[:8].mean(), loss   # one process, batches of 40: 3%
+    features = model.transform(texts[:50])
+    assert features.shape == (50, 6) and np.isfinite(features).all()
+
+    run = _torchrun(corpus, tmp_path / "b", settings + ["--resume"], "--max-restarts", "1")
+    _kill_rank_1_at_the_first_checkpoint(run, tmp_path / "b")
+    out, err = run.communicate(timeout=240)
+    assert run.returncode == 0 and err.count("resuming from") == 1, err[-3000:]
+    _same_arrays(tmp_path / "a", tmp_path / "b")
+
+    run = _torchrun(corpus, tmp_path / "c", settings)
+    _kill_rank_1_at_the_first_checkpoint(run, tmp_path / "c")
+    run.communicate(timeout=120)
+    assert run.returncode != 0
+    code = main(["fit", str(corpus), "--out", str(tmp_path / "c"), *settings, "--resume"])
+    assert code == 2
+
+
 @pytest.mark.parametrize("extra, message", [
-    (["--resume"], "--resume does not work with --distributed"),
-    (["--inference", "hybrid"], "--distributed runs --inference gibbs only"),
+    (["--supervised"], "--supervised does not run --distributed yet"),
 ])
 def test_cpgbn_fit_distributed_refuses_what_it_cannot_do_yet(tmp_path, capsys, extra, message):
     from cpgbn.cli import main

@@ -307,7 +307,11 @@ class CPGBN(TransformerMixin, BaseEstimator):
         worker of a data-parallel Gibbs fit, called with the same arguments on every worker;
         it reads only its shard of ``X`` (:mod:`cpgbn.modes.sharded`) and every worker ends
         with the single process' globals and trace; the root alone keeps ``train_features_``
-        and ``train_theta_`` (gathered), which the others lack.  Not yet with checkpoints.
+        and ``train_theta_`` (gathered), which the others lack.  With ``checkpoint_dir``
+        the root alone writes the whole corpus' state there (the workers' rows gathered;
+        the directory need be on the root's disk only) and ``resume=True`` continues it with
+        this or any other number of workers, one process without a communicator included:
+        the chain is the same (:mod:`cpgbn.modes.sharded`).
         """
         settings = self._validated()
         mode = self._mode(settings)
@@ -375,10 +379,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
         from .modes.sharded import read_shard, shared_vocabulary
         if not mode.distributes:
             raise CPGBNInputError(f"inference={mode.name!r} does not run distributed yet; "
-                                  f"use inference='gibbs'")
-        if checkpointing.directory is not None:
-            raise CPGBNInputError("a distributed fit writes no checkpoints yet: leave "
-                                  "checkpoint_dir out")
+                                  f"use inference='gibbs', 'minibatch-gibbs' or 'hybrid'")
         shard = read_shard(X, y, communicator)
         vocabulary, n_tokens = shared_vocabulary(shard, settings["vocab_size"], communicator)
         with warnings.catch_warnings():

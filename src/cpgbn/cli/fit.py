@@ -1,6 +1,7 @@
 """``cpgbn fit`` and ``cpgbn transform``: train a model, and infer features with a saved one."""
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -59,19 +60,9 @@ def cmd_fit(args) -> int:
               resume=args.resume)
     seconds = time.perf_counter() - start
     model.save(args.out)
-    if args.supervised:
-        named = f" classifier (sCPGBN, xi {args.xi:g})"
-        figure = (f"{len(model.loss_trace_)} minibatch steps; classes "
-                  f"{', '.join(map(str, model.classes_))}")
-    elif mode.loss_name is None:   # the Gibbs chain's log-likelihood
-        figure = f"log-likelihood per token {model.log_likelihood():.4f}"
-        named = ""
-    else:   # the minibatch modes' loss, named (it is no log-likelihood)
-        figure = (f"{len(model.loss_trace_)} minibatch steps; last step's "
-                  f"{mode.loss_name} {model.loss_trace_[-1]:.4g}")
-        named = f" ({args.inference})"
     documents = (f"{len(texts)} documents" if streamed is None
                  else f"{streamed.path} (streamed in blocks)")
+    named, figure = _summary(model, mode, args)
     _report(model, named, documents, seconds, figure, args.out)
     return 0
 
@@ -109,10 +100,7 @@ def _fit_distributed(args, mode) -> int:
     from ..errors import CPGBNInputError
     from ..files import check_replaceable
     if not mode.distributes:
-        raise CPGBNInputError(f"--distributed runs --inference gibbs only, not {args.inference}")
-    if args.resume:
-        raise CPGBNInputError("--resume does not work with --distributed yet (a distributed "
-                              "fit writes no checkpoints)")
+        raise CPGBNInputError(f"--distributed does not run --inference {args.inference}")
     source = data_file(args.data, args.format)
     if source is None:
         raise CPGBNInputError("--distributed reads a data file, each worker its own lines; "
@@ -122,17 +110,40 @@ def _fit_distributed(args, mode) -> int:
     comm = TorchCommunicator.from_environment(timeout=args.timeout)
     if comm.is_root:
         check_replaceable(args.out)   # only the root writes
+    checkpoint = Path(f"{args.out}.checkpoint")   # on the root's disk; the root reads it
+    if comm.is_root and args.resume and (checkpoint / "checkpoint.json").is_file():
+        print(f"resuming from {checkpoint}", file=sys.stderr)
     start = time.perf_counter()
     with comm:
-        model.fit(source, communicator=comm)
-    if not comm.is_root:
-        return 0
-    seconds = time.perf_counter() - start
-    model.save(args.out)
-    figure = f"log-likelihood per token {model.log_likelihood():.4f}"
-    documents = f"{len(model.train_features_)} documents ({comm.world_size} workers)"
-    _report(model, "", documents, seconds, figure, args.out)
-    return 0
+        model.fit(source, communicator=comm, checkpoint_dir=checkpoint,
+                  checkpoint_every=args.checkpoint_every, resume=args.resume)
+    if comm.is_root:
+        seconds = time.perf_counter() - start
+        model.save(args.out)
+        documents = f"{len(model.train_features_)} documents ({comm.world_size} workers)"
+        named, figure = _summary(model, mode, args)
+        _report(model, named, documents, seconds, figure, args.out)
+    # The work is saved.  Leave now rather than through the interpreter's finalisation, in
+    # which gloo's threads, destroyed with the objects that held them, now and then abort
+    # the process ("terminate called without an active exception", seen once in about
+    # twenty runs here; pytorch/pytorch PR 179291 describes the same finalisation crash):
+    # torchrun would count a finished worker as failed.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def _summary(model, mode, args) -> tuple[str, str]:
+    """(what was fitted, beside the layers; its figure of merit) for the report line."""
+    if args.supervised:
+        return (f" classifier (sCPGBN, xi {args.xi:g})",
+                f"{len(model.loss_trace_)} minibatch steps; classes "
+                f"{', '.join(map(str, model.classes_))}")
+    if mode.loss_name is None:   # the Gibbs chain's log-likelihood
+        return "", f"log-likelihood per token {model.log_likelihood():.4f}"
+    # the minibatch modes' loss, named (it is no log-likelihood)
+    return (f" ({args.inference})", f"{len(model.loss_trace_)} minibatch steps; last step's "
+            f"{mode.loss_name} {model.loss_trace_[-1]:.4g}")
 
 
 def cmd_transform(args) -> int:
@@ -205,9 +216,12 @@ def add_fit_parser(sub):
                    help="continue an interrupted fit from MODEL_DIR.checkpoint (same result as an "
                         "uninterrupted run)")
     p.add_argument("--distributed", action="store_true",
-                   help="one worker of a data-parallel Gibbs fit, under torchrun "
-                        "--nproc-per-node N: each worker reads its lines of DATA, the model "
-                        "equals one process' and rank 0 saves it (no checkpoints yet)")
+                   help="one worker of a data-parallel fit, under torchrun "
+                        "--nproc-per-node N: each worker reads its lines of DATA; a Gibbs "
+                        "model equals one process', the minibatch modes train on every "
+                        "worker's batches at once; rank 0 saves the model and checkpoints; "
+                        "--resume continues them with any number of workers (under torchrun "
+                        "--max-restarts N, a restarted group resumes by itself)")
     p.add_argument("--timeout", type=positive_float, default=60.0, metavar="SECONDS",
                    help="with --distributed: how long a worker waits for the others before it "
                         "stops with an error naming them (default 60)")

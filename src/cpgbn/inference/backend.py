@@ -191,6 +191,12 @@ class EncoderBackend(Protocol):
         at the draw for ``rate_prior`` = (e0, f0) (None: 1).  Returns (loss, KL) per document
         of the batch as floats and the last group's draw."""
 
+    def average_gradients(self, communicator, n_docs: int, loss: float,
+                          kl: float) -> tuple[float, float, int]:
+        """Data-parallel training: replace the accumulated gradient by the mean over the
+        workers' batches (each weighted by its ``n_docs``), the same on every worker; returns
+        (loss, KL) per document over all the batches and their number of documents."""
+
     def apply_gradient(self, max_grad_norm: float | None) -> None:
         """One optimiser step (Adam) on the accumulated gradient, its norm clipped first."""
 

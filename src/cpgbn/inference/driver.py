@@ -242,15 +242,75 @@ class GibbsChain:
             arrays["sum_r"] = collector.globals_sum.r
             for i, p in enumerate(collector.globals_sum.phi):
                 arrays[f"sum_phi_{i}"] = p
+        if self.communicator.world_size > 1:
+            return self._gathered(arrays)
         return arrays
 
+    # The arrays with one row per document (documents) or per position (positions): the
+    # workers hold consecutive ranges of them in rank order, so a checkpoint of the whole
+    # corpus is their rows stacked, and any number of workers can resume it.
+    #: :func:`~cpgbn.inference.training.train` gives the root alone a checkpoint's arrays
+    deals_rows = True
+    _POSITION_ROWS = ("w", "m")
+    _DOCUMENT_ROWS = ("A", "loglik")
+    _PER_LAYER_DOCUMENT_ROWS = ("theta_", "c_", "theta_sum_")
+
+    def _is_row_array(self, name: str) -> bool:
+        return name in self._POSITION_ROWS + self._DOCUMENT_ROWS or any(
+            name.startswith(prefix) and name[len(prefix):].isdigit()
+            for prefix in self._PER_LAYER_DOCUMENT_ROWS)
+
+    def _gathered(self, arrays: dict) -> dict:
+        """The whole corpus' checkpoint arrays on the root (the workers' rows stacked), {} on
+        the others: the shared arrays (globals, their sums, the trace) are the root's."""
+        rows = self.communicator.gather({k: v for k, v in arrays.items()
+                                         if self._is_row_array(k)})
+        if rows is None:
+            return {}
+        return dict(arrays, **{k: np.concatenate([part[k] for part in rows], axis=0)
+                               for k in rows[0]})
+
+    def _dealt(self, arrays: dict) -> dict:
+        """This worker's part of a whole-corpus checkpoint the root read (its rows, and the
+        shared arrays), however many workers wrote it."""
+        comm, data = self.communicator, self.sampler.data
+        sizes = comm.gather((int(data.n_docs), int(data.n_positions)))
+        parts = None
+        if comm.is_root:
+            doc_edges = np.cumsum([0] + [n for n, _ in sizes])
+            pos_edges = np.cumsum([0] + [p for _, p in sizes])
+            if doc_edges[-1] != len(arrays["A"]) or pos_edges[-1] != len(arrays["w"]):
+                parts = [ValueError("the checkpoint's documents are not the corpus'")] * len(sizes)
+            else:
+                parts = []
+                for r in range(len(sizes)):
+                    part = {}
+                    for k, v in arrays.items():
+                        if k in self._POSITION_ROWS:
+                            part[k] = v[pos_edges[r]:pos_edges[r + 1]]
+                        elif self._is_row_array(k):
+                            part[k] = v[doc_edges[r]:doc_edges[r + 1]]
+                        else:
+                            part[k] = v
+                    parts.append(part)
+        part = comm.scatter_object(parts)
+        if isinstance(part, Exception):   # the fingerprint makes this unreachable; kept loud
+            raise part
+        return part
+
     def load(self, arrays: dict, meta: dict) -> None:
+        if self.communicator.world_size > 1:
+            arrays = self._dealt(arrays)
         a, T = arrays, int(meta["n_layers"])
         g = GlobalParameters(a["D"], [a[f"phi_{i}"] for i in range(T - 1)], a["r"])
-        state = GibbsState(globals=g, w=a["w"], m=a["m"],
-                           theta=[a[f"theta_{i}"] for i in range(T)],
-                           c=[a[f"c_{i}"] for i in range(T)], A=a["A"], loglik=a["loglik"],
-                           sweep=int(meta["sweep"]))
+        loaded = GibbsState(globals=g, w=a["w"], m=a["m"],
+                            theta=[a[f"theta_{i}"] for i in range(T)],
+                            c=[a[f"c_{i}"] for i in range(T)], A=a["A"], loglik=a["loglik"],
+                            sweep=int(meta["sweep"]))
+        # into the caller's state object, which holds the final values when the run returns
+        state = self.state
+        for name in GibbsState.__dataclass_fields__:
+            setattr(state, name, getattr(loaded, name))
         g_sum = (GlobalParameters(a["sum_D"], [a[f"sum_phi_{i}"] for i in range(T - 1)],
                                   a["sum_r"]) if meta["has_globals_sum"] else None)
         collector = Collector([a[f"theta_sum_{i}"] for i in range(T)], g_sum,

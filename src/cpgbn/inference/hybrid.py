@@ -82,7 +82,7 @@ from .streams import REFINE as _REFINE, derived_seed
 from .tlasgr import TLASGRSchedule
 from .training import StepReport, TrainingTrace, train
 from .minibatch import MinibatchGibbs
-from .updates import TLASGRGlobalUpdate
+from .updates import DistributedGlobalUpdate, TLASGRGlobalUpdate
 
 __all__ = ["GLOBAL_STATISTICS", "PRIOR_RATES", "ENCODER_PRECISIONS", "HybridTrainer",
            "HybridResult",
@@ -186,6 +186,12 @@ class HybridTrainer:
         document to its loss (:meth:`EncoderBackend.gradient`'s ``supervision``).  None: the
         unsupervised model.
     xi : float -- the weight of the cross-entropy, L = L_g + xi L_c (per document).
+    communicator : one of several data-parallel workers, each with minibatches of its shard:
+        the encoder's gradients are averaged over the workers' batches
+        (:meth:`EncoderBackend.average_gradients`) before every worker takes the same Adam
+        step, and the globals' statistics are summed over them for one TLASGR step
+        (:class:`~cpgbn.inference.updates.DistributedGlobalUpdate`), so every worker holds
+        the same encoder and globals.
 
     The encoder's side is an :class:`~cpgbn.inference.backend.EncoderBackend` on ``device``
     (:attr:`encoder_backend`); :attr:`globals` are the globals as its arrays.
@@ -197,9 +203,12 @@ class HybridTrainer:
                  schedule: TLASGRSchedule = TLASGRSchedule(),
                  globals_: GlobalParameters | None = None, max_grad_norm: float | None = 10.0,
                  global_statistics: str = "gibbs", local_sweeps: tuple[int, int] = (5, 5),
-                 prior_rates: str = "conditional", classes=None, xi: float = 1.0):
+                 prior_rates: str = "conditional", classes=None, xi: float = 1.0,
+                 communicator=None):
         from .minibatch import check_globals, initial_globals
 
+        self.communicator = (communicator if communicator is not None
+                             and communicator.world_size > 1 else None)
         self.layers = tuple(int(k) for k in layers)
         self.vocab_size, self.filter_width = int(vocab_size), int(filter_width)
         self.hyper, self.seed = hyper, int(seed)
@@ -257,7 +266,8 @@ class HybridTrainer:
             self._local_chain = MinibatchGibbs(
                 self.layers, self.vocab_size, self.filter_width, hyper,
                 n_docs_total=n_docs_total, seed=self.seed, burn_in=self.local_sweeps[0],
-                collect=self.local_sweeps[1], schedule=schedule, globals_=globals_)
+                collect=self.local_sweeps[1], schedule=schedule, globals_=globals_,
+                communicator=self.communicator)
             self.update = self._local_chain.update
         else:
             self.update = TLASGRGlobalUpdate(n_docs_total, self.seed, schedule=schedule,
@@ -314,7 +324,11 @@ class HybridTrainer:
         loss, kl, draw = self.encoder_backend.gradient(
             batch, groups, derived_seed(self.seed, _ENCODER_DRAW, i), self.globals,
             self.rate_prior, supervision)
-        report = StepReport(loss, kl, batch.n_docs)
+        n_docs = batch.n_docs
+        if self.communicator is not None:   # before the check: every worker must agree
+            loss, kl, n_docs = self.encoder_backend.average_gradients(
+                self.communicator, n_docs, loss, kl)
+        report = StepReport(loss, kl, n_docs)
         if not (np.isfinite(report.loss) and np.isfinite(report.kl)):
             return report                      # the driver stops; nothing is changed
         self.encoder_backend.apply_gradient(self.max_grad_norm)
@@ -342,7 +356,9 @@ class HybridTrainer:
             sweep=i)
         stats = sampler.statistics_given_locals(state, i)
         stats.kernel_counts = self.encoder_backend.expected_kernel_counts(draw, g.D)
-        self.update.apply(b, g, stats, hyper=self.hyper, sweep=i)
+        update = (self.update if self.communicator is None
+                  else DistributedGlobalUpdate(self.update, self.communicator))
+        update.apply(b, g, stats, hyper=self.hyper, sweep=i)
 
     # ---------------------------------------------------------------- checkpoints
     def encoder_weights(self) -> dict:
@@ -399,27 +415,32 @@ def fit_hybrid(source, layers, vocab_size: int, hyper: Hyperparameters, *, seed:
                local_sweeps: tuple[int, int] = (5, 5), prior_rates: str = "conditional",
                classes=None, xi: float = 1.0, checkpoint_dir=None,
                checkpoint_every: int = 50, resume: bool = False,
-               progress=None, on_step=None) -> HybridResult:
+               progress=None, on_step=None, communicator=None,
+               n_docs_total: int | None = None) -> HybridResult:
     """Fit the globals and the encoder by Algorithm 1 (module docstring).
 
     ``source``: a ConvData or a block source
     (:class:`~cpgbn.inference.batches.TextFileBlocks`).  Other arguments: those of
-    :class:`HybridTrainer` and :func:`~cpgbn.inference.training.train`.
+    :class:`HybridTrainer` and :func:`~cpgbn.inference.training.train`; with a
+    ``communicator``, ``source`` is this worker's shard and ``n_docs_total`` the corpus' size.
     """
     from .minibatch import filter_width_of
 
     if not hasattr(source, "read_block"):
         source = ConvDataBlocks(source)
     algorithm = HybridTrainer(layers, vocab_size, filter_width_of(source), hyper,
-                              n_docs_total=source.n_docs, seed=seed,
+                              n_docs_total=source.n_docs if n_docs_total is None
+                              else n_docs_total, seed=seed,
                               learning_rate=learning_rate, device=device,
                               encoder_options=encoder_options, schedule=schedule,
                               globals_=globals_, max_grad_norm=max_grad_norm,
                               global_statistics=global_statistics, local_sweeps=local_sweeps,
-                              prior_rates=prior_rates, classes=classes, xi=xi)
+                              prior_rates=prior_rates, classes=classes, xi=xi,
+                              communicator=communicator)
     trace = train(algorithm, Minibatches(source, batch_size, seed), n_steps,
                   checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every,
-                  resume=resume, progress=progress, on_step=on_step)
+                  resume=resume, progress=progress, on_step=on_step,
+                  communicator=communicator)
     return algorithm.result(trace)
 
 

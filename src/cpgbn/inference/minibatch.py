@@ -35,7 +35,7 @@ from .batches import Batch, ConvDataBlocks, Minibatches
 from .prior import sample_globals
 from .tlasgr import TLASGRSchedule
 from .training import StepReport, TrainingTrace, train
-from .updates import AccumulateStatistics, TLASGRGlobalUpdate
+from .updates import AccumulateStatistics, DistributedGlobalUpdate, TLASGRGlobalUpdate
 
 __all__ = ["MinibatchGibbs", "MinibatchResult", "fit_minibatch_gibbs", "initial_globals"]
 
@@ -87,12 +87,17 @@ class MinibatchGibbs:
     burn_in, collect : local sweeps per minibatch before and while collecting statistics.
     schedule : TLASGRSchedule
     globals_ : starting globals (default :func:`initial_globals`); copied.
+    communicator : one of several data-parallel workers, each with minibatches of its shard
+        (:mod:`cpgbn.inference.updates`): the step's statistics are summed over the workers'
+        batches (rho = N / the batches' documents), the root takes the TLASGR step and every
+        worker gets its globals; the loss reported is the batches' together.
     """
 
     def __init__(self, layers, vocab_size: int, filter_width: int, hyper: Hyperparameters, *,
                  n_docs_total: int, seed: int, burn_in: int = 24, collect: int = 16,
                  schedule: TLASGRSchedule = TLASGRSchedule(),
-                 globals_: GlobalParameters | None = None):
+                 globals_: GlobalParameters | None = None, communicator=None):
+        self.communicator = communicator
         self.layers = tuple(int(k) for k in layers)
         self.vocab_size, self.filter_width = int(vocab_size), int(filter_width)
         self.hyper, self.seed = hyper, int(seed)
@@ -135,14 +140,20 @@ class MinibatchGibbs:
             burn.sweep_on_backend(state)
         for _ in range(self.collect):
             collect.sweep_on_backend(state)
-        loss = -float(state.loglik.sum()) / batch.n_docs
+        loss, n_docs = -float(state.loglik.sum()) / batch.n_docs, batch.n_docs
+        update, comm = self.update, self.communicator
+        if comm is not None and comm.world_size > 1:
+            # the union's loss first: every worker must agree on whether the step updates
+            summed = comm.sum(np.array([loss * n_docs, n_docs], dtype=np.float64))
+            loss, n_docs = float(summed[0] / summed[1]), int(summed[1])
+            update = DistributedGlobalUpdate(self.update, comm)
         if np.isfinite(loss):
             stats = kept.mean()
             counts = np.zeros(g.D.shape, dtype=np.float64)
             counts[words] = stats.kernel_counts
-            self.update.apply(backend, g, replace(stats, kernel_counts=counts),
-                              hyper=self.hyper, sweep=i)
-        return StepReport(loss, None, batch.n_docs)
+            update.apply(backend, g, replace(stats, kernel_counts=counts), hyper=self.hyper,
+                         sweep=i)
+        return StepReport(loss, None, n_docs)
 
     # ---------------------------------------------------------------- checkpoints
     def to_arrays(self) -> dict:
@@ -173,23 +184,28 @@ def fit_minibatch_gibbs(source, layers, vocab_size: int, hyper: Hyperparameters,
                         schedule: TLASGRSchedule = TLASGRSchedule(),
                         globals_: GlobalParameters | None = None, checkpoint_dir=None,
                         checkpoint_every: int = 50, resume: bool = False, progress=None,
-                        on_step=None) -> MinibatchResult:
+                        on_step=None, communicator=None,
+                        n_docs_total: int | None = None) -> MinibatchResult:
     """Fit the globals by minibatch Gibbs (module docstring).
 
     ``source``: a ConvData (the corpus in memory) or a block source
     (:class:`~cpgbn.inference.batches.TextFileBlocks` for a file read in blocks).  The other
-    arguments are those of :class:`MinibatchGibbs` and :func:`~cpgbn.inference.training.train`.
-    Returns a :class:`MinibatchResult`.
+    arguments are those of :class:`MinibatchGibbs` and :func:`~cpgbn.inference.training.train`;
+    with a ``communicator``, ``source`` is this worker's shard and ``n_docs_total`` the
+    corpus' size.  Returns a :class:`MinibatchResult`.
     """
     if not hasattr(source, "read_block"):
         source = ConvDataBlocks(source)
     filter_width = filter_width_of(source)
     algorithm = MinibatchGibbs(layers, vocab_size, filter_width, hyper,
-                               n_docs_total=source.n_docs, seed=seed, burn_in=burn_in,
-                               collect=collect, schedule=schedule, globals_=globals_)
+                               n_docs_total=source.n_docs if n_docs_total is None
+                               else n_docs_total, seed=seed, burn_in=burn_in,
+                               collect=collect, schedule=schedule, globals_=globals_,
+                               communicator=communicator)
     trace = train(algorithm, Minibatches(source, batch_size, seed), n_steps,
                   checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every,
-                  resume=resume, progress=progress, on_step=on_step)
+                  resume=resume, progress=progress, on_step=on_step,
+                  communicator=communicator)
     return algorithm.result(trace)
 
 

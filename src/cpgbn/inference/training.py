@@ -119,7 +119,11 @@ def train(algorithm, batches, n_steps: int, *, checkpoint_dir=None, checkpoint_e
         ``progress(total, initial) -> bar``; ``desc`` and ``unit`` label a bar made here.
     on_step : optional ``on_step(i, report)`` after each step (tests stop a run with it).
     first_step : the steps the algorithm has already taken (a chain continued by hand).
-    communicator : with several processes, only ``communicator.is_root`` writes checkpoints.
+    communicator : with several processes, only ``communicator.is_root`` reads and writes
+        checkpoints; every worker's ``to_arrays`` is called when one is due (the algorithm
+        gathers its rows to the root), and every worker's ``load`` on resume (with the
+        checkpoint's arrays, or, for an algorithm that ``deals_rows``, the others' with the
+        trace alone: the root's ``load`` deals the rows).
 
     Returns the trace of the steps run here (with a resumed run, the steps before it too).
     Raises :class:`NonFiniteLossError` on a non-finite loss, leaving the last checkpoint as it
@@ -129,14 +133,20 @@ def train(algorithm, batches, n_steps: int, *, checkpoint_dir=None, checkpoint_e
         raise CPGBNInputError(f"n_steps must be >= 1, got {n_steps}")
     if int(checkpoint_every) < 1:
         raise CPGBNInputError(f"checkpoint_every must be >= 1, got {checkpoint_every}")
+    group = communicator is not None and communicator.world_size > 1
     writes = checkpoint_dir is not None and (communicator is None or communicator.is_root)
     print_ = checkpoint.fingerprint({"config": algorithm.config(),
                                      "batches": batches.identity()})
     step, trace = int(first_step), TrainingTrace()
-    if resume and checkpoint.has_checkpoint(checkpoint_dir):
+    saved = None
+    if resume and group:
+        saved = _read_shared(checkpoint_dir, print_, communicator,
+                             getattr(algorithm, "deals_rows", False))
+    elif resume and checkpoint.has_checkpoint(checkpoint_dir):
         saved = checkpoint.read_checkpoint(checkpoint_dir, print_)
+    if saved is not None:
         step, trace = saved.step, TrainingTrace.from_arrays(saved.arrays)
-        batches.cursor = Cursor(**saved.cursor)
+        batches.cursor = _own_cursor(saved.cursor, communicator)
         algorithm.load(saved.arrays, saved.meta)
     last_saved = step if resume else None
     bar = _progress_bar(progress, n_steps, step, desc, unit)
@@ -158,13 +168,18 @@ def train(algorithm, batches, n_steps: int, *, checkpoint_dir=None, checkpoint_e
             trace.loss.append(report.loss)
             trace.kl.append(math.nan if report.kl is None else report.kl)
             trace.seconds.append(seconds)
-            if writes and ((step % checkpoint_every == 0 and step < n_steps)
-                           or (step == n_steps and save_at_end)):
+            if checkpoint_dir is not None and ((step % checkpoint_every == 0 and step < n_steps)
+                                               or (step == n_steps and save_at_end)):
+                # every worker of a group takes part (its rows, its cursor go to the root)
                 arrays = dict(algorithm.to_arrays())
-                arrays.update(trace.to_arrays())
-                checkpoint.save_checkpoint(checkpoint_dir, step=step,
-                                           cursor=asdict(batches.cursor),
-                                           meta=algorithm.meta(), arrays=arrays, print_=print_)
+                cursor = asdict(batches.cursor)
+                if group:
+                    cursor["workers"] = communicator.gather(asdict(batches.cursor))
+                if writes:
+                    arrays.update(trace.to_arrays())
+                    checkpoint.save_checkpoint(checkpoint_dir, step=step, cursor=cursor,
+                                               meta=algorithm.meta(), arrays=arrays,
+                                               print_=print_)
                 last_saved = step
             if bar is not None:
                 if hasattr(bar, "set_postfix"):
@@ -180,3 +195,47 @@ def train(algorithm, batches, n_steps: int, *, checkpoint_dir=None, checkpoint_e
         if bar is not None and bar is not progress:
             bar.close()
     return trace
+
+
+def _own_cursor(saved: dict, communicator) -> Cursor:
+    """This worker's place in its batch stream from a checkpoint's cursor.  A group's
+    checkpoint keeps every worker's (``workers``): when they agree (a full-batch chain,
+    whose stream has one place) any number of workers resumes it; when they differ
+    (minibatches of each worker's shard) only as many workers as wrote it."""
+    saved = dict(saved)
+    workers = saved.pop("workers", None)
+    if workers is None or all(w == workers[0] for w in workers):
+        return Cursor(**saved)
+    rank, world = ((0, 1) if communicator is None
+                   else (communicator.rank, communicator.world_size))
+    if len(workers) != world:
+        raise CPGBNInputError(f"this checkpoint was written by {len(workers)} workers, each "
+                              f"at its own place in its shard's minibatches; resume it with "
+                              f"{len(workers)} workers, not {world}")
+    return Cursor(**workers[rank])
+
+
+def _read_shared(directory, print_: str, communicator, deals_rows: bool):
+    """The checkpoint of a group's run, read by the root alone (the directory need be on the
+    root's disk only): every worker gets the step, cursor, meta and trace, and the
+    algorithm's arrays (the same state on every worker: the minibatch algorithms), or, when
+    the algorithm ``deals_rows`` (each worker holds rows of its own documents: the Gibbs
+    chain), the arrays stay on the root, whose ``load`` deals each worker its part.  None when
+    there is no checkpoint; a refused one raises the root's one-line error on every worker."""
+    found = error = None
+    if communicator.is_root and checkpoint.has_checkpoint(directory):
+        try:
+            found = checkpoint.read_checkpoint(directory, print_)
+        except CPGBNInputError as exc:
+            error = str(exc)
+    head = None if found is None else (found.step, found.cursor, found.meta,
+                                       {k: v for k, v in found.arrays.items()
+                                        if k.startswith("trace_") or not deals_rows})
+    head, error = communicator.broadcast_object((head, error))
+    if error is not None:
+        raise CPGBNInputError(error)
+    if head is None:
+        return None
+    step, cursor, meta, trace = head
+    return checkpoint.Checkpoint(step, cursor, meta,
+                                 found.arrays if found is not None else dict(trace))

@@ -273,6 +273,10 @@ class Communicator(Protocol):
     def broadcast_object(self, value):
         """The root's ``value`` (any picklable object) on every worker."""
 
+    def scatter_object(self, values):
+        """Worker r's item of the root's list ``values`` (one picklable object per worker;
+        ignored on the others): a checkpoint's rows dealt to the workers that hold them."""
+
 
 @dataclass
 class SingleProcess:
@@ -302,6 +306,10 @@ class SingleProcess:
     def broadcast_object(value):
         return value
 
+    @staticmethod
+    def scatter_object(values):
+        return values[0]
+
 
 #: Largest total a kernel count may reach in the int32 all-reduce.  The numba backend draws D
 #: from int32 counts, so a larger total could not be drawn from anyway: it is refused.
@@ -328,6 +336,13 @@ def _sum_kernel_counts(backend, comm, total):
     return comm.sum(np.asarray(total, dtype=np.int32))
 
 
+def _is_float(array) -> bool:
+    """Whether ``array`` (numpy, or a backend's tensor) holds floating-point numbers."""
+    if hasattr(array, "is_floating_point"):
+        return bool(array.is_floating_point())
+    return np.issubdtype(np.asarray(array).dtype, np.floating)
+
+
 def _sum_rate(comm, rate):
     """r's rate summed over the workers: exactly when it is an ExactSum (the schedule's)."""
     if isinstance(rate, ExactSum):
@@ -347,7 +362,10 @@ class DistributedGlobalUpdate:
     an :class:`~cpgbn.inference.exact.ExactSum`, whose sum over workers is the single
     process' number bit for bit.  So the exact Gibbs draws on N workers, each over a shard
     of 32-document blocks numbered globally (``GibbsSampler(first_doc=...)``), make the
-    chain of one process.
+    chain of one process.  Statistics averaged over sweeps (minibatch Gibbs' float kernel
+    counts, the encoder's expected counts) are summed as floats: data-parallel minibatch
+    training draws other minibatches than one process, so there is no single-process chain
+    to equal.
     """
 
     inner: object
@@ -356,10 +374,13 @@ class DistributedGlobalUpdate:
     def apply(self, backend, globals_: GlobalParameters, stats: SufficientStatistics, *,
               hyper: Hyperparameters, sweep: int) -> None:
         comm, g = self.communicator, globals_
+        if _is_float(stats.kernel_counts):   # a minibatch's counts averaged over sweeps
+            kernel_counts = comm.sum(stats.kernel_counts)
+        else:
+            kernel_counts = backend.kernel_counts_from_total(_sum_kernel_counts(
+                backend, comm, backend.total_kernel_counts(stats.kernel_counts)))
         total = SufficientStatistics(
-            kernel_counts=backend.kernel_counts_from_total(
-                _sum_kernel_counts(backend, comm, backend.total_kernel_counts(
-                    stats.kernel_counts))),
+            kernel_counts=kernel_counts,
             phi_counts=[comm.sum(c) for c in stats.phi_counts],
             r_tables=None if stats.r_tables is None else comm.sum(stats.r_tables),
             r_rate=None if stats.r_rate is None else _sum_rate(comm, stats.r_rate),

@@ -19,7 +19,8 @@ from ..inference.streams import transform_seed
 from ..layers.cells import ConvData
 from ..errors import CPGBNInputError
 from .base import FittedState, InferenceMode, Training, features, numba_threads
-from .sharded import gather_rows
+from ..inference.updates import SingleProcess
+from .sharded import corpus_identity, gather_rows
 
 __all__ = ["GibbsMode", "progress_bars"]
 
@@ -90,8 +91,6 @@ class GibbsMode(InferenceMode):
         return self.sweep_bytes(data, layers, vocab_size)
 
     def fit(self, training: Training) -> FittedState:
-        from ..inference.checkpoint import fingerprint
-
         s, data = self.settings, training.data
         ckpt = training.checkpointing
         weights = (None if s["feature_normalization"] == "none"
@@ -100,9 +99,9 @@ class GibbsMode(InferenceMode):
         with numba_threads(s["n_threads"]):
             sampler = self._training_sampler(training)
             state = sampler.initial_state(training.layers, len(training.vocabulary))
-            identity = fingerprint(data.cell_word, data.cell_col, np.asarray(data.cell_count),
-                                   data.doc_cells, data.doc_length, training.vocabulary.tokens,
-                                   training.chain_params, training.seed)
+            identity = corpus_identity(data, training.first_doc, comm or SingleProcess(),
+                                       training.vocabulary.tokens, training.chain_params,
+                                       training.seed)
             result = sampler.run(state, s["n_iter"], s["burn_in"],
                                  progress=progress_bars(s["progress"] and (
                                      comm is None or comm.is_root), "fit"),   # shown once
@@ -110,7 +109,7 @@ class GibbsMode(InferenceMode):
                                  checkpoint_dir=ckpt.directory,
                                  checkpoint_every=ckpt.every, resume=ckpt.resume,
                                  identity=identity, labels=training.labels)
-        if ckpt.directory is not None:
+        if ckpt.directory is not None and (comm is None or comm.is_root):
             shutil.rmtree(ckpt.directory, ignore_errors=True)
         theta = result.theta_mean
         train_features = features(theta, data, s["feature_normalization"])   # row by row

@@ -89,7 +89,7 @@ class HybridMode(MinibatchMode):
         with torch_threads(s["n_threads"]):
             run = fit_hybrid(source, training.layers, len(training.vocabulary), training.hyper,
                              device=s["device"] or "cpu", learning_rate=s["learning_rate"],
-                             n_steps=self.n_steps(source.n_docs, source.block_docs), **common)
+                             **common)
         return run, dict(encoder_config_=run.encoder_config,
                          encoder_weights_=run.encoder_weights)
 

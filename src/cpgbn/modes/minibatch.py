@@ -26,6 +26,7 @@ from ..inference.checkpoint import fingerprint
 from ..layers.cells import ConvData
 from .base import FittedState, Training, features, numba_threads
 from .gibbs import GibbsMode
+from .sharded import corpus_identity, gather_rows
 
 __all__ = ["BLOCK_DOCS", "LOCAL_BURN_IN", "LOCAL_COLLECT", "MinibatchMode",
            "MinibatchGibbsMode", "steps_per_epoch"]
@@ -85,9 +86,15 @@ def block_source(training: Training, *, memory_block_docs: int | None = None):
         memory_block_docs = BLOCK_DOCS
     if training.data is not None:
         data = training.data
-        corpus_print = fingerprint(data.cell_word, data.cell_col, np.asarray(data.cell_count),
-                                   data.doc_cells, data.doc_length, training.vocabulary.tokens,
-                                   training.chain_params, training.seed)
+        if training.communicator is None:
+            corpus_print = fingerprint(data.cell_word, data.cell_col,
+                                       np.asarray(data.cell_count), data.doc_cells,
+                                       data.doc_length, training.vocabulary.tokens,
+                                       training.chain_params, training.seed)
+        else:   # the whole corpus', whichever worker reads it (the root checks it)
+            corpus_print = corpus_identity(data, training.first_doc, training.communicator,
+                                           training.vocabulary.tokens, training.chain_params,
+                                           training.seed)
         return _FingerprintedBlocks(data, corpus_print, training.labels,
                                     block_docs=memory_block_docs)
     file_print = fingerprint(training.scan.digest, training.vocabulary.tokens,
@@ -102,7 +109,10 @@ class MinibatchMode(GibbsMode):
 
     streams_files = True
     chain_parameters = ("batch_size", "n_epochs")
-    distributes = False   # not yet (issue 37): the TLASGR step's statistics and DDP
+    #: Data-parallel: each worker draws minibatches of its shard; a step's gradients and
+    #: TLASGR statistics are those of the workers' batches together (``batch_size`` per
+    #: worker), every worker runs the steps an epoch of the largest shard takes.
+    distributes = True
 
     @staticmethod
     def check_parameters(params: dict) -> dict:
@@ -123,13 +133,21 @@ class MinibatchMode(GibbsMode):
         return block_source(training)
 
     def fit(self, training: Training) -> FittedState:
-        s, ckpt = self.settings, training.checkpointing
+        s, ckpt, comm = self.settings, training.checkpointing, training.communicator
+        root = comm is None or comm.is_root
         source = self.block_source(training)
         common = dict(seed=training.seed, batch_size=s["batch_size"],
                       checkpoint_dir=ckpt.directory, checkpoint_every=ckpt.every,
-                      resume=ckpt.resume, progress=None if s["progress"] else False)
+                      resume=ckpt.resume, progress=None if s["progress"] and root else False)
+        step_docs = source.n_docs
+        if comm is not None:   # a worker of a data-parallel fit
+            sizes = comm.gather(int(source.n_docs))
+            n_docs, step_docs = comm.broadcast_object(
+                None if sizes is None else (sum(sizes), max(sizes)))
+            common.update(communicator=comm, n_docs_total=n_docs)
+        common["n_steps"] = self.n_steps(step_docs, source.block_docs)
         run, extra = self.learn(training, source, common)
-        if ckpt.directory is not None:
+        if ckpt.directory is not None and root:
             shutil.rmtree(ckpt.directory, ignore_errors=True)
         traces = {name: np.asarray(values, dtype=np.float64) for name, values in
                   (("loss_trace_", run.trace.loss), ("kl_trace_", run.trace.kl),
@@ -143,10 +161,14 @@ class MinibatchMode(GibbsMode):
         # are what transform gives them (a streamed fit keeps none: N x K_1 grows with the file)
         if training.data is not None:
             theta = self.thetas(fitted, training.data)
-            fitted.train_theta_ = theta
-            fitted.train_features_ = features(theta, training.data,
-                                              s["feature_normalization"])
+            train_features = features(theta, training.data, s["feature_normalization"])
             usage = theta[0].sum(axis=0)
+            if comm is not None:   # the root gathers the workers' rows, in document order
+                usage = comm.sum(usage)
+                theta = [gather_rows(t, comm) for t in theta]
+                train_features = gather_rows(train_features, comm)
+            fitted.train_theta_ = None if theta[0] is None else theta
+            fitted.train_features_ = train_features
         else:
             usage = np.zeros(training.layers[0])
             with warnings.catch_warnings():
@@ -180,6 +202,5 @@ class MinibatchGibbsMode(MinibatchMode):
             run = fit_minibatch_gibbs(source, training.layers, len(training.vocabulary),
                                       training.hyper, burn_in=LOCAL_BURN_IN,
                                       collect=LOCAL_COLLECT,
-                                      n_steps=self.n_steps(source.n_docs, source.block_docs),
-                                      **common)
+                                               **common)
         return run, {}

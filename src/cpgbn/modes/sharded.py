@@ -26,13 +26,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import CPGBNInputError, empty_document_error
-from ..inference.shards import shard_range
+from ..inference.checkpoint import fingerprint
+from ..inference.shards import DOC_BLOCK, shard_range
 from ..text.corpus import Corpus
 from ..text.stream import TextFile, count_documents, read_line_range
 from ..text.tokenize import tokenize
 from ..text.vocabulary import Vocabulary
 
-__all__ = ["Shard", "read_shard", "shared_vocabulary", "gather_rows"]
+__all__ = ["Shard", "read_shard", "shared_vocabulary", "gather_rows", "corpus_identity"]
 
 
 @dataclass
@@ -113,3 +114,25 @@ def gather_rows(array: np.ndarray, communicator) -> np.ndarray | None:
     None on the others."""
     parts = communicator.gather(np.ascontiguousarray(array))
     return None if parts is None else np.concatenate(parts, axis=0)
+
+
+def corpus_identity(data, first_doc: int, communicator, *extra) -> str:
+    """A fingerprint of the whole corpus' cells (and of ``extra``: the vocabulary, the
+    parameters) that does not depend on how the documents are split over workers: each
+    worker hashes its blocks of :data:`DOC_BLOCK` documents (a shard is whole blocks), the
+    root hashes the blocks' hashes in order and every worker gets the result.  A checkpoint
+    written by any number of workers (one process included) is resumed by any other."""
+    if first_doc % DOC_BLOCK:
+        raise CPGBNInputError(f"a shard starts at a multiple of {DOC_BLOCK} documents, not "
+                              f"at {first_doc}")
+    hashes = []
+    for start in range(0, data.n_docs, DOC_BLOCK):
+        stop = min(start + DOC_BLOCK, data.n_docs)
+        lo, hi = int(data.doc_cells[start]), int(data.doc_cells[stop])
+        hashes.append(fingerprint(data.cell_word[lo:hi], data.cell_col[lo:hi],
+                                  np.asarray(data.cell_count[lo:hi]),
+                                  np.diff(data.doc_cells[start:stop + 1]),
+                                  data.doc_length[start:stop]))
+    parts = communicator.gather(hashes)
+    whole = None if parts is None else fingerprint([h for part in parts for h in part], *extra)
+    return communicator.broadcast_object(whole)

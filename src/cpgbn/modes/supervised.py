@@ -48,6 +48,8 @@ class SupervisedMode(HybridMode):
 
     name = "supervised"
     chain_parameters = HybridMode.chain_parameters + ("xi", "global_statistics")
+    #: not yet: the classes (the softmax's order) would be each worker's shard's
+    distributes = False
     loss_name = ("negative ELBO plus xi times the cross-entropy, per document of the "
                  "minibatch")
 
@@ -86,7 +88,6 @@ class SupervisedMode(HybridMode):
         with torch_threads(s["n_threads"]):
             run = fit_hybrid(source, training.layers, len(training.vocabulary), training.hyper,
                              device=s["device"] or "cpu", learning_rate=s["learning_rate"],
-                             n_steps=self.n_steps(source.n_docs, source.block_docs),
                              classes=training.classes, xi=paper_xi,
                              global_statistics=s["global_statistics"], **common)
         return run, dict(encoder_config_=run.encoder_config,

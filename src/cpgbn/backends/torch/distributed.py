@@ -222,6 +222,16 @@ class TorchCommunicator:
         self._collective("broadcast", lambda: dist.broadcast_object_list(box, src=0))
         return box[0]
 
+    def scatter_object(self, values):
+        """Worker r's item of rank 0's list ``values`` (pickled), on worker r."""
+        box = [None]
+        items = list(values) if self.is_root else None
+        if items is not None and len(items) != self.world_size:
+            raise CPGBNInputError(f"scatter_object needs one item per worker ({self.world_size}), "
+                                  f"got {len(items)}")
+        self._collective("scatter", lambda: dist.scatter_object_list(box, items, src=0))
+        return box[0]
+
     # ------------------------------------------------------------------ helpers
     @staticmethod
     def _tensor(array):

@@ -192,6 +192,35 @@ class TorchEncoderBackend:
             loss.backward()
         return EncoderDraw(packed, sample, rates), float(loss.detach()), kl
 
+    def average_gradients(self, communicator, n_docs: int, loss: float,
+                          kl: float) -> tuple[float, float, int]:
+        """Data parallelism: every worker's gradient (of its batch's mean loss) weighted by
+        its batch's size, summed over the workers and divided by their documents, so each
+        worker holds the gradient of the mean loss over the union of the batches, the same
+        everywhere.  One all-reduce (through ``communicator``: torch.distributed) of the
+        flat gradient, each parameter's has-a-gradient flag, and the losses.  Returns
+        (loss, KL) per document of the union and its number of documents.
+
+        What DistributedDataParallel does, without its module wrapper: the loss is
+        accumulated over groups of documents by several backward passes through the
+        encoder's own methods (not its forward), and a step's all-reduce is small beside the
+        encoder's work, so overlapping it with the backward pass would gain little."""
+        params = list(self.encoder.parameters())
+        parts = [(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1)
+                 .to(torch.float64) for p in params]
+        as_vector = dict(dtype=torch.float64, device=self.device)
+        flags = torch.tensor([float(p.grad is not None) for p in params], **as_vector)
+        losses = torch.tensor([loss * n_docs, kl * n_docs, float(n_docs)], **as_vector)
+        total = communicator.sum(torch.cat([torch.cat(parts) * float(n_docs), flags, losses]))
+        loss_sum, kl_sum, n_total = (float(x) for x in total[-3:])
+        offset, has_gradient = 0, total[-(len(params) + 3):-3]
+        for p, part, flag in zip(params, parts, has_gradient):
+            size = part.numel()
+            p.grad = (None if float(flag) == 0 else
+                      (total[offset:offset + size] / n_total).reshape(p.shape).to(p.dtype))
+            offset += size
+        return loss_sum / n_total, kl_sum / n_total, int(round(n_total))
+
     def apply_gradient(self, max_grad_norm: float | None) -> None:
         """Clip the gradient's norm at ``max_grad_norm`` (None: no clip), then Adam's step."""
         if max_grad_norm is not None:
