@@ -1,0 +1,265 @@
+"""Data-parallel Gibbs on torch.distributed (issue 37): sweeps per second with 1 and 2 worker
+processes on this machine, one thread each, the bytes all-reduced per sweep, and the time of
+that all-reduce alone.
+
+Corpus: the first ``--docs`` IMDB training reviews (drawn at random, seed 0, from the
+class-sorted file), the model of the paper's IMDB runs (K_1 = 200, vocabulary 8,000, F = 3).
+Three runs, each in fresh processes started here (rank, world size and rendezvous in the
+environment, as torchrun sets them):
+
+* ``1 process``: ``CPGBN.fit`` without a communicator (the plain sampler: the reference);
+* ``2 workers``: ``CPGBN.fit(texts, communicator=TorchCommunicator)``, each worker over its
+  shard of 32-document blocks (gloo on 127.0.0.1); the model equals the reference's
+  (checked: the same log-likelihood trace, bit for bit);
+* ``all-reduce``: two workers that only all-reduce an int32 array of V x F x K_1 counts
+  (the kernel counts, the dominant message), ``--sweeps`` times.
+
+Each sweep's seconds come from the fit's own trace (``sweep_seconds_``: the sweep with its
+all-reduces and broadcasts, not the mixing diagnostic); the first sweep (warm-up) is left out
+of the means.  Parallel efficiency = (1-process sweep time) / (2 x 2-worker sweep time).  The
+last line of stdout is JSON; ``--out`` writes it and a table beside it (``.md``).
+
+    python benchmarks/distributed_gibbs.py --data-dir ../shared/data --docs 4000 \\
+        --out results/speed/distributed_gibbs.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent)]
+LAYERS, VOCAB, FILTER_WIDTH = (200,), 8000, 3
+
+
+def corpus(data_dir, n_docs: int) -> list[str]:
+    from cpgbn.datasets import load_dataset
+    texts, _ = load_dataset("imdb", "train", data_dir=data_dir)
+    keep = np.sort(np.random.default_rng(0).choice(len(texts), n_docs, replace=False))
+    return [texts[i] for i in keep]
+
+
+def fit_record(args, communicator=None) -> dict:
+    from cpgbn import CPGBN
+    texts = corpus(args.data_dir, args.docs)
+    model = CPGBN(layers=LAYERS, vocab_size=VOCAB, filter_width=FILTER_WIDTH,
+                  n_iter=args.sweeps, burn_in=args.sweeps - 1, random_state=0, n_threads=1,
+                  progress=False)
+    start = time.perf_counter()
+    model.fit(texts, communicator=communicator)
+    record = dict(fit_seconds=round(time.perf_counter() - start, 2),
+                  sweep_seconds=[round(float(s), 4) for s in model.sweep_seconds_],
+                  loglik=[float(x) for x in model.loglik_trace_],
+                  n_tokens=int(model.n_train_tokens_))
+    if communicator is not None:
+        record.update(rank=communicator.rank, bytes_summed=communicator.bytes_summed,
+                      bytes_broadcast=communicator.bytes_broadcast)
+    return record
+
+
+def kernel_draw_seconds(vocab_size: int, repeats: int = 3) -> float:
+    """Seconds of one draw of D | counts (V x F x K_1 Dirichlet draws, one thread): the part
+    of a sweep that the root does alone, whatever the number of workers.  Counts as a
+    sweep of an IMDB-like corpus leaves them: about 1 in 20 cells nonzero."""
+    import numba
+
+    from cpgbn.backends.numba import conv
+    from cpgbn.backends.numba.backend import WORD_BLOCK
+    from cpgbn.backends.numba.shared_shape import shared_shape_table
+    numba.set_num_threads(1)
+    rng = np.random.default_rng(0)
+    shape = (1, vocab_size, FILTER_WIDTH, LAYERS[0])
+    counts = (rng.poisson(0.05, size=shape) * rng.integers(1, 50, size=shape)).astype(np.int32)
+    D = np.zeros(shape[1:], dtype=np.float32)
+    table = shared_shape_table(0.05)
+    conv.draw_kernels(0, 1, counts.copy(), table, D, WORD_BLOCK)   # compiled, warm
+    seconds = []
+    for i in range(repeats):
+        fresh = counts.copy()
+        start = time.perf_counter()
+        conv.draw_kernels(0, 2 + i, fresh, table, D, WORD_BLOCK)
+        seconds.append(time.perf_counter() - start)
+    return float(np.median(seconds))
+
+
+def allreduce_record(args, communicator) -> dict:
+    counts = np.ones((VOCAB, FILTER_WIDTH, LAYERS[0]), dtype=np.int32)
+    seconds = []
+    for _ in range(args.sweeps):
+        start = time.perf_counter()
+        communicator.sum(counts)
+        seconds.append(time.perf_counter() - start)
+    return dict(rank=communicator.rank, bytes=int(counts.nbytes),
+                seconds=[round(s, 5) for s in seconds])
+
+
+def worker(args) -> None:
+    from cpgbn.backends.torch.distributed import TorchCommunicator
+    with TorchCommunicator.from_environment(timeout=600) as comm:
+        record = (fit_record(args, comm) if args.role == "fit"
+                  else allreduce_record(args, comm))
+    print(json.dumps(record), flush=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def launch(role: str, world_size: int, argv: list[str]) -> list[dict]:
+    """``world_size`` processes of this script in ``role`` (0: one plain process); their
+    records in rank order."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", NUMBA_NUM_THREADS="1", MKL_NUM_THREADS="1",
+               MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()),
+               WORLD_SIZE=str(max(world_size, 1)))
+    procs = [subprocess.Popen([sys.executable, __file__, "--role", role, *argv],
+                              env=dict(env, RANK=str(r), LOCAL_RANK=str(r)),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for r in range(max(world_size, 1))]
+    records = []
+    for proc in procs:
+        out, err = proc.communicate()
+        if proc.returncode != 0:
+            raise SystemExit(err[-3000:])
+        records.append(json.loads(out.strip().splitlines()[-1]))
+    return records
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--data-dir", default=None)
+    p.add_argument("--docs", type=int, default=4000)
+    p.add_argument("--sweeps", type=int, default=6)
+    p.add_argument("--out", default=None)
+    p.add_argument("--role", default=None, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.role == "plain":
+        print(json.dumps(fit_record(args)), flush=True)
+        return
+    if args.role == "draw":
+        print(json.dumps({str(v): kernel_draw_seconds(v) for v in (VOCAB, 30_000)}),
+              flush=True)
+        return
+    if args.role is not None:
+        worker(args)
+        return
+    from cpgbn.evaluate.provenance import provenance
+    passed = [f"--docs={args.docs}", f"--sweeps={args.sweeps}"]
+    passed += [f"--data-dir={args.data_dir}"] if args.data_dir else []
+    [one] = launch("plain", 0, passed)
+    two = launch("fit", 2, passed)
+    reduce_ = launch("allreduce", 2, passed)
+    [draws] = launch("draw", 0, passed)
+    assert all(r["loglik"] == one["loglik"] for r in two), "the workers' chain is not one's"
+    t1 = float(np.mean(one["sweep_seconds"][1:]))
+    t2 = float(np.mean([max(a, b) for a, b in zip(*(r["sweep_seconds"][1:] for r in two))]))
+    allreduce_s = float(np.mean([max(a, b) for a, b in zip(*(r["seconds"][1:]
+                                                              for r in reduce_))]))
+    record = dict(
+        benchmark="distributed_gibbs", layers=list(LAYERS), vocab_size=VOCAB,
+        filter_width=FILTER_WIDTH, n_docs=args.docs, n_tokens=one["n_tokens"],
+        sweeps=args.sweeps, threads_per_process=1, backend="gloo (127.0.0.1)",
+        one_process=dict(sweep_seconds=one["sweep_seconds"], mean=round(t1, 3),
+                         sweeps_per_second=round(1 / t1, 3)),
+        two_workers=dict(sweep_seconds=[r["sweep_seconds"] for r in two], mean=round(t2, 3),
+                         sweeps_per_second=round(1 / t2, 3),
+                         bytes_summed_per_sweep=round(two[0]["bytes_summed"] / args.sweeps),
+                         bytes_broadcast_per_sweep=round(two[0]["bytes_broadcast"]
+                                                         / args.sweeps)),
+        speedup=round(t1 / t2, 3), parallel_efficiency=round(t1 / (2 * t2), 3),
+        kernel_count_allreduce=dict(bytes=reduce_[0]["bytes"], mean_seconds=round(allreduce_s, 4)),
+        seconds_per_token_sweep=t1 / one["n_tokens"],
+        seconds_per_token_last_sweep=one["sweep_seconds"][-1] / one["n_tokens"],
+        efficiency_per_sweep=[round(a / (2 * max(b, c)), 3) for a, b, c in zip(
+            one["sweep_seconds"], *(r["sweep_seconds"] for r in two))],
+        kernel_draw_seconds=draws,
+        command="python benchmarks/distributed_gibbs.py " + " ".join(
+            argv if argv is not None else sys.argv[1:]), **provenance())
+    if args.out:
+        from records import write_record
+        out = Path(args.out)
+        write_record(out, record)
+        out.with_suffix(".md").write_text(table(record) + projection(record))
+    print(json.dumps(record))
+
+
+def table(r: dict) -> str:
+    two = r["two_workers"]
+    return (
+        "# Data-parallel Gibbs: 1 process against 2 workers\n\n"
+        f"Made by `{r['command']}` at commit {r['commit']} on {r['machine']}: "
+        f"{r['n_docs']} IMDB training reviews ({r['n_tokens']} tokens), K_1 = "
+        f"{r['layers'][0]}, V = {r['vocab_size']}, F = {r['filter_width']}, one thread per "
+        f"process, {r['sweeps']} sweeps (the first left out), {r['backend']}.  The two workers' "
+        "chain is the single process' (the same log-likelihood trace, checked).\n\n"
+        "| run | seconds per sweep | sweeps per second | bytes all-reduced per sweep |\n"
+        "|---|---|---|---|\n"
+        f"| 1 process | {r['one_process']['mean']} | {r['one_process']['sweeps_per_second']} "
+        "| 0 |\n"
+        f"| 2 workers | {two['mean']} | {two['sweeps_per_second']} | "
+        f"{two['bytes_summed_per_sweep']:,} (+ {two['bytes_broadcast_per_sweep']:,} "
+        "broadcast) |\n\n"
+        f"Speed-up {r['speedup']}, parallel efficiency **{r['parallel_efficiency']}** "
+        "(1-process sweep time / (2 x 2-worker sweep time)).  The kernel counts' all-reduce "
+        f"alone ({r['kernel_count_allreduce']['bytes']:,} bytes, int32) takes "
+        f"{r['kernel_count_allreduce']['mean_seconds']} s between two processes of this "
+        f"machine.  Sampler cost: {r['seconds_per_token_sweep'] * 1e6:.2f} us per token and "
+        "sweep on one thread (the projection in docs/distributed.md starts from it).\n")
+
+
+#: The projection's assumptions (stated in its table): one 1-thread worker per core, as
+#: measured here, 16 cores per machine, a 10 Gbit/s network per machine, 50 us per step of
+#: the ring all-reduce, and the vocabulary of a large corpus.
+CORES_PER_MACHINE, NETWORK_BYTES_PER_S, RING_STEP_S, LARGE_VOCAB = 16, 1.25e9, 50e-6, 30_000
+
+
+def projection(r: dict) -> str:
+    """Sweep time of 1M and 10M IMDB-like documents on 8 and 64 machines, from the measured
+    cost per token and sweep, the measured draw of D, and the message sizes (module text)."""
+    tokens_per_doc = r["n_tokens"] / r["n_docs"]
+    count_bytes = LARGE_VOCAB * r["filter_width"] * r["layers"][0] * 4   # int32 counts
+    d_bytes = count_bytes                                                 # float32 D
+    draw = r["kernel_draw_seconds"][str(LARGE_VOCAB)]
+    costs = {"mean": r["seconds_per_token_sweep"], "last": r["seconds_per_token_last_sweep"]}
+    lines = [
+        "\n## Projection: 1M and 10M documents on 8 and 64 machines\n",
+        f"From this run: {tokens_per_doc:.0f} tokens per review; "
+        f"{costs['mean'] * 1e6:.2f} us per token and sweep (the mean of sweeps 2..; the last "
+        f"sweep's {costs['last'] * 1e6:.2f} us: the cost falls as the chain leaves its random "
+        "start); the draw of D | counts on one thread, which the root does alone, "
+        f"{draw:.2f} s at V = {LARGE_VOCAB:,} (K_1 = {r['layers'][0]}, F = "
+        f"{r['filter_width']}).  Assumed: {CORES_PER_MACHINE} one-thread workers per machine "
+        f"(torchrun --nproc-per-node {CORES_PER_MACHINE}), {NETWORK_BYTES_PER_S * 8 / 1e9:g} "
+        f"Gbit/s per machine, {RING_STEP_S * 1e6:g} us per ring step, V = {LARGE_VOCAB:,}: the "
+        f"kernel counts are {count_bytes / 1e6:.0f} MB of int32 and D as many of float32.  "
+        "Communication per sweep: a ring all-reduce of the counts (2 x the bytes through each "
+        "machine's link, 2(P-1) steps) and the broadcast of D (1 x).  Compute: the tokens of "
+        "a worker's shard at the measured cost.\n",
+        "| documents | machines | workers P | compute s (mean cost / last) | D draw s | "
+        "communication s | sweep s (mean cost) | communication + draw share |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for n_docs in (1_000_000, 10_000_000):
+        for machines in (8, 64):
+            workers = machines * CORES_PER_MACHINE
+            compute = {k: n_docs * tokens_per_doc * c / workers for k, c in costs.items()}
+            comm = (3 * count_bytes / NETWORK_BYTES_PER_S
+                    + 2 * (workers - 1) * RING_STEP_S)
+            sweep = compute["mean"] + draw + comm
+            lines.append(f"| {n_docs:,} | {machines} | {workers} | {compute['mean']:.1f} / "
+                         f"{compute['last']:.1f} | {draw:.2f} | {comm:.2f} | {sweep:.1f} | "
+                         f"{100 * (comm + draw) / sweep:.0f}% |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    main()
