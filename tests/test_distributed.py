@@ -218,6 +218,17 @@ def test_cpgbn_fit_distributed_under_torchrun_saves_the_single_process_model(tmp
     traces = [json.loads((tmp_path / n / "model.json").read_text())["loglik_trace"]
               for n in ("one", "two")]
     assert traces[0] == traces[1]
+    # the distributed transform: each worker infers its lines, rank 0 writes one process' rows
+    assert main(["transform", str(tmp_path / "one"), str(corpus), "--out",
+                 str(tmp_path / "one.npy"), "--quiet", "--threads", "1"]) == 0
+    run = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+                          "--master-port", str(_free_port()), "-m", "cpgbn.cli", "transform",
+                          str(tmp_path / "one"), str(corpus), "--out", str(tmp_path / "two.npy"),
+                          "--quiet", "--threads", "1", "--distributed", "--timeout", "30"],
+                         env=env, capture_output=True, text=True, timeout=180)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.count("(2 workers)") == 1
+    np.testing.assert_array_equal(np.load(tmp_path / "two.npy"), np.load(tmp_path / "one.npy"))
 
 
 def _children(pid: int) -> list[int]:

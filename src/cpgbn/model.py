@@ -457,18 +457,34 @@ class CPGBN(TransformerMixin, BaseEstimator):
                                       burn_in=burn_in, seed=seed, on_sweep=hook)
         return inferred
 
-    def transform(self, X, *, all_layers: bool = False) -> np.ndarray:
+    def transform(self, X, *, all_layers: bool = False, communicator=None) -> np.ndarray:
         """Features of the documents ``X``: mean theta^(1) over collected sweeps (globals fixed);
         with ``inference="hybrid"`` the encoder's mean theta^(1) (then ``refine_iter`` Gibbs
         sweeps, if > 0).
 
         Empty documents keep their row (features drawn from the prior).  With ``all_layers``
         the features of every layer are concatenated [theta^(1), ..., theta^(T)].
+
+        ``communicator``: this process is one worker of a distributed transform, called with
+        the same arguments on every worker; it reads only its shard of ``X`` (a TextFile's
+        line range) and the root returns every document's features, equal to one process'
+        (the others return None).
         """
         self._check_fitted()
         settings = self._run_settings()
         mode = self._mode(settings)
         normalization = settings["feature_normalization"]
+        if communicator is not None:
+            from .modes.sharded import gather_rows, read_shard
+            refusal = mode.transform_refusal()
+            if refusal is not None:
+                raise CPGBNInputError(refusal)
+            shard = read_shard(X, None, communicator)
+            data = self._data(self._corpus(shard.texts, self.vocabulary_, None),
+                              self.globals_.D.shape[1])
+            self._check_memory(mode.inference_bytes(data, self.layers_, len(self.vocabulary_)))
+            thetas = mode.thetas(self._fitted_state(), data, first_doc=shard.start)
+            return gather_rows(features(thetas, data, normalization, all_layers), communicator)
         if isinstance(X, TextFile) and mode.streams_transform():   # block by block
             from .modes.minibatch import BLOCK_DOCS
             return np.vstack([features(*self._thetas(texts, mode), normalization, all_layers)

@@ -147,7 +147,7 @@ def _summary(model, mode, args) -> tuple[str, str]:
 
 
 def cmd_transform(args) -> int:
-    from ..files import check_file_target, write_file_atomically
+    from ..files import check_file_target
     from ..load import load_estimator
     check_file_target(args.out)
     model = load_estimator(args.model_dir)
@@ -159,12 +159,33 @@ def cmd_transform(args) -> int:
         model.set_params(refine_iter=args.refine_iter)
     if args.encoder_precision is not None:
         model.set_params(encoder_precision=args.encoder_precision)
+    if args.distributed:   # one worker: its lines of DATA; the root writes every row
+        source = data_file(args.data, args.format)
+        if source is None:
+            raise CPGBNInputError("--distributed reads a data file, each worker its own "
+                                  "lines; give the file's path, not a dataset name")
+        from ..backends.torch.distributed import TorchCommunicator
+        with TorchCommunicator.from_environment(timeout=args.timeout) as comm:
+            features = model.transform(source, all_layers=args.all_layers,
+                                       communicator=comm)
+        if comm.is_root:
+            _write_features(args.out, features, f" ({comm.world_size} workers)")
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)   # as fit --distributed: past gloo's finalisation abort
     texts, _ = read_documents(args.data, args.split, args.data_dir, args.format)
     features = model.transform(texts, all_layers=args.all_layers)
-    import numpy as np
-    write_file_atomically(args.out, lambda fh: np.save(fh, features), binary=True)
-    print(f"wrote features of {features.shape[0]} documents x {features.shape[1]} to {args.out}")
+    _write_features(args.out, features, "")
     return 0
+
+
+def _write_features(out, features, workers: str) -> None:
+    import numpy as np
+
+    from ..files import write_file_atomically
+    write_file_atomically(out, lambda fh: np.save(fh, features), binary=True)
+    print(f"wrote features of {features.shape[0]} documents x {features.shape[1]}{workers} "
+          f"to {out}")
 
 
 def add_fit_parser(sub):
@@ -248,6 +269,13 @@ def add_transform_parser(sub):
                    help="a model fitted with --inference hybrid: the arithmetic of the encoder's "
                         "position head; bfloat16 is faster on CPUs with bfloat16 dot products "
                         "(default: as saved, float32)")
+    p.add_argument("--distributed", action="store_true",
+                   help="one worker of a distributed transform under torchrun "
+                        "--nproc-per-node N: each worker reads its lines of DATA, rank 0 "
+                        "writes every document's features (those of one process)")
+    p.add_argument("--timeout", type=positive_float, default=60.0, metavar="SECONDS",
+                   help="with --distributed: how long a worker waits for the others "
+                        "(default 60)")
     add_run_args(p)
     p.set_defaults(func=cmd_transform)
     return p

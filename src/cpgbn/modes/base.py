@@ -208,9 +208,17 @@ class InferenceMode:
         """Learn the globals from ``training``; the fitted state."""
         raise NotImplementedError
 
-    def thetas(self, fitted: FittedState, data: ConvData) -> list[np.ndarray]:
-        """theta^(1..T) of the documents ``data`` with the fitted globals: [(N, K_t)]."""
+    def thetas(self, fitted: FittedState, data: ConvData, first_doc: int = 0) -> list[np.ndarray]:
+        """theta^(1..T) of the documents ``data`` with the fitted globals: [(N, K_t)].
+        ``first_doc``: the global id of ``data``'s first document when it is one worker's
+        shard of a corpus (a multiple of 32), so that its random streams are the ones its
+        documents draw in one process."""
         raise NotImplementedError
+
+    def transform_refusal(self) -> str | None:
+        """Why this mode's ``transform`` cannot run distributed with its settings (one line),
+        or None when each worker's shard gets the features one process gives its documents."""
+        return None
 
     def streams_transform(self) -> bool:
         """Whether ``transform(TextFile)`` may read the file a block at a time (the features

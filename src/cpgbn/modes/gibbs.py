@@ -45,13 +45,20 @@ class GibbsMode(InferenceMode):
     chain_parameters = ("n_iter", "burn_in", "device")
     distributes = True
 
-    def sampler(self, data: ConvData, hyper, seed: int, *, learn_globals: bool):
+    def sampler(self, data: ConvData, hyper, seed: int, *, learn_globals: bool,
+                first_doc: int = 0):
         """The Gibbs sampler over ``data``: numba, or PyTorch on ``device`` when it is set.
         A subclass may return a sampler on a backend of its own (a study's variant), and the
-        estimator runs it with ``CPGBN(inference=<the subclass>)``."""
+        estimator runs it with ``CPGBN(inference=<the subclass>)``.  ``first_doc``: the
+        global id of a shard's first document (numba: its streams are keyed by it)."""
         device = self.settings["device"]
         if device is None:
-            return GibbsSampler(data, hyper, seed, learn_globals=learn_globals)
+            return GibbsSampler(data, hyper, seed, learn_globals=learn_globals,
+                                first_doc=first_doc)
+        if first_doc:
+            raise CPGBNInputError("a distributed transform runs the numba sampler: leave "
+                                  "device out (the PyTorch sampler's streams are not keyed "
+                                  "by document)")
         from ..inference.gibbs import TorchGibbsSampler
         return TorchGibbsSampler(data, hyper, seed, learn_globals=learn_globals, device=device)
 
@@ -70,6 +77,12 @@ class GibbsMode(InferenceMode):
                                   f"which does not run distributed")
         return GibbsSampler(training.data, training.hyper, training.seed, learn_globals=True,
                             first_doc=training.first_doc, communicator=comm)
+
+    def transform_refusal(self) -> str | None:
+        if self.settings["device"] is not None:
+            return ("a distributed transform runs the numba sampler: leave device out (the "
+                    "PyTorch sampler's streams are not keyed by document)")
+        return None
 
     def training_bytes(self, data: ConvData, layers, vocab_size: int) -> int:
         return self._gibbs_bytes(data, layers, vocab_size, training=True)
@@ -127,21 +140,22 @@ class GibbsMode(InferenceMode):
             train_theta_=None if theta[0] is None else theta, mixing_=result.mixing)
 
     def infer(self, fitted: FittedState, data: ConvData, *, n_iter: int, burn_in: int,
-              seed: int, on_sweep=None) -> RunResult:
+              seed: int, on_sweep=None, first_doc: int = 0) -> RunResult:
         """``n_iter`` sweeps over ``data`` with the fitted globals fixed; the run's result
         (means of theta^(1..T) over the sweeps after ``burn_in``).  ``on_sweep(state,
         collector)`` is called after every sweep (numpy arrays)."""
         s = self.settings
         with numba_threads(s["n_threads"]):
-            sampler = self.sampler(data, fitted.hyper_, seed, learn_globals=False)
+            sampler = self.sampler(data, fitted.hyper_, seed, learn_globals=False,
+                                   first_doc=first_doc)
             state = sampler.initial_state(fitted.layers_, len(fitted.vocabulary_),
                                           fitted.globals_)
             return sampler.run(state, n_iter, burn_in,
                                progress=progress_bars(s["progress"], "transform"),
                                on_sweep=on_sweep)
 
-    def thetas(self, fitted: FittedState, data: ConvData) -> list[np.ndarray]:
+    def thetas(self, fitted: FittedState, data: ConvData, first_doc: int = 0) -> list[np.ndarray]:
         s = self.settings
         return self.infer(fitted, data, n_iter=s["transform_iter"],
-                          burn_in=s["transform_burn_in"],
-                          seed=transform_seed(fitted.seed_)).theta_mean
+                          burn_in=s["transform_burn_in"], seed=transform_seed(fitted.seed_),
+                          first_doc=first_doc).theta_mean

@@ -98,15 +98,23 @@ class HybridMode(MinibatchMode):
         # by the training estimate's parts, not by the number of documents
         return 0
 
+    def transform_refusal(self) -> str | None:
+        if self.settings["refine_iter"] > 0:
+            return ("a distributed transform of a hybrid model gives the encoder's features "
+                    "only: set refine_iter=0")
+        return None
+
     def streams_transform(self) -> bool:
         # the encoder's mean path is a function of each document alone
         return self.settings["refine_iter"] == 0
 
-    def thetas(self, fitted: FittedState, data: ConvData) -> list[np.ndarray]:
+    def thetas(self, fitted: FittedState, data: ConvData, first_doc: int = 0) -> list[np.ndarray]:
         """theta^(1..T) from the encoder's mean path (deterministic), or with ``refine_iter``
         > 0 the average over that many Gibbs sweeps with the globals fixed, started there
         (:func:`cpgbn.inference.hybrid.refine_with_gibbs`, seeded by the transform seed).  A
-        list of (N, K_t) float64 arrays."""
+        list of (N, K_t) float64 arrays.  ``first_doc`` changes nothing on the mean path (a
+        function of each document alone); the refinement's streams are its blocks' own, so a
+        shard's refined features are not one process' (:meth:`transform_refusal`)."""
         if fitted.encoder_config_ is None or fitted.encoder_weights_ is None:
             raise CPGBNInputError("this model has no encoder (it was not fitted with "
                                   "inference='hybrid'); fit it again, or set inference='gibbs' "
