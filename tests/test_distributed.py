@@ -348,6 +348,31 @@ def test_distributed_hybrid_trains_saves_a_model_one_process_loads_and_resumes_e
     assert code == 2
 
 
+@pytest.mark.slow   # two torchrun agents: ~20 s
+def test_two_nodes_by_c10d_rendezvous_fit_the_single_process_model(tmp_path):
+    """torchrun --nnodes 2 --rdzv-backend c10d, as on two machines (here both on 127.0.0.1,
+    one worker each): the model equals one process'."""
+    from cpgbn.cli import main
+    from helpers import random_texts, write_tsv
+
+    corpus = write_tsv(tmp_path / "train.tsv", random_texts(110, seed=5), ["a", "b"] * 55)
+    assert main(["fit", str(corpus), "--out", str(tmp_path / "one"), *CLI_SETTINGS]) == 0
+    src = str(Path(cpgbn.__file__).resolve().parents[1])
+    env = dict(os.environ, NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1",
+               PYTHONPATH=os.pathsep.join([src, os.environ.get("PYTHONPATH", "")]))
+    endpoint = f"127.0.0.1:{_free_port()}"
+    nodes = [subprocess.Popen(
+        [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node",
+         "1", "--rdzv-backend", "c10d", "--rdzv-endpoint", endpoint, "--rdzv-id", "cpgbn-test",
+         "-m", "cpgbn.cli", "fit", str(corpus), "--out", str(tmp_path / "two"),
+         *CLI_SETTINGS, "--distributed", "--timeout", "30"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outputs = [node.communicate(timeout=180) for node in nodes]
+    assert [node.returncode for node in nodes] == [0, 0], [err[-2000:] for _, err in outputs]
+    assert sum(out.count("(2 workers)") for out, _ in outputs) == 1
+    _same_arrays(tmp_path / "one", tmp_path / "two")
+
+
 @pytest.mark.parametrize("extra, message", [
     (["--supervised"], "--supervised does not run --distributed yet"),
 ])
