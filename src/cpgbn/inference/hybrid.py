@@ -197,6 +197,9 @@ class HybridTrainer:
     (:attr:`encoder_backend`); :attr:`globals` are the globals as its arrays.
     """
 
+    #: what the training loop's non-finite-loss error suggests
+    non_finite_hint = "lower the learning rate or check the data"
+
     def __init__(self, layers, vocab_size: int, filter_width: int, hyper: Hyperparameters, *,
                  n_docs_total: int, seed: int, learning_rate: float = 1e-3, device="cpu",
                  encoder_options: dict | None = None,

@@ -12,6 +12,8 @@ hybrid (:class:`~cpgbn.inference.hybrid.HybridTrainer`) are such algorithms.  Th
   resumed from the checkpoint after step i repeats steps i+1, ... exactly;
 * ``config()``: a JSON-able dict of what changes the run (part of the checkpoint's
   fingerprint);
+* ``non_finite_hint`` (optional): what the non-finite-loss error suggests (default "check the
+  data"; the hybrid's names its learning rate);
 * ``to_arrays()`` / ``meta()``: what a checkpoint saves of the algorithm (numpy arrays, and
   JSON-able values); ``load(arrays, meta)`` restores it.  A wrapper (a distributed update, a
   classifier head) composes by adding its own arrays and meta to those of what it wraps.
@@ -163,7 +165,8 @@ def train(algorithm, batches, n_steps: int, *, checkpoint_dir=None, checkpoint_e
                          else "no checkpoint was written")
                 raise NonFiniteLossError(
                     f"training stopped at step {i}: the loss is not finite (loss {report.loss}, "
-                    f"KL {report.kl}); {where}; lower the learning rate or check the data")
+                    f"KL {report.kl}); {where}; "
+                    f"{getattr(algorithm, 'non_finite_hint', 'check the data')}")
             step = i
             trace.loss.append(report.loss)
             trace.kl.append(math.nan if report.kl is None else report.kl)
