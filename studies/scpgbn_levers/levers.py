@@ -14,7 +14,8 @@ thread):
 * ``unlabelled``: MR's 10,662 reviews added without labels (``semi_supervised=True``: they
   contribute L_g only): the lever "unlabelled text";
 * ``statistics``: the globals' TLASGR statistics from the encoder (the paper's Algorithm 1, the
-  labels reach the kernels through them) instead of the Gibbs-style token augmentation.
+  labels reach the kernels through them) instead of the Gibbs-style token augmentation;
+* and, for reference, NBSVM-bigram and MNB-bigram (the library's baselines) on the same split.
 
 Each cell records validation accuracy, accuracy on 2,000 fitted documents (is the gap one of
 fitting or of generalising?), fit seconds, the command and the commit, in its own file
@@ -60,6 +61,8 @@ CELLS = {
     "statistics-encoder": ("statistics", "encoder (Algorithm 1)",
                            dict(global_statistics="encoder"), None),
 }
+#: The n-gram baselines on the same split (scikit-learn pipelines of the library; seconds)
+BASELINE_CELLS = ("nbsvm-bigram", "mnb-bigram")
 
 
 def validation_split(data_dir=None):
@@ -94,9 +97,24 @@ def run_cell(name, data_dir=None) -> dict:
                 command=command_line(), **provenance())
 
 
+def run_baseline(name, data_dir=None) -> dict:
+    from cpgbn.evaluate.text_baselines import make_baseline
+    (fit_x, fit_y), (val_x, val_y) = validation_split(data_dir)
+    model = make_baseline(name, random_state=0)
+    start = time.perf_counter()
+    model.fit(fit_x, fit_y)
+    seconds = time.perf_counter() - start
+    return dict(name=name, lever="baseline", value=name, settings={}, unlabelled=None,
+                n_fit=len(fit_x), n_unlabelled=0,
+                validation_accuracy=float(model.score(val_x, val_y)),
+                fit_accuracy=float(model.score(fit_x[:2000], fit_y[:2000])),
+                fit_seconds=round(seconds, 1), n_steps=0, vocabulary=0, paper_xi=None,
+                command=command_line(), **provenance())
+
+
 def write_table() -> str:
     cells = [json.loads(p.read_text()) for p in sorted(CELLS_DIR.glob("*.json"))]
-    order = list(CELLS)
+    order = list(CELLS) + list(BASELINE_CELLS)
     cells.sort(key=lambda c: order.index(c["name"]) if c["name"] in order else len(order))
     lines = [
         "# sCPGBN on SUBJ: which lever closes the gap?",
@@ -107,7 +125,9 @@ def write_table() -> str:
         "1 layer of 200 kernels, seed 0, one thread; every cell changes one setting of the "
         "reference (xi 100 per unit, 10 epochs, 8,000 words, Gibbs statistics).  One seed: "
         "the binomial standard error of a validation accuracy near 0.9 on 1,800 documents is "
-        "0.7 points.",
+        "0.7 points.  Fit seconds are wall time with two such fits sharing the 2 cores, and "
+        "include any time a cell's process was paused (SIGSTOP) while a benchmark needed the "
+        "machine: a rough cost, not a timing.",
         "",
         "| lever | value | validation % | fitted docs % | fit s | steps | vocabulary | commit |",
         "|---|---|---|---|---|---|---|---|",
@@ -125,20 +145,21 @@ def write_table() -> str:
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--cells", default=",".join(CELLS), help="comma-separated: " + ", ".join(CELLS))
+    names = list(CELLS) + list(BASELINE_CELLS)
+    p.add_argument("--cells", default=",".join(names), help="comma-separated: " + ", ".join(names))
     p.add_argument("--data-dir", default=None)
     p.add_argument("--report", action="store_true", help="write results/scpgbn_levers.md only")
     args = p.parse_args(argv)
     if not args.report:
         CELLS_DIR.mkdir(parents=True, exist_ok=True)
         for name in args.cells.split(","):
-            if name not in CELLS:
-                p.error(f"unknown cell {name!r}: one of {', '.join(CELLS)}")
+            if name not in names:
+                p.error(f"unknown cell {name!r}: one of {', '.join(names)}")
             path = CELLS_DIR / f"{name}.json"
             if path.exists():
                 continue
             with threadpool_limits(limits=1):
-                cell = run_cell(name, args.data_dir)
+                cell = (run_baseline if name in BASELINE_CELLS else run_cell)(name, args.data_dir)
             write_file_atomically(path, lambda fh: fh.write(json.dumps(cell, indent=1) + "\n"))
             print(name, f"validation {100 * cell['validation_accuracy']:.1f}",
                   f"fitted {100 * cell['fit_accuracy']:.1f}", f"{cell['fit_seconds']} s",
