@@ -13,7 +13,8 @@ now gather rows with :func:`cpgbn.backends.torch.packed.gather_rows`.
    exactly on 2 threads.
 3. Two ``cpgbn fit --inference hybrid --threads 2`` processes with one seed save the same model,
    and so does one killed with ``kill -9`` after a checkpoint and resumed: model.json and
-   arrays.npz byte for byte (the steps' wall-clock seconds are saved apart, in timings.json).
+   arrays.npz byte for byte (the steps' wall-clock seconds are saved apart, in timings.json);
+   the same for the classifier (``fit --supervised``).
 """
 import subprocess
 from pathlib import Path
@@ -141,34 +142,35 @@ def assert_same_saved_model(a: Path, b: Path) -> None:
     assert sorted(p.name for p in a.iterdir()) == ["arrays.npz", "model.json", "timings.json"]
 
 
-@pytest.fixture(scope="module")
-def uninterrupted(tmp_path_factory):
-    """(the corpus, a hybrid model fitted by the CLI on it without interruption)."""
+@pytest.fixture(scope="module", params=[[], ["--supervised"]], ids=["hybrid", "classifier"])
+def uninterrupted(request, tmp_path_factory):
+    """(the corpus, a model fitted by the CLI on it without interruption, the fit's extra
+    options): the hybrid CPGBN, and the classifier (sCPGBN: ``fit --supervised``)."""
     root = tmp_path_factory.mktemp("hybrid_cli")
     corpus = write_tsv(root / "train.tsv", random_texts(600, min_len=5, max_len=14, seed=5),
                        ["a", "b"] * 300)
-    _fit(corpus, root / "whole")
-    return corpus, root / "whole"
+    _fit(corpus, root / "whole", *request.param)
+    return corpus, root / "whole", request.param
 
 
 @pytest.mark.slow
 def test_two_cli_fits_on_two_threads_save_the_same_model(uninterrupted, tmp_path):
-    corpus, whole = uninterrupted
-    _fit(corpus, tmp_path / "again")
+    corpus, whole, extra = uninterrupted
+    _fit(corpus, tmp_path / "again", *extra)
     assert_same_saved_model(whole, tmp_path / "again")
 
 
 @pytest.mark.slow
 def test_kill_9_then_resume_gives_the_uninterrupted_hybrid_model(uninterrupted, tmp_path):
-    corpus, whole = uninterrupted
+    corpus, whole, extra = uninterrupted
     resumed = tmp_path / "resumed"
     checkpoint = Path(f"{resumed}.checkpoint")
     interrupted_at = kill_9_after_checkpoint(
-        [*cpgbn_command(), "fit", str(corpus), "--out", str(resumed), *SETTINGS], checkpoint, 6,
-        poll=0.02)
+        [*cpgbn_command(), "fit", str(corpus), "--out", str(resumed), *SETTINGS, *extra],
+        checkpoint, 6, poll=0.02)
     assert 6 <= interrupted_at < N_STEPS and not resumed.exists()
 
-    run = _fit(corpus, resumed, "--resume")
+    run = _fit(corpus, resumed, "--resume", *extra)
     assert "resuming from" in run.stderr
     assert not checkpoint.exists()   # removed once the fit completed
     assert_same_saved_model(whole, resumed)

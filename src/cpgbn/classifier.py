@@ -18,6 +18,7 @@ import numpy as np
 from sklearn.base import ClassifierMixin
 
 from .errors import CPGBNInputError
+from .inference.checkpoint import fingerprint
 from .inference.labels import is_missing_label
 from .model import CPGBN
 from .modes import Training
@@ -166,15 +167,17 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
         return settings
 
     def _prepare(self, training: Training) -> Training:
+        """The classes, and a digest of the labels in the checkpoints' fingerprint (a resumed
+        fit must read the same labels; the corpus' own fingerprint covers the texts only)."""
         if training.file is not None:   # streamed: the classes from one pass over the labels
             training.classes, digest = file_classes(
                 training.file, semi_supervised=bool(self.semi_supervised))
-            # a resumed fit must read the same labels (the scan's digest covers the texts)
-            training.chain_params = {**training.chain_params, "labels": digest}
-            return training
-        labels, classes = check_labels(training.labels, training.data.n_docs,
-                                       semi_supervised=bool(self.semi_supervised))
-        training.labels, training.classes = labels, classes
+        else:
+            training.labels, training.classes = check_labels(
+                training.labels, training.data.n_docs,
+                semi_supervised=bool(self.semi_supervised))
+            digest = fingerprint(np.asarray(training.labels).astype(str))
+        training.chain_params = {**training.chain_params, "labels": digest}
         return training
 
     def fit(self, X, y=None, **fit_params):
