@@ -15,6 +15,7 @@ thread):
   contribute L_g only): the lever "unlabelled text";
 * ``statistics``: the globals' TLASGR statistics from the encoder (the paper's Algorithm 1, the
   labels reach the kernels through them) instead of the Gibbs-style token augmentation;
+* ``together``: two of the best levers at once (do their gains add up?);
 * and, for reference, NBSVM-bigram and MNB-bigram (the library's baselines) on the same split.
 
 Each cell records validation accuracy, accuracy on 2,000 fitted documents (is the gap one of
@@ -60,6 +61,10 @@ CELLS = {
     "unlabelled-mr": ("unlabelled text", "+ MR 10,662 unlabelled", {}, "mr"),
     "statistics-encoder": ("statistics", "encoder (Algorithm 1)",
                            dict(global_statistics="encoder"), None),
+    # two of the best levers together: do their gains add up?
+    "encoder-xi-10": ("together", "encoder statistics + xi 10",
+                      dict(global_statistics="encoder", xi=10.0), None),
+    "xi-10-epochs-20": ("together", "xi 10 + 20 epochs", dict(xi=10.0, n_epochs=20), None),
 }
 #: The n-gram baselines on the same split (scikit-learn pipelines of the library; seconds)
 BASELINE_CELLS = ("nbsvm-bigram", "mnb-bigram")
