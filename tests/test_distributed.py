@@ -387,7 +387,7 @@ def test_cpgbn_fit_distributed_refuses_what_it_cannot_do_yet(tmp_path, capsys, e
     assert code == 2 and message in err and err.count("\n") == 1, err
 
 
-def test_the_estimators_sharded_path_with_one_process_is_the_plain_fit():
+def test_the_estimators_sharded_path_with_one_process_is_the_plain_fit(tmp_path):
     """fit(X, communicator=SingleProcess()): the shard (all of it), the merged vocabulary and
     the gathered features are the plain fit's, bit for bit."""
     from cpgbn import CPGBN
@@ -404,8 +404,11 @@ def test_the_estimators_sharded_path_with_one_process_is_the_plain_fit():
     for a, b in zip([sharded.globals_.D, sharded.globals_.r, *sharded.globals_.phi],
                     [plain.globals_.D, plain.globals_.r, *plain.globals_.phi]):
         np.testing.assert_array_equal(a, b)
-    with pytest.raises(CPGBNInputError, match="writes no checkpoints yet"):
-        CPGBN(**params).fit(texts, communicator=SingleProcess(), checkpoint_dir="x")
+    # its checkpoints resume as one process' do (the fit is deleted once complete)
+    checkpointed = CPGBN(**params).fit(texts, communicator=SingleProcess(),
+                                       checkpoint_dir=tmp_path / "ckpt", checkpoint_every=1)
+    np.testing.assert_array_equal(checkpointed.loglik_trace_, plain.loglik_trace_)
+    assert not (tmp_path / "ckpt").exists()
 
 
 def test_a_worker_reads_only_its_line_range(tmp_path):

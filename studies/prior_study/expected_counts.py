@@ -144,8 +144,10 @@ class ExpectedCountsGibbs(GibbsMode):
     #: subclass here).
     sampler_class = GibbsSampler
 
-    def sampler(self, data, hyper, seed: int, *, learn_globals: bool):
+    def sampler(self, data, hyper, seed: int, *, learn_globals: bool, first_doc: int = 0):
         device = self.settings["device"]
+        if first_doc:
+            raise ValueError("this study's samplers run in one process (first_doc 0)")
         if device is None:
             backend = self.numba_backend(data, int(seed))
         elif self.numba_backend is RedistributedNumbaBackend:

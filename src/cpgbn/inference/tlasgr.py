@@ -70,9 +70,8 @@ __all__ = ["FLOOR", "TLASGRSchedule", "TLASGRState", "check_step_inputs", "next_
 
 #: Smallest entry kept on the simplex (the library's float32 floor of D and w).
 FLOOR = 1e-30
-#: Columns per block of :func:`tlasgr_step`'s arithmetic (its float64 temporaries are a
-#: block's, not six copies of D: 0.9 GB on IMDB) and per RNG stream of the step's normals
-#: (the numba backend's; the one definition).
+#: Columns per block of :func:`tlasgr_step`'s arithmetic on host arrays given no backend
+#: (bounds its temporary memory); the numba backend's ``COLUMN_BLOCK`` has the same value.
 COLUMN_BLOCK = 16
 
 

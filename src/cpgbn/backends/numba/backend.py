@@ -23,7 +23,6 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from ...errors import CPGBNInputError
-from ...inference.tlasgr import COLUMN_BLOCK   # per RNG stream of a TLASGR step's normals
 from . import conv, gbn
 from .mixing import compare_assignments
 from .shared_shape import shared_shape_table
@@ -32,6 +31,11 @@ from .shared_shape import shared_shape_table
 DOC_BLOCK = 32
 #: Vocabulary rows per RNG block of the kernel draw.
 WORD_BLOCK = 256
+#: Columns per block of a TLASGR step of a global (its float64 temporaries are a block's, not
+#: six copies of D: 0.9 GB on IMDB) and per RNG stream of the step's normals.  The host
+#: default of ``inference.tlasgr`` has the same value (that package may not import this one:
+#: the backends import the inference layer's protocols).
+COLUMN_BLOCK = 16
 
 _blas_controller: ThreadpoolController | None = None
 
