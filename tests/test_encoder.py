@@ -286,3 +286,5 @@ def test_a_saved_configuration_without_the_shape_choice_rebuilds_the_paper_form(
     assert build_encoder(old).w_shape_above == "paper"
     assert build_encoder({**old, **ENCODER_DEFAULTS}).w_shape_above == "pooled"
     assert WeibullConvEncoder(V, LAYERS, F).w_shape_above == ENCODER_DEFAULTS["w_shape_above"]
+    # the trainer's written-out defaults are the encoder's own
+    assert WeibullConvEncoder(V, LAYERS, F).pooling == ENCODER_DEFAULTS["pooling"]
