@@ -480,22 +480,20 @@ class CPGBN(TransformerMixin, BaseEstimator):
             if refusal is not None:
                 raise CPGBNInputError(refusal)
             shard = read_shard(X, None, communicator)
-            data = self._data(self._corpus(shard.texts, self.vocabulary_, None),
-                              self.globals_.D.shape[1])
-            self._check_memory(mode.inference_bytes(data, self.layers_, len(self.vocabulary_)))
-            thetas = mode.thetas(self._fitted_state(), data, first_doc=shard.start)
-            return gather_rows(features(thetas, data, normalization, all_layers), communicator)
+            return gather_rows(features(*self._thetas(shard.texts, mode, shard.start),
+                                        normalization, all_layers), communicator)
         if isinstance(X, TextFile) and mode.streams_transform():   # block by block
             from .modes.minibatch import BLOCK_DOCS
             return np.vstack([features(*self._thetas(texts, mode), normalization, all_layers)
                               for texts in X.blocks(BLOCK_DOCS)])
         return features(*self._thetas(X, mode), normalization, all_layers)
 
-    def _thetas(self, X, mode: InferenceMode):
-        """(theta^(1..T), cells) of the documents ``X`` as ``transform`` infers them."""
+    def _thetas(self, X, mode: InferenceMode, first_doc: int = 0):
+        """(theta^(1..T), cells) of the documents ``X`` as ``transform`` infers them;
+        ``first_doc``: the global id of ``X``'s first document, for a worker's shard."""
         data = self._data(self._corpus(X, self.vocabulary_, None), self.globals_.D.shape[1])
         self._check_memory(mode.inference_bytes(data, self.layers_, len(self.vocabulary_)))
-        return mode.thetas(self._fitted_state(), data), data
+        return mode.thetas(self._fitted_state(), data, first_doc=first_doc), data
 
     def log_likelihood(self, X=None) -> float:
         """Log-likelihood per token: of the training data at the last sweep (X=None), or of

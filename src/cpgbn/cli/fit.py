@@ -101,10 +101,7 @@ def _fit_distributed(args, mode) -> int:
     from ..files import check_replaceable
     if not mode.distributes:
         raise CPGBNInputError(f"--distributed does not run --inference {args.inference}")
-    source = data_file(args.data, args.format)
-    if source is None:
-        raise CPGBNInputError("--distributed reads a data file, each worker its own lines; "
-                              "give the file's path, not a dataset name")
+    source = _worker_source(args)
     from ..backends.torch.distributed import TorchCommunicator
     model = _estimator(args)
     comm = TorchCommunicator.from_environment(timeout=args.timeout)
@@ -123,11 +120,24 @@ def _fit_distributed(args, mode) -> int:
         documents = f"{len(model.train_features_)} documents ({comm.world_size} workers)"
         named, figure = _summary(model, mode, args)
         _report(model, named, documents, seconds, figure, args.out)
-    # The work is saved.  Leave now rather than through the interpreter's finalisation, in
-    # which gloo's threads, destroyed with the objects that held them, now and then abort
-    # the process ("terminate called without an active exception", seen once in about
-    # twenty runs here; pytorch/pytorch PR 179291 describes the same finalisation crash):
-    # torchrun would count a finished worker as failed.
+    _leave_worker()
+
+
+def _worker_source(args):
+    """DATA as the file a distributed worker reads its lines of (a dataset name is refused)."""
+    source = data_file(args.data, args.format)
+    if source is None:
+        raise CPGBNInputError("--distributed reads a data file, each worker its own lines; "
+                              "give the file's path, not a dataset name")
+    return source
+
+
+def _leave_worker() -> None:
+    """End a distributed worker whose work is saved.  Leave now rather than through the
+    interpreter's finalisation, in which gloo's threads, destroyed with the objects that held
+    them, now and then abort the process ("terminate called without an active exception",
+    seen once in about twenty runs here; pytorch/pytorch PR 179291 describes the same
+    finalisation crash): torchrun would count a finished worker as failed."""
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
@@ -160,19 +170,14 @@ def cmd_transform(args) -> int:
     if args.encoder_precision is not None:
         model.set_params(encoder_precision=args.encoder_precision)
     if args.distributed:   # one worker: its lines of DATA; the root writes every row
-        source = data_file(args.data, args.format)
-        if source is None:
-            raise CPGBNInputError("--distributed reads a data file, each worker its own "
-                                  "lines; give the file's path, not a dataset name")
+        source = _worker_source(args)
         from ..backends.torch.distributed import TorchCommunicator
         with TorchCommunicator.from_environment(timeout=args.timeout) as comm:
             features = model.transform(source, all_layers=args.all_layers,
                                        communicator=comm)
         if comm.is_root:
             _write_features(args.out, features, f" ({comm.world_size} workers)")
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(0)   # as fit --distributed: past gloo's finalisation abort
+        _leave_worker()
     texts, _ = read_documents(args.data, args.split, args.data_dir, args.format)
     features = model.transform(texts, all_layers=args.all_layers)
     _write_features(args.out, features, "")

@@ -72,7 +72,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import CPGBNInputError
+from ..errors import CPGBNInputError, check_choice
 from .backend import EncoderBackend
 from .batches import Batch, ConvDataBlocks, Minibatches
 from .labels import LabelCodes
@@ -226,14 +226,9 @@ class HybridTrainer:
         if max_grad_norm is not None and not max_grad_norm > 0:
             raise CPGBNInputError(f"max_grad_norm must be > 0 or None, got {max_grad_norm}")
         self.max_grad_norm = None if max_grad_norm is None else float(max_grad_norm)
-        if global_statistics not in GLOBAL_STATISTICS:
-            raise CPGBNInputError(f"global_statistics must be one of {GLOBAL_STATISTICS}, got "
-                                  f"{global_statistics!r}")
-        self.global_statistics = global_statistics
-        if prior_rates not in PRIOR_RATES:
-            raise CPGBNInputError(f"prior_rates must be one of {PRIOR_RATES}, got "
-                                  f"{prior_rates!r}")
-        self.prior_rates = prior_rates
+        self.global_statistics = check_choice("global_statistics", global_statistics,
+                                              GLOBAL_STATISTICS)
+        self.prior_rates = check_choice("prior_rates", prior_rates, PRIOR_RATES)
         self.rate_prior = (float(hyper.e0), float(hyper.f0)) if prior_rates == "conditional" \
             else None
         burn, collect = (int(x) for x in local_sweeps)
@@ -359,7 +354,7 @@ class HybridTrainer:
             sweep=i)
         stats = sampler.statistics_given_locals(state, i)
         stats.kernel_counts = self.encoder_backend.expected_kernel_counts(draw, g.D)
-        update = (self.update if self.communicator is None
+        update = (self.update if self.communicator is None   # read here: tests replace it
                   else DistributedGlobalUpdate(self.update, self.communicator))
         update.apply(b, g, stats, hyper=self.hyper, sweep=i)
 
@@ -455,9 +450,7 @@ REFINE_BLOCK_DOCS = 1024
 
 def _check_precision(precision: str) -> None:
     """``CPGBN.encoder_precision``: one of :data:`ENCODER_PRECISIONS`."""
-    if precision not in ENCODER_PRECISIONS:
-        raise CPGBNInputError(f"precision must be one of {ENCODER_PRECISIONS}, got "
-                              f"{precision!r}")
+    check_choice("precision", precision, ENCODER_PRECISIONS)
 
 
 def encoder_features(encoder_config: dict, encoder_weights: dict, globals_: GlobalParameters,

@@ -97,7 +97,8 @@ class MinibatchGibbs:
                  n_docs_total: int, seed: int, burn_in: int = 24, collect: int = 16,
                  schedule: TLASGRSchedule = TLASGRSchedule(),
                  globals_: GlobalParameters | None = None, communicator=None):
-        self.communicator = communicator
+        self.communicator = (communicator if communicator is not None
+                             and communicator.world_size > 1 else None)
         self.layers = tuple(int(k) for k in layers)
         self.vocab_size, self.filter_width = int(vocab_size), int(filter_width)
         self.hyper, self.seed = hyper, int(seed)
@@ -141,16 +142,16 @@ class MinibatchGibbs:
         for _ in range(self.collect):
             collect.sweep_on_backend(state)
         loss, n_docs = -float(state.loglik.sum()) / batch.n_docs, batch.n_docs
-        update, comm = self.update, self.communicator
-        if comm is not None and comm.world_size > 1:
+        if self.communicator is not None:
             # the union's loss first: every worker must agree on whether the step updates
-            summed = comm.sum(np.array([loss * n_docs, n_docs], dtype=np.float64))
+            summed = self.communicator.sum(np.array([loss * n_docs, n_docs], dtype=np.float64))
             loss, n_docs = float(summed[0] / summed[1]), int(summed[1])
-            update = DistributedGlobalUpdate(self.update, comm)
         if np.isfinite(loss):
             stats = kept.mean()
             counts = np.zeros(g.D.shape, dtype=np.float64)
             counts[words] = stats.kernel_counts
+            update = (self.update if self.communicator is None
+                      else DistributedGlobalUpdate(self.update, self.communicator))
             update.apply(backend, g, replace(stats, kernel_counts=counts), hyper=self.hyper,
                          sweep=i)
         return StepReport(loss, None, n_docs)

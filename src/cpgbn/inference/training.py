@@ -136,14 +136,14 @@ def train(algorithm, batches, n_steps: int, *, checkpoint_dir=None, checkpoint_e
     if int(checkpoint_every) < 1:
         raise CPGBNInputError(f"checkpoint_every must be >= 1, got {checkpoint_every}")
     group = communicator is not None and communicator.world_size > 1
+    deals_rows = getattr(algorithm, "deals_rows", False)
     writes = checkpoint_dir is not None and (communicator is None or communicator.is_root)
     print_ = checkpoint.fingerprint({"config": algorithm.config(),
                                      "batches": batches.identity()})
     step, trace = int(first_step), TrainingTrace()
     saved = None
     if resume and group:
-        saved = _read_shared(checkpoint_dir, print_, communicator,
-                             getattr(algorithm, "deals_rows", False))
+        saved = _read_shared(checkpoint_dir, print_, communicator, deals_rows)
     elif resume and checkpoint.has_checkpoint(checkpoint_dir):
         saved = checkpoint.read_checkpoint(checkpoint_dir, print_)
     if saved is not None:
@@ -173,8 +173,10 @@ def train(algorithm, batches, n_steps: int, *, checkpoint_dir=None, checkpoint_e
             trace.seconds.append(seconds)
             if checkpoint_dir is not None and ((step % checkpoint_every == 0 and step < n_steps)
                                                or (step == n_steps and save_at_end)):
-                # every worker of a group takes part (its rows, its cursor go to the root)
-                arrays = dict(algorithm.to_arrays())
+                # every worker of a group takes part: its cursor, and its rows when the
+                # algorithm deals rows, go to the root (the others' state is the root's)
+                if writes or (group and deals_rows):
+                    arrays = dict(algorithm.to_arrays())
                 cursor = asdict(batches.cursor)
                 if group:
                     cursor["workers"] = communicator.gather(asdict(batches.cursor))

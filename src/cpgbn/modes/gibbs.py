@@ -24,6 +24,10 @@ from .sharded import corpus_identity, gather_rows
 
 __all__ = ["GibbsMode", "progress_bars"]
 
+#: Why a distributed fit or transform needs the numba sampler
+_NUMBA_ONLY = ("runs the numba sampler: leave device out (the PyTorch sampler's streams are "
+               "not keyed by document)")
+
 
 def progress_bars(show: bool, desc: str):
     """A factory of tqdm bars of sweeps (``(total, initial) -> bar``, shown only when stderr
@@ -56,9 +60,7 @@ class GibbsMode(InferenceMode):
             return GibbsSampler(data, hyper, seed, learn_globals=learn_globals,
                                 first_doc=first_doc)
         if first_doc:
-            raise CPGBNInputError("a distributed transform runs the numba sampler: leave "
-                                  "device out (the PyTorch sampler's streams are not keyed "
-                                  "by document)")
+            raise CPGBNInputError(f"a distributed transform {_NUMBA_ONLY}")
         from ..inference.gibbs import TorchGibbsSampler
         return TorchGibbsSampler(data, hyper, seed, learn_globals=learn_globals, device=device)
 
@@ -70,8 +72,7 @@ class GibbsMode(InferenceMode):
         if comm is None:
             return self.sampler(training.data, training.hyper, training.seed, learn_globals=True)
         if self.settings["device"] is not None:
-            raise CPGBNInputError("a distributed fit runs the numba sampler: leave device out "
-                                  "(the PyTorch sampler's streams are not keyed by document)")
+            raise CPGBNInputError(f"a distributed fit {_NUMBA_ONLY}")
         if type(self).sampler is not GibbsMode.sampler:
             raise CPGBNInputError(f"{type(self).__name__} draws with a sampler of its own, "
                                   f"which does not run distributed")
@@ -80,8 +81,7 @@ class GibbsMode(InferenceMode):
 
     def transform_refusal(self) -> str | None:
         if self.settings["device"] is not None:
-            return ("a distributed transform runs the numba sampler: leave device out (the "
-                    "PyTorch sampler's streams are not keyed by document)")
+            return f"a distributed transform {_NUMBA_ONLY}"
         return None
 
     def training_bytes(self, data: ConvData, layers, vocab_size: int) -> int:

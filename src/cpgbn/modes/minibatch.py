@@ -201,6 +201,5 @@ class MinibatchGibbsMode(MinibatchMode):
         with numba_threads(self.settings["n_threads"]):
             run = fit_minibatch_gibbs(source, training.layers, len(training.vocabulary),
                                       training.hyper, burn_in=LOCAL_BURN_IN,
-                                      collect=LOCAL_COLLECT,
-                                               **common)
+                                      collect=LOCAL_COLLECT, **common)
         return run, {}
