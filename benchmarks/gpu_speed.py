@@ -25,7 +25,9 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gibbs_speed import PAPER_SECONDS, corpus_of  # noqa: E402  (same corpora and paper times)
 
-PROFILED_STEPS = ("_draw_w", "_augment", "_dirichlet_kernels", "_position_tables",
+#: The backend's methods timed by --profile (TorchBackend's, per random-stream block where
+#: the step draws per document).
+PROFILED_STEPS = ("_draw_w", "_augment", "_dirichlet_kernels", "position_tables",
                   "_split_tables", "_dirichlet_columns")
 
 
@@ -41,18 +43,21 @@ def _timed(fn, totals, name, sync):
     return wrapper
 
 
-def time_configuration(corpus, layers, device, sweeps, warmup, token_count, profile):
+def time_configuration(corpus, layers, device, sweeps, warmup, token_count, profile,
+                       doc_block=None):
     import torch
 
     from cpgbn.inference.state import Hyperparameters
     from cpgbn.inference.gibbs import TorchGibbsSampler
     from cpgbn.layers.cells import from_token_sequences
     data = from_token_sequences(corpus.tokens, corpus.offsets, 3, token_count)
-    torch.cuda.reset_peak_memory_stats(device)
+    cuda = device.type == "cuda"
+    if cuda:
+        torch.cuda.reset_peak_memory_stats(device)
     sampler = TorchGibbsSampler(data, Hyperparameters(eta=(0.05,) * len(layers)), seed=0,
-                                device=device)
-    state = sampler.to_device(sampler.initial_state(layers, len(corpus.vocabulary)))
-    sync = functools.partial(torch.cuda.synchronize, device)
+                                device=device, doc_block=doc_block)
+    state = sampler.on_backend(sampler.initial_state(layers, len(corpus.vocabulary)))
+    sync = functools.partial(torch.cuda.synchronize, device) if cuda else (lambda: None)
     for _ in range(warmup):
         sampler.sweep(state)
     sync()
@@ -66,7 +71,8 @@ def time_configuration(corpus, layers, device, sweeps, warmup, token_count, prof
     if profile:
         totals = defaultdict(float)
         for name in PROFILED_STEPS:
-            setattr(sampler, name, _timed(getattr(sampler, name), totals, name, sync))
+            setattr(sampler.backend, name,
+                    _timed(getattr(sampler.backend, name), totals, name, sync))
         sync()
         start = time.perf_counter()
         sampler.sweep(state)
@@ -74,7 +80,7 @@ def time_configuration(corpus, layers, device, sweeps, warmup, token_count, prof
         totals["whole sweep"] = time.perf_counter() - start
         steps = dict(totals)
     return dict(times=times, steps=steps,
-                peak_gpu_mb=torch.cuda.max_memory_allocated(device) / 2**20,
+                peak_gpu_mb=torch.cuda.max_memory_allocated(device) / 2**20 if cuda else None,
                 n_cells=int(data.n_cells), n_positions=int(data.n_positions))
 
 
@@ -87,6 +93,9 @@ def main():
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--data-dir", default=None)
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--doc-block", type=int, default=None,
+                    help="documents per random-stream block (default: the library's); a "
+                         "block larger than the corpus draws each step from one stream")
     ap.add_argument("--out", default=None)
     ap.add_argument("--commit", default=None,
                     help="the source commit to record where git is absent (a copied tree)")
@@ -102,7 +111,7 @@ def main():
         for name in args.layers.split(","):
             layers = tuple(int(k) for k in name.split("-"))
             res = time_configuration(corpus, layers, device, args.sweeps, args.warmup,
-                                     DEFAULT_TOKEN_COUNT, args.profile)
+                                     DEFAULT_TOKEN_COUNT, args.profile, args.doc_block)
             median = float(np.median(res["times"]))
             paper = PAPER_SECONDS.get((dataset, name))
             row = dict(dataset=dataset, layers=name, seconds_per_sweep=median,
@@ -115,8 +124,10 @@ def main():
             steps = " ".join(f"{k}={v * 1000:.1f}ms" for k, v in res["steps"].items())
             print(f"{dataset:5s} {name:11s} {median:8.4f} s/sweep"
                   + (f" (paper GTX 1080Ti {paper:.2f})" if paper else "")
-                  + f" peak {row['peak_gpu_mb']:.0f} MiB {steps}", flush=True)
-    record = {"device": torch.cuda.get_device_name(device), "torch": torch.__version__,
+                  + (f" peak {row['peak_gpu_mb']:.0f} MiB" if row["peak_gpu_mb"] else "")
+                  + f" {steps}", flush=True)
+    record = {"device": (torch.cuda.get_device_name(device) if device.type == "cuda"
+                         else "cpu"), "torch": torch.__version__, "doc_block": args.doc_block,
               "token_count": DEFAULT_TOKEN_COUNT, "warmup": args.warmup, "rows": rows,
               "command": "python " + " ".join(sys.argv), **provenance()}
     if args.commit and record["commit"] == "unknown":

@@ -2,13 +2,15 @@
 process with torchrun's environment (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT).
 
     python distributed_worker.py OUT_DIR [--timeout S] [--die-after SWEEP]
-                                 [--checkpoint DIR [--resume]]
+                                 [--checkpoint DIR [--resume]] [--torch]
 
 Fits the test corpus' shard of this rank (:func:`cpgbn.inference.shards.shard_range`) with
 the data-parallel sampler and writes ``OUT_DIR/rank<r>.npz`` (:func:`fit_arrays`).  A
 worker failure prints one line on stderr and exits with status 1.  ``--die-after k``: rank 1
 exits abruptly after sweep k (the others must stop within the timeout, naming it).
 ``--checkpoint DIR``: the root saves the chain there every 2 sweeps; ``--resume`` continues it.
+``--torch``: the PyTorch sampler on the CPU, with random-stream blocks of 32 documents
+(:data:`TORCH_BLOCK`, so that the small corpus has several), in place of numba's.
 """
 from __future__ import annotations
 
@@ -29,6 +31,8 @@ N_DOCS, VOCAB, FILTER_WIDTH = 110, 25, 3
 LAYERS = (5, 3)
 HYPER = Hyperparameters(eta=(0.1, 0.2), e0=1.0, f0=1.0)
 SEED, N_ITER, BURN_IN = 7, 6, 3
+#: The PyTorch sampler's random-stream block in these tests (its default is 1,024 documents).
+TORCH_BLOCK = 32
 
 
 def corpus():
@@ -41,14 +45,21 @@ def corpus():
 
 
 def fit_arrays(data, *, first_doc: int = 0, communicator=None, on_sweep=None,
-               checkpoint_dir=None, resume: bool = False) -> dict:
+               checkpoint_dir=None, resume: bool = False, use_torch: bool = False) -> dict:
     """The fit's arrays: the means of theta^(t) over the collected sweeps (this shard's
     rows), of D, Phi and r, the final globals and the log-likelihood trace.  With
-    ``checkpoint_dir``: a checkpoint every 2 sweeps, and ``resume`` continues one."""
+    ``checkpoint_dir``: a checkpoint every 2 sweeps, and ``resume`` continues one.
+    ``use_torch``: the PyTorch sampler (blocks of :data:`TORCH_BLOCK`)."""
     from cpgbn.inference.updates import SingleProcess
     from cpgbn.modes.sharded import corpus_identity
 
-    sampler = GibbsSampler(data, HYPER, SEED, first_doc=first_doc, communicator=communicator)
+    if use_torch:
+        from cpgbn.inference.gibbs import TorchGibbsSampler
+        sampler = TorchGibbsSampler(data, HYPER, SEED, first_doc=first_doc,
+                                    doc_block=TORCH_BLOCK, communicator=communicator)
+    else:
+        sampler = GibbsSampler(data, HYPER, SEED, first_doc=first_doc,
+                               communicator=communicator)
     state = sampler.initial_state(LAYERS, VOCAB)
     checkpointing = {}
     if checkpoint_dir is not None:
@@ -63,13 +74,13 @@ def fit_arrays(data, *, first_doc: int = 0, communicator=None, on_sweep=None,
         arrays[f"theta_{t}"] = theta
     for t, (p, f) in enumerate(zip(g.phi, final.phi)):
         arrays[f"phi_{t}"], arrays[f"final_phi_{t}"] = p, f
-    return arrays
+    return {name: np.asarray(value) for name, value in arrays.items()}
 
 
 def main() -> int:
     from cpgbn.backends.torch.distributed import TorchCommunicator
     from cpgbn.errors import WorkerError
-    from cpgbn.inference.shards import shard_range
+    from cpgbn.inference.shards import DOC_BLOCK, shard_range
 
     parser = argparse.ArgumentParser()
     parser.add_argument("out", type=Path)
@@ -77,6 +88,7 @@ def main() -> int:
     parser.add_argument("--die-after", type=int, default=None)
     parser.add_argument("--checkpoint", type=Path, default=None)
     parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--torch", action="store_true")
     args = parser.parse_args()
 
     def die(state, collector):
@@ -86,11 +98,13 @@ def main() -> int:
     try:
         with TorchCommunicator.from_environment(timeout=args.timeout) as comm:
             data = corpus()
-            start, stop = shard_range(data.n_docs, comm.rank, comm.world_size)
+            start, stop = shard_range(data.n_docs, comm.rank, comm.world_size,
+                                      TORCH_BLOCK if args.torch else DOC_BLOCK)
             shard = subset_cells(data, np.arange(start, stop))
             hook = die if args.die_after is not None and comm.rank == 1 else None
             arrays = fit_arrays(shard, first_doc=start, communicator=comm, on_sweep=hook,
-                                checkpoint_dir=args.checkpoint, resume=args.resume)
+                                checkpoint_dir=args.checkpoint, resume=args.resume,
+                                use_torch=args.torch)
             arrays.update(start=start, stop=stop, bytes_summed=comm.bytes_summed,
                           bytes_broadcast=comm.bytes_broadcast)
             np.savez(args.out / f"rank{comm.rank}.npz", **arrays)

@@ -57,6 +57,12 @@ def test_shards_are_whole_blocks_that_cover_the_corpus_in_order():
         assert all(start % DOC_BLOCK == 0 and stop > start for start, stop in ranges)
     with pytest.raises(CPGBNInputError, match="use at most 4 worker"):
         shard_range(110, 0, 5)
+    # the PyTorch sampler's blocks of 1,024 documents
+    assert [shard_range(2100, r, 2, 1024) for r in range(2)] == [(0, 2048), (2048, 2100)]
+    assert [shard_range(3000, r, 3, 1024) for r in range(3)] == [(0, 1024), (1024, 2048),
+                                                                (2048, 3000)]
+    with pytest.raises(CPGBNInputError, match="block\\(s\\) of 1024"):
+        shard_range(1100, 0, 3, 1024)
     with pytest.raises(CPGBNInputError, match="rank must be"):
         shard_range(110, 2, 2)
 
@@ -187,6 +193,45 @@ def test_a_killed_run_resumes_exactly_from_its_checkpoint_with_two_workers_or_on
     same_as_single(alone, lambda name: alone[name])
 
 
+@pytest.fixture(scope="module")
+def single_process_torch():
+    """The reference fit of the PyTorch sampler (blocks of 32 documents): one process."""
+    return worker.fit_arrays(worker.corpus(), use_torch=True)
+
+
+def test_torch_workers_make_its_single_process_chain_and_resume_with_two_or_one(
+        tmp_path, single_process_torch):
+    """The PyTorch sampler's streams are keyed by global document blocks too: of three
+    workers (blocks 0-1, 2 and 3: the last starts at an odd block), rank 1 dies after sweep
+    3; the checkpoint of sweep 2 resumes with two workers (blocks 0-1, 2-3) and with one
+    process, and both end in the single process' chain bit for bit (every sweep of it
+    drawn by workers: sweeps 1-2 by three, 3-6 by two)."""
+    ckpt = tmp_path / "ckpt"
+    results = _finish(_start(tmp_path, 3, range(3), "--torch", "--die-after", "3",
+                             "--timeout", "20", "--checkpoint", str(ckpt)), limit=90)
+    assert [code for code, _ in results] == [1, 3, 1], results
+    assert "rank 1 did not reach it" in _error_line(results[0][1])
+    assert json.loads((ckpt / "checkpoint.json").read_text())["step"] == 2
+    import shutil
+    backup = tmp_path / "ckpt-copy"
+    shutil.copytree(ckpt, backup)
+    results = _finish(_start(tmp_path, 2, range(2), "--torch", "--checkpoint", str(ckpt),
+                             "--resume"), limit=120)
+    assert [code for code, _ in results] == [0, 0], results
+    ranks = [dict(np.load(tmp_path / f"rank{r}.npz")) for r in range(2)]
+    assert [(int(a["start"]), int(a["stop"])) for a in ranks] == [(0, 64), (64, 110)]
+    alone = worker.fit_arrays(worker.corpus(), checkpoint_dir=backup, resume=True,
+                              use_torch=True)
+    for name, value in single_process_torch.items():
+        if name.startswith("theta_"):
+            np.testing.assert_array_equal(np.concatenate([a[name] for a in ranks]), value,
+                                          err_msg=name)
+        else:
+            for a in ranks:
+                np.testing.assert_array_equal(a[name], value, err_msg=name)
+        np.testing.assert_array_equal(alone[name], value, err_msg=name)
+
+
 # ---------------------------------------------------------------------- the command line
 CLI_SETTINGS = ["--layers", "6,3", "--vocab-size", "30", "--iterations", "6", "--burn-in", "3",
                 "--seed", "3", "--quiet", "--threads", "1"]
@@ -228,6 +273,42 @@ def test_cpgbn_fit_distributed_under_torchrun_saves_the_single_process_model(tmp
                          env=env, capture_output=True, text=True, timeout=180)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.count("(2 workers)") == 1
+    np.testing.assert_array_equal(np.load(tmp_path / "two.npy"), np.load(tmp_path / "one.npy"))
+
+
+@pytest.mark.slow   # two torchrun runs and two one-process runs of the PyTorch sampler
+def test_cpgbn_fit_and_transform_distributed_on_the_pytorch_sampler(tmp_path):
+    """``--device cpu --distributed``: shards of whole 1,024-document blocks (the PyTorch
+    sampler's random-stream block on the CPU), so 1,100 documents make two workers, whose
+    model and features are one process' bit for bit."""
+    from cpgbn.backends.torch.devices import DOC_BLOCKS
+    from cpgbn.cli import main
+    from helpers import random_texts, write_tsv
+
+    n_docs = DOC_BLOCKS["cpu"] + 76
+    corpus = write_tsv(tmp_path / "train.tsv", random_texts(n_docs, seed=6),
+                       ["a", "b"] * (n_docs // 2))
+    settings = [*CLI_SETTINGS, "--device", "cpu"]
+    assert main(["fit", str(corpus), "--out", str(tmp_path / "one"), *settings]) == 0
+    src = str(Path(cpgbn.__file__).resolve().parents[1])
+    env = dict(os.environ, NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1",
+               PYTHONPATH=os.pathsep.join([src, os.environ.get("PYTHONPATH", "")]))
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2"]
+    run = subprocess.run([*torchrun, "--master-port", str(_free_port()), "-m", "cpgbn.cli",
+                          "fit", str(corpus), "--out", str(tmp_path / "two"), *settings,
+                          "--distributed", "--timeout", "30"],
+                         env=env, capture_output=True, text=True, timeout=240)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.count(f"on {n_docs} documents (2 workers)") == 1
+    _same_arrays(tmp_path / "one", tmp_path / "two")
+    assert main(["transform", str(tmp_path / "one"), str(corpus), "--out",
+                 str(tmp_path / "one.npy"), "--quiet", "--threads", "1"]) == 0
+    run = subprocess.run([*torchrun, "--master-port", str(_free_port()), "-m", "cpgbn.cli",
+                          "transform", str(tmp_path / "one"), str(corpus), "--out",
+                          str(tmp_path / "two.npy"), "--quiet", "--threads", "1",
+                          "--distributed", "--timeout", "30"],
+                         env=env, capture_output=True, text=True, timeout=240)
+    assert run.returncode == 0, run.stderr[-2000:]
     np.testing.assert_array_equal(np.load(tmp_path / "two.npy"), np.load(tmp_path / "one.npy"))
 
 

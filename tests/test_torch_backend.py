@@ -8,8 +8,9 @@
 3. Agreement in distribution with the numba sampler on one simulated corpus: independent
    chains of both backends from the same start, compared by a two-sample test on chain means
    (see test_agrees_with_numba_in_distribution).
-4. Reproducibility for a seed, resumability, invariants of the counts under chunking, and the
-   error for device="cuda" without CUDA.
+4. Reproducibility for a seed, resumability, invariants of the counts under chunking, the
+   random streams keyed by global document blocks (shards swept apart draw what the whole
+   corpus draws), and the error for device="cuda" without CUDA.
 
 Every test is deterministic (fixed seeds); torch and numba run on one thread.
 """
@@ -336,7 +337,9 @@ def test_count_invariants_with_small_chunks(binary):
     np.testing.assert_allclose(ts.globals.phi[0].sum(dim=0).numpy(), 1.0)
     assert all(torch.isfinite(t).all() for t in ts.theta) and torch.isfinite(ts.loglik).all()
     # the augmentation counts are the kernel counts the D draw sees
-    counts = sampler.backend._augment(ts, True)
+    counts, _ = sampler.backend.draw_first_layer(
+        ts, prior_shape=sampler._first_layer_shape(ts), stream=99, table_stream=-1,
+        draw_w=False, with_counts=True)
     assert int(counts.sum()) == int(ts.m.sum())
 
     fixed = TorchGibbsSampler(data, hyper, 2, learn_globals=False)
@@ -344,6 +347,43 @@ def test_count_invariants_with_small_chunks(binary):
     fixed.sweep(state)
     np.testing.assert_array_equal(state.globals.D, g.D)
     np.testing.assert_array_equal(state.globals.r, g.r)
+
+
+@pytest.mark.parametrize("beta", [None, 0.5])
+def test_shards_swept_apart_draw_what_the_whole_corpus_draws(beta):
+    """The streams are keyed by global blocks of documents: with the globals fixed, a shard
+    that starts at a block (first_doc) draws every local variable of one sweep as the whole
+    corpus does (blocks of 32 here, so that a small corpus has several; tiny max_elements,
+    so that the memory chunks nest inside the blocks); numbered from 0 it draws others."""
+    from cpgbn.layers.batches import subset_cells
+    layers, block = (4, 3, 2), 32
+    hyper = Hyperparameters(eta=(0.5,) * 3, e0=2.0, f0=2.0, pooling_concentration=beta)
+    g, _, _, data = sample_corpus(layers, 10, 3, np.arange(100) % 9 + 3, hyper, seed=3)
+    split = block   # the second part starts at block 1 and holds blocks 1-3
+
+    def one_sweep(part, first_doc):
+        sampler = TorchGibbsSampler(part, hyper, 11, learn_globals=False, max_elements=50,
+                                    first_doc=first_doc, doc_block=block)
+        return sampler.sweep(sampler.initial_state(layers, 10, g.copy()))
+
+    whole = one_sweep(data, 0)
+    positions = np.asarray(data.doc_positions)
+    for first_doc, docs in [(0, np.arange(split)), (split, np.arange(split, data.n_docs))]:
+        half = one_sweep(subset_cells(data, docs), first_doc)
+        rows = np.arange(positions[docs[0]], positions[docs[-1] + 1])
+        for name in ("w", "m"):
+            np.testing.assert_array_equal(getattr(half, name), getattr(whole, name)[rows])
+        for name in ("A", "loglik"):
+            np.testing.assert_array_equal(getattr(half, name), getattr(whole, name)[docs])
+        for t in range(3):
+            np.testing.assert_array_equal(half.theta[t], whole.theta[t][docs])
+            np.testing.assert_array_equal(half.c[t], whole.c[t][docs])
+    unaligned = one_sweep(subset_cells(data, np.arange(split, data.n_docs)), 0)
+    assert not np.array_equal(unaligned.theta[0], whole.theta[0][split:])
+    with pytest.raises(CPGBNInputError, match="multiple of 32"):
+        TorchGibbsSampler(data, hyper, 0, first_doc=16, doc_block=block)
+    with pytest.raises(CPGBNInputError, match="doc_block"):
+        TorchGibbsSampler(data, hyper, 0, doc_block=48)
 
 
 def test_fixed_count_mode_runs():

@@ -209,7 +209,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
             _check_int("memory_limit", self.memory_limit, 1)
         if self.device is not None:
             try:
-                from .backends.torch.backend import resolve_device
+                from .backends.torch.devices import resolve_device
             except ImportError:
                 raise CPGBNInputError("device=... needs PyTorch: pip install 'cpgbn[torch]'") from None
             resolve_device(self.device)
@@ -380,7 +380,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
         if not mode.distributes:
             raise CPGBNInputError(f"inference={mode.name!r} does not run distributed yet; "
                                   f"use inference='gibbs', 'minibatch-gibbs' or 'hybrid'")
-        shard = read_shard(X, y, communicator)
+        shard = read_shard(X, y, communicator, mode.shard_block())
         vocabulary, n_tokens = shared_vocabulary(shard, settings["vocab_size"], communicator)
         with warnings.catch_warnings():
             if not communicator.is_root:   # each short document is reported once
@@ -479,7 +479,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
             refusal = mode.transform_refusal()
             if refusal is not None:
                 raise CPGBNInputError(refusal)
-            shard = read_shard(X, None, communicator)
+            shard = read_shard(X, None, communicator, mode.shard_block())
             return gather_rows(features(*self._thetas(shard.texts, mode, shard.start),
                                         normalization, all_layers), communicator)
         if isinstance(X, TextFile) and mode.streams_transform():   # block by block

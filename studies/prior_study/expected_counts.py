@@ -74,8 +74,8 @@ def expected_counts_torch_backend():
             rows, cols = (share > DROP).nonzero(as_tuple=True)
             return rows, cols, share[rows, cols]
 
-        def position_tables(self, m, shape):
-            return super().position_tables(torch.round(m).to(torch.int64), shape)
+        def position_tables(self, m, shape, block=None):
+            return super().position_tables(torch.round(m).to(torch.int64), shape, block)
 
         def assignment_changes(self, m, memory):
             # the mixing diagnostic counts whole units: of the expected counts, their rounding

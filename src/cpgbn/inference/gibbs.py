@@ -374,14 +374,20 @@ class TorchGibbsSampler(GibbsSampler):
     and ``max_elements``, equal to the numba sampler in distribution, not bit for bit.
     ``device``: "cpu", "cuda", "cuda:N" or a torch.device; ``max_elements``: the largest
     float64 temporary built at once (default 2**22 on the CPU, 2**26 on a GPU).
+    ``first_doc`` and ``communicator`` as :class:`GibbsSampler`'s, with the PyTorch backend's
+    random-stream block of ``doc_block`` documents (default
+    :data:`cpgbn.backends.torch.devices.DOC_BLOCKS`: 1,024 on the CPU, 16,384 on a GPU) in
+    place of numba's 32: shards of whole blocks make the single process' chain.
     """
 
     def __init__(self, data, hyper: Hyperparameters, seed: int, *, learn_globals: bool = True,
-                 device="cpu", max_elements: int | None = None):
+                 device="cpu", max_elements: int | None = None, first_doc: int = 0,
+                 doc_block: int | None = None, communicator=None):
         from ..backends.torch.backend import TorchBackend
-        super().__init__(data, hyper, seed, learn_globals=learn_globals,
-                         backend=TorchBackend(data, int(seed), device=device,
-                                              max_elements=max_elements))
+        backend = TorchBackend(data, int(seed), device=device, max_elements=max_elements,
+                               first_doc=first_doc, doc_block=doc_block)
+        super().__init__(data, hyper, seed, learn_globals=learn_globals, backend=backend,
+                         communicator=communicator)
 
     @property
     def device(self):

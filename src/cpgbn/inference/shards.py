@@ -19,23 +19,26 @@ from ..errors import CPGBNInputError
 __all__ = ["DOC_BLOCK", "shard_range"]
 
 
-def shard_range(n_docs: int, rank: int, world_size: int) -> tuple[int, int]:
-    """(start, stop): the global ids of worker ``rank``'s documents (module docstring).
+def shard_range(n_docs: int, rank: int, world_size: int,
+                block: int = DOC_BLOCK) -> tuple[int, int]:
+    """(start, stop): the global ids of worker ``rank``'s documents (module docstring), in
+    whole blocks of ``block`` documents (the sampler's random-stream block: numba's
+    :data:`DOC_BLOCK`, or the PyTorch backend's larger one).
 
     Blocks are dealt evenly (the first ``n_blocks % world_size`` workers get one more); the
     last block may be short.  Every worker needs one block at least, so a corpus of N
-    documents runs on at most ceil(N / 32) workers.
+    documents runs on at most ceil(N / block) workers.
     """
-    n_docs, rank, world_size = int(n_docs), int(rank), int(world_size)
+    n_docs, rank, world_size, block = int(n_docs), int(rank), int(world_size), int(block)
     if world_size < 1 or not 0 <= rank < world_size:
         raise CPGBNInputError(f"rank must be in [0, world_size), got rank {rank} of "
                               f"{world_size}")
-    n_blocks = -(-n_docs // DOC_BLOCK)
+    n_blocks = -(-n_docs // block)
     if n_blocks < world_size:
         raise CPGBNInputError(f"a corpus of {n_docs} documents splits into {n_blocks} "
-                              f"block(s) of {DOC_BLOCK}, fewer than the {world_size} "
+                              f"block(s) of {block}, fewer than the {world_size} "
                               f"workers: use at most {max(n_blocks, 1)} worker(s)")
     per, extra = divmod(n_blocks, world_size)
     first = rank * per + min(rank, extra)
     last = first + per + (rank < extra)
-    return first * DOC_BLOCK, min(last * DOC_BLOCK, n_docs)
+    return first * block, min(last * block, n_docs)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..inference.shards import DOC_BLOCK
 from ..inference.state import GlobalParameters, Hyperparameters
 from ..layers.cells import ConvData
 from ..text.vocabulary import Vocabulary
@@ -214,6 +215,11 @@ class InferenceMode:
         shard of a corpus (a multiple of 32), so that its random streams are the ones its
         documents draw in one process."""
         raise NotImplementedError
+
+    def shard_block(self) -> int:
+        """Documents per block of a distributed run's shards (its random streams' block): a
+        worker's shard is whole blocks (:func:`cpgbn.inference.shards.shard_range`)."""
+        return DOC_BLOCK
 
     def transform_refusal(self) -> str | None:
         """Why this mode's ``transform`` cannot run distributed with its settings (one line),

@@ -14,6 +14,7 @@ import shutil
 import numpy as np
 
 from ..inference.gibbs import GibbsSampler, RunResult
+from ..inference.shards import DOC_BLOCK
 from ..inference.mixing import MixingMonitor
 from ..inference.streams import transform_seed
 from ..layers.cells import ConvData
@@ -23,10 +24,6 @@ from ..inference.updates import SingleProcess
 from .sharded import corpus_identity, gather_rows
 
 __all__ = ["GibbsMode", "progress_bars"]
-
-#: Why a distributed fit or transform needs the numba sampler
-_NUMBA_ONLY = ("runs the numba sampler: leave device out (the PyTorch sampler's streams are "
-               "not keyed by document)")
 
 
 def progress_bars(show: bool, desc: str):
@@ -54,35 +51,40 @@ class GibbsMode(InferenceMode):
         """The Gibbs sampler over ``data``: numba, or PyTorch on ``device`` when it is set.
         A subclass may return a sampler on a backend of its own (a study's variant), and the
         estimator runs it with ``CPGBN(inference=<the subclass>)``.  ``first_doc``: the
-        global id of a shard's first document (numba: its streams are keyed by it)."""
+        global id of a shard's first document (a multiple of :meth:`shard_block`: both
+        backends key their streams by global document blocks)."""
+        return self._sampler(data, hyper, seed, learn_globals=learn_globals, first_doc=first_doc)
+
+    def _sampler(self, data, hyper, seed: int, *, learn_globals: bool, first_doc: int = 0,
+                 communicator=None):
         device = self.settings["device"]
         if device is None:
             return GibbsSampler(data, hyper, seed, learn_globals=learn_globals,
-                                first_doc=first_doc)
-        if first_doc:
-            raise CPGBNInputError(f"a distributed transform {_NUMBA_ONLY}")
+                                first_doc=first_doc, communicator=communicator)
         from ..inference.gibbs import TorchGibbsSampler
-        return TorchGibbsSampler(data, hyper, seed, learn_globals=learn_globals, device=device)
+        return TorchGibbsSampler(data, hyper, seed, learn_globals=learn_globals, device=device,
+                                 first_doc=first_doc, communicator=communicator)
+
+    def shard_block(self) -> int:
+        """The sampler's random-stream block: numba's 32 documents, or the PyTorch backend's
+        on ``device`` when it is set (:func:`cpgbn.backends.torch.devices.doc_block_for`)."""
+        if self.settings["device"] is None:
+            return DOC_BLOCK
+        from ..backends.torch.devices import doc_block_for
+        return doc_block_for(self.settings["device"])
 
     def _training_sampler(self, training: Training):
-        """The sampler of a fit: :meth:`sampler`'s, or one worker's over its shard (numba:
-        its streams are keyed by global document blocks, which makes the workers' chain the
+        """The sampler of a fit: :meth:`sampler`'s, or one worker's over its shard (its
+        streams are keyed by global document blocks, which makes the workers' chain the
         single process')."""
         comm = training.communicator
         if comm is None:
             return self.sampler(training.data, training.hyper, training.seed, learn_globals=True)
-        if self.settings["device"] is not None:
-            raise CPGBNInputError(f"a distributed fit {_NUMBA_ONLY}")
         if type(self).sampler is not GibbsMode.sampler:
             raise CPGBNInputError(f"{type(self).__name__} draws with a sampler of its own, "
                                   f"which does not run distributed")
-        return GibbsSampler(training.data, training.hyper, training.seed, learn_globals=True,
-                            first_doc=training.first_doc, communicator=comm)
-
-    def transform_refusal(self) -> str | None:
-        if self.settings["device"] is not None:
-            return f"a distributed transform {_NUMBA_ONLY}"
-        return None
+        return self._sampler(training.data, training.hyper, training.seed, learn_globals=True,
+                             first_doc=training.first_doc, communicator=comm)
 
     def training_bytes(self, data: ConvData, layers, vocab_size: int) -> int:
         return self._gibbs_bytes(data, layers, vocab_size, training=True)

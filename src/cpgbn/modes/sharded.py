@@ -48,13 +48,14 @@ class Shard:
     n_docs: int
 
 
-def read_shard(X, y, communicator) -> Shard:
+def read_shard(X, y, communicator, block: int = DOC_BLOCK) -> Shard:
     """This worker's shard of the documents ``X`` (a TextFile, or texts held by every
-    worker) and of the labels ``y`` (one per document of the corpus, or None)."""
+    worker) and of the labels ``y`` (one per document of the corpus, or None), in whole
+    blocks of ``block`` documents (the sampler's: ``InferenceMode.shard_block``)."""
     rank, world = communicator.rank, communicator.world_size
     if isinstance(X, TextFile):
         n_docs = count_documents(X)
-        start, stop = shard_range(n_docs, rank, world)
+        start, stop = shard_range(n_docs, rank, world, block)
         texts, labels = read_line_range(X, start, stop)
     elif isinstance(X, Corpus):
         raise CPGBNInputError("a distributed fit reads texts or a TextFile, not an encoded "
@@ -64,7 +65,7 @@ def read_shard(X, y, communicator) -> Shard:
             raise CPGBNInputError("X must be a sequence of document strings or a "
                                   "cpgbn.text.TextFile")
         n_docs = len(X)
-        start, stop = shard_range(n_docs, rank, world)
+        start, stop = shard_range(n_docs, rank, world, block)
         texts, labels = list(X[start:stop]), None
     if y is not None:
         if len(y) != n_docs:

@@ -18,9 +18,17 @@ small problems, on the CPU: the backend protocol of :mod:`cpgbn.inference.backen
 Random numbers
     One ``torch.Generator`` on the device (in :class:`cpgbn.backends.torch.random.TorchRandom`,
     with the exact variates built on it), re-seeded at every step of every sweep from
-    ``(seed, sweep, step)`` (the stream codes of :mod:`cpgbn.inference.streams`).  A run is
-    therefore reproducible for a given seed, device type, torch version and ``max_elements``
-    (the chunking changes the order in which variates are consumed), and a run resumed from a
+    ``(seed, sweep, step)`` (the stream codes of :mod:`cpgbn.inference.streams`) and, for the
+    steps that draw per document (1, 3, 4, 6), once more for every block of ``doc_block``
+    documents (by default 1,024 on the CPU, 16,384 on a GPU:
+    :data:`cpgbn.backends.torch.devices.DOC_BLOCKS`), numbered
+    globally from ``first_doc``: a block's draws are a function of
+    (seed, sweep, step, block) alone, so a shard of a corpus that starts at a multiple of the
+    block draws what its documents draw in one process, and data-parallel workers
+    (:mod:`cpgbn.inference.shards`) make the single process' chain.  The block is large so
+    that a GPU sees large tensors; the memory chunks (below) nest inside it.  A run is
+    reproducible for a given seed, device type, torch version and ``max_elements`` (the
+    chunking changes the order in which variates are consumed), and a run resumed from a
     checkpoint continues exactly as an uninterrupted one.  It is NOT bit-identical to the numba
     backend (different generators and algorithms): the two agree in distribution, which
     ``tests/test_torch_backend.py`` checks (Geweke test and a two-sample posterior comparison).
@@ -66,8 +74,12 @@ except ImportError as exc:  # pragma: no cover - exercised only without torch
 
 from ...errors import CPGBNInputError
 from ...layers.cells import BERNOULLI_POISSON, FIXED_COUNT, OBSERVED_COUNT
+from ..numba.backend import DOC_BLOCK as NUMBA_DOC_BLOCK
 from ..numba.conv import FLOOR as FLOOR32
 from ..numba.gbn import PHI_FLOOR, TINY
+from .blocks import Augmented, Block, concatenated, document_blocks
+from .devices import DOC_BLOCKS, MAX_ELEMENTS, resolve_device
+from .mixing import assignment_changes
 from .random import TorchRandom
 
 __all__ = ["TorchBackend", "resolve_device", "FLOOR"]
@@ -79,26 +91,6 @@ I64 = torch.int64
 _DTYPES = {np.dtype(np.float32): F32, np.dtype(np.float64): F64, np.dtype(np.int32): I64,
            np.dtype(np.int64): I64}
 
-
-def resolve_device(device) -> torch.device:
-    """``"cpu"``, ``"cuda"``, ``"cuda:N"`` or a ``torch.device``; CPGBNInputError if CUDA is
-    requested but absent."""
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError) as exc:
-        raise CPGBNInputError(f"device must be 'cpu', 'cuda', 'cuda:N' or a torch.device, "
-                              f"got {device!r}") from exc
-    if dev.type == "cuda":
-        if not torch.cuda.is_available():
-            raise CPGBNInputError(
-                f"device={device!r} was requested but CUDA is not available to torch "
-                f"{torch.__version__} (no GPU visible, or a CPU-only build); use device='cpu'")
-        if dev.index is not None and dev.index >= torch.cuda.device_count():
-            raise CPGBNInputError(f"device={device!r}: only {torch.cuda.device_count()} CUDA "
-                                  "device(s) are visible")
-    elif dev.type != "cpu":
-        raise CPGBNInputError(f"device must be 'cpu' or 'cuda', got {device!r}")
-    return dev
 
 #: The float32 floor of w and D, as the float64 number it compares equal to (numba compares
 #: float64 values with the float32 constant promoted to float64).
@@ -122,6 +114,12 @@ class TorchBackend:
         Where the tensors live.  ``"cuda"`` without a usable GPU raises CPGBNInputError.
     max_elements : int or None
         Largest float64 temporary built at once (default 2**22 on the CPU, 2**26 on a GPU).
+    first_doc : int, default 0
+        The global id of ``data``'s first document in a larger corpus (a multiple of
+        ``doc_block``): a worker's shard then draws the whole corpus' numbers.
+    doc_block : int or None
+        Documents per random-stream block (a multiple of 32; None: the device type's
+        :data:`~cpgbn.backends.torch.devices.DOC_BLOCKS`); part of what a seed means.
     """
 
     name = "torch"
@@ -132,11 +130,23 @@ class TorchBackend:
     #: The TLASGR arithmetic on a global takes all its columns at once (one pass of kernels).
     column_block = None
 
-    def __init__(self, data, seed: int, *, device="cpu", max_elements: int | None = None):
+    def __init__(self, data, seed: int, *, device="cpu", max_elements: int | None = None,
+                 first_doc: int = 0, doc_block: int | None = None):
         self.device = resolve_device(device)
         self.seed = int(seed)
+        if doc_block is None:
+            doc_block = DOC_BLOCKS[self.device.type]
+        if isinstance(doc_block, bool) or int(doc_block) < 1 or int(doc_block) % NUMBA_DOC_BLOCK:
+            raise CPGBNInputError(f"doc_block must be a positive multiple of {NUMBA_DOC_BLOCK}, "
+                                  f"got {doc_block!r}")
+        self.doc_block = int(doc_block)
+        if int(first_doc) < 0 or int(first_doc) % self.doc_block:
+            raise CPGBNInputError(f"first_doc must be a non-negative multiple of "
+                                  f"{self.doc_block} (the random streams' document block), "
+                                  f"got {first_doc}")
+        self.first_block = int(first_doc) // self.doc_block
         if max_elements is None:
-            max_elements = 1 << (26 if self.device.type == "cuda" else 22)
+            max_elements = MAX_ELEMENTS[self.device.type]
         if int(max_elements) < 1:
             raise CPGBNInputError(f"max_elements must be >= 1, got {max_elements}")
         self.max_elements = int(max_elements)
@@ -164,6 +174,7 @@ class TorchBackend:
                                       device=dev)
         self._cell_word = torch.tensor(np.asarray(data.cell_word, dtype=np.int64), device=dev)
         self._cell_col = torch.tensor(np.asarray(data.cell_col, dtype=np.int64), device=dev)
+        self._blocks = document_blocks(positions, cells, self.doc_block, self.first_block)
         if data.mode == OBSERVED_COUNT:
             self._cell_count = torch.tensor(np.asarray(data.cell_count, dtype=np.int64),
                                             device=dev)
@@ -249,19 +260,45 @@ class TorchBackend:
         sum_s CRT(m_jks, a_jk / S_j) from ``table_stream`` when ``with_tables``.  Returns
         (kernel counts n or None, tables or None).  With ``pooling_concentration`` beta:
         theta^(1) ~ Gam(a + A, 1/(1 + c^(2))), pi_jk ~ Dir(beta + m_jk.), w = theta^(1) pi, and
-        the tables CRT(A_jk, a_jk)."""
-        self.random.reseed(stream)
-        if draw_w and pooling_concentration is not None:
-            self._draw_w_split(state, prior_shape, float(pooling_concentration))
-        elif draw_w:
-            self._draw_w(state, prior_shape)
-        counts = self._augment(state, with_counts) if augment else None
-        tables = None
-        if augment and with_tables:
-            self.random.reseed(table_stream)
-            tables = (self.position_tables(state.m, prior_shape) if pooling_concentration is None
-                      else self.random.crt(state.A, prior_shape.clamp_min(TINY)))
-        return counts, tables
+        the tables CRT(A_jk, a_jk).  Block by block (module docstring): a block's w, then its
+        m, from ``(stream, block)``; its tables from ``(table_stream, block)``."""
+        n_docs, K = state.A.shape
+        w, theta = state.w, state.theta[0]
+        if draw_w:
+            w = torch.empty_like(state.w)
+            theta = torch.empty((n_docs, K), dtype=F64, device=self.device)
+        if augment:
+            counts_dtype = _DTYPES[np.dtype(self.count_dtype)]
+            V, F, _ = state.globals.D.shape
+            fresh = Augmented(
+                m=torch.zeros((self.data.n_positions, K), dtype=counts_dtype, device=self.device),
+                A=torch.zeros((n_docs, K), dtype=counts_dtype, device=self.device),
+                n=(torch.zeros(V * F * K, dtype=counts_dtype, device=self.device)
+                   if with_counts else None),
+                loglik=torch.empty(n_docs, dtype=F64, device=self.device))
+        tables = [] if augment and with_tables else None
+        for block in self._blocks:
+            self.random.reseed(stream, block.index)
+            if draw_w and pooling_concentration is not None:
+                self._draw_w_split(block, state, prior_shape, float(pooling_concentration),
+                                   w, theta)
+            elif draw_w:
+                self._draw_w(block, state, prior_shape, w, theta)
+            if not augment:
+                continue
+            self._augment(block, state.globals.D, w, theta, fresh)
+            if tables is not None:
+                self.random.reseed(table_stream, block.index)
+                shape = prior_shape[block.docs]
+                tables.append(self.position_tables(fresh.m[block.positions], shape, block)
+                              if pooling_concentration is None
+                              else self.random.crt(fresh.A[block.docs], shape.clamp_min(TINY)))
+        state.w, state.theta[0] = w, theta
+        if not augment:
+            return None, None
+        state.m, state.A, state.loglik = fresh.m, fresh.A, fresh.loglik
+        return (None if fresh.n is None else fresh.n.reshape(state.globals.D.shape),
+                None if tables is None else concatenated(tables))
 
     def draw_kernels(self, D, counts, eta: float, stream: int) -> torch.Tensor:
         self.random.reseed(stream)
@@ -296,18 +333,32 @@ class TorchBackend:
             return drawn[0][:, lo:hi]
         return normals
 
+    def _rows_by_block(self, stream: int, draw, *rows) -> torch.Tensor:
+        """``draw`` applied to every block's rows of the per-document arrays ``rows``, each
+        from the block's stream, stacked."""
+        parts = []
+        for block in self._blocks:
+            self.random.reseed(stream, block.index)
+            parts.append(draw(*(r[block.docs] for r in rows)))
+        return concatenated(parts)
+
     def draw_doc_scales(self, shape_sum, theta_sum, e0: float, f0: float, stream: int, out=None):
-        self.random.reseed(stream)
-        return self.random.gamma(e0 + shape_sum).clamp_min(TINY) / (f0 + theta_sum)
+        return self._rows_by_block(
+            stream, lambda a, t: self.random.gamma(e0 + a).clamp_min(TINY) / (f0 + t),
+            shape_sum, theta_sum)
 
     def layer_tables(self, counts, shape, stream: int) -> torch.Tensor:
-        self.random.reseed(stream)
-        return self.random.crt(counts, shape.clamp_min(TINY))
+        return self._rows_by_block(stream, lambda m, a: self.random.crt(m, a.clamp_min(TINY)),
+                                   counts, shape)
 
     def split_tables(self, tables, phi, theta_above, stream: int, with_counts: bool):
-        self.random.reseed(stream)
-        m_next, phi_counts = self._split_tables(tables, phi, theta_above)
-        return m_next, (phi_counts if with_counts else None)
+        m_next, phi_counts = [], None
+        for block in self._blocks:
+            self.random.reseed(stream, block.index)
+            rows, counts = self._split_tables(tables[block.docs], phi, theta_above[block.docs])
+            m_next.append(rows)
+            phi_counts = counts if phi_counts is None else phi_counts + counts
+        return concatenated(m_next), (phi_counts if with_counts else None)
 
     def draw_phi(self, phi, counts, eta: float, stream: int) -> torch.Tensor:
         self.random.reseed(stream)
@@ -318,25 +369,27 @@ class TorchBackend:
         return self.random.gamma(shape).clamp_min(TINY) / rate
 
     def draw_doc_gammas(self, shape, counts, rate, stream: int, out=None) -> torch.Tensor:
-        self.random.reseed(stream)
-        return self.random.gamma(shape + counts.to(F64)).clamp_min(TINY) / rate[:, None]
+        return self._rows_by_block(
+            stream, lambda a, m, c: self.random.gamma(a + m.to(F64)).clamp_min(TINY) / c[:, None],
+            shape, counts, rate)
 
     # ------------------------------------------------------------------ random variates
-    def _position_chunks(self, K: int):
-        P = self.data.n_positions
+    def _position_chunks(self, K: int, positions: slice):
+        """(start, end) of runs of at most ``max_elements`` / K of the ``positions``."""
         step = max(1, self.max_elements // max(K, 1))
-        for start in range(0, P, step):
-            yield start, min(P, start + step)
+        for start in range(positions.start, positions.stop, step):
+            yield start, min(positions.stop, start + step)
 
-    def _draw_w(self, ts, prior_shape: torch.Tensor) -> None:
-        """w_jks ~ Gam(m_jks + a_jk / S_j, 1 / (1 + c_j)), floored; theta^(1) = sum_s w."""
-        n_docs, K = ts.theta[0].shape
-        alpha_doc = prior_shape / self._S.to(F64)[:, None]
-        log_rate_doc = torch.log(1.0 + ts.c[0])
-        w = torch.empty_like(ts.w)
-        theta = torch.zeros((n_docs, K), dtype=F64, device=self.device)
-        for lo, hi in self._position_chunks(K):
-            doc = self._pos_doc[lo:hi]
+    def _draw_w(self, block: Block, ts, prior_shape: torch.Tensor, w, theta) -> None:
+        """w_jks ~ Gam(m_jks + a_jk / S_j, 1 / (1 + c_j)), floored, into ``w``; theta^(1) =
+        sum_s w into ``theta``: the documents of ``block``."""
+        docs = block.docs
+        K = theta.shape[1]
+        alpha_doc = prior_shape[docs] / self._S[docs].to(F64)[:, None]
+        log_rate_doc = torch.log(1.0 + ts.c[0][docs])
+        theta[docs] = 0.0
+        for lo, hi in self._position_chunks(K, block.positions):
+            doc = self._pos_doc[lo:hi] - docs.start
             alpha = alpha_doc[doc]
             log_rate = log_rate_doc[doc][:, None].expand(-1, K)
             m = ts.m[lo:hi]
@@ -359,45 +412,45 @@ class TorchBackend:
                 value[idx] = v
             w_chunk = torch.where(value > FLOOR, value, FLOOR).to(F32)
             w[lo:hi] = w_chunk
-            theta.index_add_(0, doc, w_chunk.to(F64))
-        ts.w = w
-        ts.theta[0] = theta
+            theta.index_add_(0, doc + docs.start, w_chunk.to(F64))
 
-    def _document_chunks(self, K: int):
+    def _document_chunks(self, K: int, docs: slice):
         """(first position, end position, first document, end document) of runs of whole
-        documents with at most ``max_elements`` / K positions (or one longer document)."""
-        positions, n_docs = self._positions, self.data.n_docs
+        documents of ``docs`` with at most ``max_elements`` / K positions (or one longer
+        document)."""
+        positions, n_docs = self._positions, docs.stop
         step = max(1, self.max_elements // max(K, 1))
-        d_lo = 0
+        d_lo = docs.start
         while d_lo < n_docs:
             d_hi = int(np.searchsorted(positions, positions[d_lo] + step, side="right")) - 1
             d_hi = min(max(d_hi, d_lo + 1), n_docs)
             yield int(positions[d_lo]), int(positions[d_hi]), d_lo, d_hi
             d_lo = d_hi
 
-    def _draw_w_split(self, ts, prior_shape: torch.Tensor, beta: float) -> None:
+    def _draw_w_split(self, block: Block, ts, prior_shape: torch.Tensor, beta: float, w,
+                      theta) -> None:
         """theta^(1)_jk ~ Gam(a_jk + A_jk, 1 / (1 + c_j)) (floored at TINY),
         pi_jk ~ Dir(beta + m_jk1, ..., beta + m_jkS) as normalised log-gamma variates, and
-        w = theta^(1) pi floored (numba: weights.draw_document_split); A is summed from m."""
-        n_docs, K = ts.theta[0].shape
-        A = torch.zeros((n_docs, K), dtype=ts.m.dtype, device=self.device)
-        A.index_add_(0, self._pos_doc, ts.m)
-        log_theta = (self.random.log_gamma(prior_shape + A.to(F64))
-                     - torch.log1p(ts.c[0])[:, None])
+        w = theta^(1) pi floored (numba: weights.draw_document_split), into ``w`` and
+        ``theta``: the documents of ``block``; A is summed from m."""
+        docs, K = block.docs, theta.shape[1]
+        A = torch.zeros((docs.stop - docs.start, K), dtype=ts.m.dtype, device=self.device)
+        A.index_add_(0, self._pos_doc[block.positions] - docs.start, ts.m[block.positions])
+        log_theta = (self.random.log_gamma(prior_shape[docs] + A.to(F64))
+                     - torch.log1p(ts.c[0][docs])[:, None])          # the block's rows
         live = log_theta > _LOG_FLOOR  # otherwise every w_jks is at the floor
-        w = torch.empty_like(ts.w)
-        for lo, hi, d_lo, d_hi in self._document_chunks(K):
+        for lo, hi, d_lo, d_hi in self._document_chunks(K, docs):
             doc = self._pos_doc[lo:hi] - d_lo
+            rows = slice(d_lo - docs.start, d_hi - docs.start)
             lg = self.random.log_gamma(beta + ts.m[lo:hi].to(F64))           # (P_c, K)
             top = torch.full((d_hi - d_lo, K), -math.inf, dtype=F64, device=self.device)
             top.scatter_reduce_(0, doc[:, None].expand(-1, K), lg, reduce="amax")
             total = torch.zeros((d_hi - d_lo, K), dtype=F64, device=self.device)
             total.index_add_(0, doc, torch.exp(lg - top[doc]))
-            shift = log_theta[d_lo:d_hi] - top - torch.log(total)
-            value = torch.where(live[d_lo:d_hi][doc], torch.exp(lg + shift[doc]), 0.0)
+            shift = log_theta[rows] - top - torch.log(total)
+            value = torch.where(live[rows][doc], torch.exp(lg + shift[doc]), 0.0)
             w[lo:hi] = torch.where(value > FLOOR, value, FLOOR).to(F32)
-        ts.w = w
-        ts.theta[0] = torch.exp(log_theta).clamp_min(TINY)
+        theta[docs] = torch.exp(log_theta).clamp_min(TINY)
 
     def split_units(self, cum: torch.Tensor, units: torch.Tensor):
         """Multinomial(units[i]) over the candidates of every cell i (inclusive cumulative
@@ -405,29 +458,26 @@ class TorchBackend:
         r_u, c_u = self.random.units(cum, units)
         return r_u, c_u, torch.ones(r_u.shape, dtype=I64, device=self.device)
 
-    def _augment(self, ts, with_counts):
-        """m | w, D for every cell; returns the kernel counts n (V, F, K) if ``with_counts``."""
+    def _augment(self, block: Block, D: torch.Tensor, w: torch.Tensor, theta: torch.Tensor,
+                 out: Augmented) -> None:
+        """m | w, D for every cell of ``block``, added into ``out`` (zeros there): m, A, the
+        kernel counts n (when ``out.n`` is not None) and the documents' log-likelihoods."""
         data = self.data
-        D = ts.globals.D
         V, F, K = D.shape
         dev = self.device
-        P, N = data.n_positions, data.n_docs
-        counts_dtype = _DTYPES[np.dtype(self.count_dtype)]
-        m = torch.zeros(P * K, dtype=counts_dtype, device=dev)
-        A = torch.zeros(N * K, dtype=counts_dtype, device=dev)
-        n = torch.zeros(V * F * K, dtype=counts_dtype, device=dev) if with_counts else None
-        loglik = -ts.theta[0].sum(dim=1)
+        m, A, n = out.m.reshape(-1), out.A.reshape(-1), out.n
+        out.loglik[block.docs] = -theta[block.docs].sum(dim=1)
         f_range = torch.arange(F, device=dev)
         step = max(1, self.max_elements // (F * K))
-        for lo in range(0, data.n_cells, step):
-            hi = min(data.n_cells, lo + step)
+        for lo in range(block.cells.start, block.cells.stop, step):
+            hi = min(block.cells.stop, lo + step)
             doc = self._cell_doc[lo:hi]
             word = self._cell_word[lo:hi]
             col = self._cell_col[lo:hi]
             s = col[:, None] - f_range[None, :]                          # (C, F)
             valid = (s >= 0) & (s < self._S[doc][:, None])
             rows = torch.where(valid, self._p0[doc][:, None] + s, 0)
-            weights = ts.w[rows].to(F64) * D[word].to(F64)        # (C, F, K)
+            weights = w[rows].to(F64) * D[word].to(F64)        # (C, F, K)
             weights = torch.where(valid[:, :, None], weights, 0.0).reshape(hi - lo, F * K)
             cum = torch.cumsum(weights, dim=1)
             del weights
@@ -442,7 +492,7 @@ class TorchBackend:
                     units = self._cell_count[lo:hi]
                 uf = units.to(F64)
                 cell_ll = uf * torch.log(lam) - torch.lgamma(uf + 1.0)
-            loglik.index_add_(0, doc, cell_ll)
+            out.loglik.index_add_(0, doc, cell_ll)
             r_u, c_u, amount = self.split_units(cum, units)
             del cum
             f_u = torch.div(c_u, K, rounding_mode="floor")
@@ -452,10 +502,6 @@ class TorchBackend:
             A.index_add_(0, d_u * K + k_u, amount)
             if n is not None:
                 n.index_add_(0, word[r_u] * (F * K) + c_u, amount)
-        ts.m = m.reshape(P, K)
-        ts.A = A.reshape(N, K)
-        ts.loglik = loglik
-        return None if n is None else n.reshape(V, F, K)
 
     def _dirichlet_kernels(self, counts: torch.Tensor, eta: float) -> torch.Tensor:
         """D_k ~ Dir(n_k + eta) over the V*F entries of each kernel, floored, float32."""
@@ -474,17 +520,24 @@ class TorchBackend:
         col = col.clamp_min(PHI_FLOOR)
         return col / col.sum(dim=0, keepdim=True)
 
-    def position_tables(self, m: torch.Tensor, shape: torch.Tensor) -> torch.Tensor:
-        """tables[j, k] = sum_s CRT(m_jks, max(a_jk / S_j, TINY)) (gbn.position_tables)."""
+    def position_tables(self, m: torch.Tensor, shape: torch.Tensor,
+                        block: Block | None = None) -> torch.Tensor:
+        """tables[j, k] = sum_s CRT(m_jks, max(a_jk / S_j, TINY)) (gbn.position_tables) of the
+        documents of ``block`` (m: their positions' rows, shape: their rows), or of every
+        document when ``block`` is None."""
+        if block is None:
+            block = Block(0, slice(0, self.data.n_docs), slice(0, self.data.n_positions),
+                           slice(0, self.data.n_cells))
+        docs, first = block.docs, block.positions.start
         n_docs, K = shape.shape
-        a_doc = shape / self._S.to(F64)[:, None]
+        a_doc = shape / self._S[docs].to(F64)[:, None]
         tables = torch.zeros(n_docs * K, dtype=I64, device=self.device)
-        for lo, hi in self._position_chunks(K):
-            mm = m[lo:hi]
+        for lo, hi in self._position_chunks(K, block.positions):
+            mm = m[lo - first:hi - first]
             p, k = (mm > 0).nonzero(as_tuple=True)
             if p.numel() == 0:
                 continue
-            doc = self._pos_doc[lo:hi][p]
+            doc = self._pos_doc[lo:hi][p] - docs.start
             t = self.random.crt(mm[p, k], a_doc[doc, k].clamp_min(TINY))
             tables.index_add_(0, doc * K + k, t)
         return tables.reshape(n_docs, K)
@@ -509,31 +562,6 @@ class TorchBackend:
 
     # ------------------------------------------------------------------ mixing diagnostic
     def assignment_changes(self, m: torch.Tensor, memory):
-        """How m moved since the last call (the numba backend's method of that name, as tensor
-        code over chunks of positions): int64[6] sums as a numpy array, and the memory of this
-        m on the device (int16 while its counts fit, else int64) for the next call."""
-        P, K = m.shape
-        if memory is None:
-            memory = (torch.zeros((P, K), dtype=torch.int16, device=self.device),
-                      torch.full((P,), -1, dtype=I64, device=self.device))
-        previous, dominant = memory
-        sums = torch.zeros(6, dtype=I64, device=self.device)
-        step = max(1, self.max_elements // max(K, 1))
-        for lo in range(0, P, step):
-            hi = min(P, lo + step)
-            now, before = m[lo:hi], previous[lo:hi].to(I64)
-            sums[0] += (now - before).abs().sum()
-            sums[1] += now.sum()
-            sums[2] += before.sum()
-            top, best = now.max(dim=1).values, now.argmax(dim=1)  # argmax: the first maximum
-            best = torch.where(top > 0, best, -1)
-            both = (best >= 0) & (dominant[lo:hi] >= 0)
-            sums[3] += (both & (best != dominant[lo:hi])).sum()
-            sums[4] += both.sum()
-            sums[5] = torch.maximum(sums[5], top.max())
-            previous[lo:hi] = now.to(previous.dtype)
-            dominant[lo:hi] = best
-        sums = sums.cpu().numpy()
-        if sums[5] > torch.iinfo(previous.dtype).max:  # the copy was truncated: keep it wider
-            previous = m.to(I64, copy=True)
-        return sums, (previous, dominant)
+        """How m moved since the last call (:func:`cpgbn.backends.torch.mixing.
+        assignment_changes`, in chunks of ``max_elements``)."""
+        return assignment_changes(m, memory, self.max_elements)

@@ -31,7 +31,8 @@ import numpy as np
 import torch
 
 from ...errors import CPGBNInputError
-from .backend import TorchBackend, resolve_device
+from .backend import TorchBackend
+from .devices import resolve_device
 from .elbo import conditional_rates, elbo_terms, expected_kernel_counts
 from .encoder import WeibullConvEncoder, WeibullSample
 from .packed import PackedDocuments, pack

@@ -1,8 +1,9 @@
 """PyTorch random variates for the GPU sampler: the torch counterpart of
 :mod:`cpgbn.backends.numba.distributions` (exact draws, vectorised over tensors on one device).
 
-One ``torch.Generator`` is re-seeded at every (seed, sweep, step) by :meth:`TorchRandom.reseed`,
-so a run is reproducible for a seed, device type, torch version and ``max_elements``.  Only
+One ``torch.Generator`` is re-seeded at every (seed, sweep, step, block of documents) by
+:meth:`TorchRandom.reseed`, so a run is reproducible for a seed, device type, torch version and
+``max_elements``.  Only
 torch's uniform, exponential and ``_standard_gamma`` (for shapes >= 1) are used as primitives;
 everything else (small-shape gammas in log space, the floor-aware truncated gamma,
 zero-truncated Poisson, multinomial units by inverse CDF, CRT) is built on them here and
@@ -31,15 +32,19 @@ def _splitmix64(x: int) -> int:
     return x ^ (x >> 31)
 
 
-def _step_seed(seed: int, stream: int) -> int:
-    """The generator seed of one (seed, sweep, step): a splitmix64 chain, below 2**63."""
+def _step_seed(seed: int, stream: int, block: int = 0) -> int:
+    """The generator seed of one (seed, sweep, step, block): a splitmix64 chain, below 2**63.
+    Block 0 (and every draw that is not per document: D, Phi, r) takes the step's seed; a
+    further block mixes its number in."""
     h = _splitmix64(seed & _MASK64)
     h = _splitmix64(h ^ ((stream * 0xD1B54A32D192ED03) & _MASK64))
+    if block:
+        h = _splitmix64(h ^ ((block * 0x8CB92BA72F3D8DD7) & _MASK64))
     return h >> 1
 
 
 class TorchRandom:
-    """Exact random variates on one device, from one generator re-seeded per step.
+    """Exact random variates on one device, from one generator re-seeded per step and block.
 
     ``max_elements`` bounds the padded temporaries of :meth:`units` and :meth:`crt`.
     """
@@ -50,8 +55,10 @@ class TorchRandom:
         self.max_elements = int(max_elements)
         self.generator = torch.Generator(device=device)
 
-    def reseed(self, stream: int) -> None:
-        self.generator.manual_seed(_step_seed(self.seed, stream))
+    def reseed(self, stream: int, block: int = 0) -> None:
+        """Seed the generator for step ``stream`` (:mod:`cpgbn.inference.streams`) of the
+        documents of global block ``block``."""
+        self.generator.manual_seed(_step_seed(self.seed, stream, block))
 
     def uniform(self, *shape) -> torch.Tensor:
         return torch.rand(shape, dtype=_F64, device=self.device, generator=self.generator)
