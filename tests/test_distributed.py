@@ -67,6 +67,84 @@ def test_shards_are_whole_blocks_that_cover_the_corpus_in_order():
         shard_range(110, 2, 2)
 
 
+class _ThreadWorker:
+    """One of two in-process workers (threads) exchanging objects as a communicator's
+    ``gather`` and ``broadcast_object`` do: enough for the label checks."""
+
+    world_size = 2
+
+    def __init__(self, shared, rank):
+        self.shared, self.rank, self.is_root = shared, rank, rank == 0
+
+    def _exchange(self, value):
+        box, barrier = self.shared
+        box[self.rank] = value
+        barrier.wait()
+        seen = list(box)
+        barrier.wait()
+        return seen
+
+    def gather(self, value):
+        seen = self._exchange(value)
+        return seen if self.is_root else None
+
+    def broadcast_object(self, value):
+        return self._exchange(value)[0]
+
+
+def _two_workers(job, shards):
+    """``job(shard, first_doc, communicator)`` on two threads: each one's result or error."""
+    import threading
+    shared = ([None, None], threading.Barrier(2, timeout=10))
+    out = [None, None]
+
+    def run(rank):
+        try:
+            out[rank] = job(*shards[rank], _ThreadWorker(shared, rank))
+        except Exception as error:   # the test compares the errors
+            out[rank] = error
+    threads = [threading.Thread(target=run, args=(r,)) for r in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out
+
+
+def test_a_distributed_classifier_takes_the_whole_corpus_classes_and_its_errors():
+    """Each worker's shard of a label-sorted corpus holds one class: both get the union.  The
+    labels' digest does not depend on the split; a missing label, mixed types or one class
+    overall make both workers raise one process' one-line error."""
+    from cpgbn.classifier import check_labels, shared_labels
+
+    def job(labels, first_doc, comm):
+        return shared_labels(labels, len(labels), first_doc, semi_supervised=False,
+                             communicator=comm)
+
+    def split(labels, at):
+        return [(labels[:at], 0), (labels[at:], at)]
+
+    labels = ["neg"] * 64 + ["pos"] * 36
+    digests = set()
+    for at in (32, 64):
+        shards = split(labels, at)
+        for (mine, classes, digest), (expected, _) in zip(_two_workers(job, shards), shards):
+            assert classes.tolist() == ["neg", "pos"] and mine.tolist() == expected
+            digests.add(digest)
+    assert len(digests) == 1
+
+    def same_error(labels, at, single):
+        with pytest.raises(CPGBNInputError) as expected:
+            check_labels(labels, len(labels), semi_supervised=False)
+        assert single in str(expected.value)
+        for error in _two_workers(job, split(labels, at)):
+            assert isinstance(error, CPGBNInputError) and str(error) == str(expected.value)
+
+    same_error(labels[:67] + [None] + labels[68:], 64, "document 68 has no label (1 of 100")
+    same_error([1] * 64 + ["pos"] * 36, 64, "the labels mix types")
+    same_error(["neg"] * 100, 64, "one class ('neg')")
+
+
 @pytest.fixture(scope="module")
 def single_process():
     """The reference fit: one process, the default update (no communicator)."""
@@ -454,10 +532,45 @@ def test_two_nodes_by_c10d_rendezvous_fit_the_single_process_model(tmp_path):
     _same_arrays(tmp_path / "one", tmp_path / "two")
 
 
+@pytest.mark.slow   # torchrun twice: ~60 s
+def test_a_distributed_classifier_on_a_label_sorted_file(tmp_path):
+    """``fit --supervised --distributed`` on a file sorted by label, so that each of the two
+    workers holds one class: the model has both classes and the paper's xi of the whole
+    corpus (its mean units per document, not a shard's), separates new documents of the two
+    classes as one process does (tests/test_classifier.py: >= 0.9), and loads in one process.
+    With ``--semi-supervised`` the unlabelled lines (an empty label) train too."""
+    from cpgbn.classifier import CPGBNClassifier
+    from helpers import phrase_corpus, write_tsv
+
+    texts, labels = phrase_corpus(128, seed=8)
+    order = np.argsort(labels, kind="stable")          # blue first, then red
+    texts, labels = [texts[i] for i in order], [labels[i] for i in order]
+    corpus = write_tsv(tmp_path / "train.tsv", texts, labels)
+    settings = ["--supervised", "--layers", "6", "--vocab-size", "60", "--epochs", "20",
+                "--batch-size", "16", "--learning-rate", "0.01", "--xi", "30", "--seed", "0",
+                "--quiet", "--threads", "1"]
+    run = _torchrun(corpus, tmp_path / "two", settings)
+    out, err = run.communicate(timeout=300)
+    assert run.returncode == 0, err[-3000:]
+    assert out.count("on 128 documents (2 workers)") == 1 and "classes blue, red" in out, out
+    model = CPGBNClassifier.load(tmp_path / "two")
+    assert model.classes_.tolist() == ["blue", "red"]
+    assert model.paper_xi_ == pytest.approx(30.0 * 800 * model.n_train_tokens_ / 128)
+    test_texts, test_labels = phrase_corpus(100, seed=9)
+    assert model.score(test_texts, test_labels) >= 0.9
+
+    semi = write_tsv(tmp_path / "semi.tsv", texts, ["" if j % 5 == 0 else label
+                                                    for j, label in enumerate(labels)])
+    run = _torchrun(semi, tmp_path / "semi", settings + ["--semi-supervised"])
+    out, err = run.communicate(timeout=300)
+    assert run.returncode == 0, err[-3000:]
+    assert CPGBNClassifier.load(tmp_path / "semi").classes_.tolist() == ["blue", "red"]
+
+
 @pytest.mark.parametrize("extra, message", [
-    (["--supervised"], "--supervised does not run --distributed yet"),
+    (["--semi-supervised"], "--semi-supervised is an option of --supervised"),
 ])
-def test_cpgbn_fit_distributed_refuses_what_it_cannot_do_yet(tmp_path, capsys, extra, message):
+def test_cpgbn_fit_distributed_refuses_bad_options_in_one_line(tmp_path, capsys, extra, message):
     from cpgbn.cli import main
     from helpers import random_texts, write_tsv
 

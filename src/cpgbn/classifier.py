@@ -20,6 +20,7 @@ from sklearn.base import ClassifierMixin
 from .errors import CPGBNInputError
 from .inference.checkpoint import fingerprint
 from .inference.labels import is_missing_label
+from .inference.shards import DOC_BLOCK
 from .model import CPGBN
 from .modes import Training
 from .modes.minibatch import BLOCK_DOCS
@@ -27,7 +28,7 @@ from .modes.supervised import SupervisedMode
 from .params import CLASSIFIER_PARAMETERS, declare_init
 from .text.stream import TextFile
 
-__all__ = ["CPGBNClassifier", "check_labels", "file_classes"]
+__all__ = ["CPGBNClassifier", "check_labels", "shared_labels", "file_classes"]
 
 #: The settings of CPGBN that a classifier fixes (not parameters of it): the hybrid inference,
 #: no Gibbs refinement of the softmax's features, the tied pooling prior the encoder is
@@ -40,6 +41,63 @@ def check_labels(labels, n_docs: int, *, semi_supervised: bool) -> tuple[np.ndar
     """(labels as an array, the sorted classes) of a supervised fit, or a one-line
     CPGBNInputError: not one label per document, a missing label (None, "" or NaN) when
     ``semi_supervised`` is False, fewer than two classes."""
+    labels, missing = _labels_and_missing(labels, n_docs)
+    if missing.any() and not semi_supervised:
+        raise _missing_label_error(int(np.flatnonzero(missing)[0]), int(missing.sum()), n_docs)
+    return labels, _classes_of(labels[~missing].tolist())
+
+
+def shared_labels(labels, n_docs: int, first_doc: int, *, semi_supervised: bool,
+                  communicator) -> tuple[np.ndarray, np.ndarray, str]:
+    """One worker's part of :func:`check_labels` in a distributed fit: (this shard's labels as
+    an array, the whole corpus' sorted classes, a digest of the corpus' labels), the classes
+    and digest the same on every worker.  ``labels``: the shard's ``n_docs`` labels, whose
+    first document has global id ``first_doc`` (a multiple of 32).
+
+    Each worker sends what it found (an error, its first missing label's global number and
+    how many are missing, its distinct labels, a digest per 32-document block); the root
+    decides as one process does over the whole corpus, with the same one-line errors, and
+    broadcasts; every worker raises the error, so none waits for the others in vain.  A
+    worker's shard may hold one class only (a file sorted by label): the classes are the
+    union.  The digest (the checkpoints' fingerprint) hashes the block digests in order, so it
+    does not depend on the split."""
+    part = dict(error=None, first_missing=None, n_missing=0, n_docs=int(n_docs), distinct=[],
+                blocks=[])
+    try:
+        labels, missing = _labels_and_missing(labels, n_docs)
+        where = np.flatnonzero(missing)
+        known = labels[~missing].tolist()
+        part.update(first_missing=int(first_doc + where[0]) if len(where) else None,
+                    n_missing=int(len(where)), distinct=list(dict.fromkeys(known)),
+                    blocks=[fingerprint(labels[lo:lo + DOC_BLOCK].astype(str))
+                            for lo in range(0, len(labels), DOC_BLOCK)])
+    except CPGBNInputError as error:
+        part["error"] = str(error)
+    parts = communicator.gather(part)
+    shared = None
+    if communicator.is_root:
+        message = next((p["error"] for p in parts if p["error"] is not None), None)
+        classes = digest = None
+        firsts = [p["first_missing"] for p in parts if p["first_missing"] is not None]
+        if message is None and firsts and not semi_supervised:
+            message = str(_missing_label_error(min(firsts), sum(p["n_missing"] for p in parts),
+                                               sum(p["n_docs"] for p in parts)))
+        if message is None:
+            try:
+                classes = _classes_of([v for p in parts for v in p["distinct"]])
+            except CPGBNInputError as error:
+                message = str(error)
+            digest = fingerprint([b for p in parts for b in p["blocks"]])
+        shared = (message, classes, digest)
+    message, classes, digest = communicator.broadcast_object(shared)
+    if message is not None:
+        raise CPGBNInputError(message)
+    return labels, classes, digest
+
+
+def _labels_and_missing(labels, n_docs: int) -> tuple[np.ndarray, np.ndarray]:
+    """(labels as an array, which are missing), or the error of labels absent or not one
+    per document."""
     if labels is None:
         raise CPGBNInputError("CPGBNClassifier.fit needs labels: fit(X, y), or a labelled "
                               "TextFile (label<TAB>text lines)")
@@ -47,13 +105,17 @@ def check_labels(labels, n_docs: int, *, semi_supervised: bool) -> tuple[np.ndar
     if labels.ndim != 1 or len(labels) != n_docs:
         raise CPGBNInputError(f"y must hold one label per document: {n_docs} documents, y of "
                               f"shape {labels.shape}")
-    missing = np.array([is_missing_label(v) for v in labels.tolist()], dtype=bool)
-    if missing.any() and not semi_supervised:
-        first = int(np.flatnonzero(missing)[0])
-        raise CPGBNInputError(f"document {first + 1} has no label ({int(missing.sum())} of "
-                              f"{n_docs} have none); give every document a label, or set "
-                              "semi_supervised=True to train on the unlabelled ones too")
-    known = labels[~missing].tolist()
+    return labels, np.array([is_missing_label(v) for v in labels.tolist()], dtype=bool)
+
+
+def _missing_label_error(first: int, n_missing: int, n_docs: int) -> CPGBNInputError:
+    return CPGBNInputError(f"document {first + 1} has no label ({n_missing} of {n_docs} have "
+                           "none); give every document a label, or set semi_supervised=True "
+                           "to train on the unlabelled ones too")
+
+
+def _classes_of(known: list) -> np.ndarray:
+    """The sorted classes of the known labels, or the error of mixed types or fewer than two."""
     if len({type(v) for v in known}) > 1:
         raise CPGBNInputError("the labels mix types (" + ", ".join(sorted(
             {type(v).__name__ for v in known})) + "); give labels of one type")
@@ -62,7 +124,7 @@ def check_labels(labels, n_docs: int, *, semi_supervised: bool) -> tuple[np.ndar
         what = ("no labelled document" if len(classes) == 0
                 else f"one class ({classes.tolist()[0]!r})")
         raise CPGBNInputError(f"a classifier needs at least 2 classes in y, got {what}")
-    return labels, classes
+    return classes
 
 
 def file_classes(text_file: TextFile, *, block_lines: int = BLOCK_DOCS,
@@ -172,6 +234,10 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
         if training.file is not None:   # streamed: the classes from one pass over the labels
             training.classes, digest = file_classes(
                 training.file, semi_supervised=bool(self.semi_supervised))
+        elif training.communicator is not None:   # a worker's shard: the corpus' classes
+            training.labels, training.classes, digest = shared_labels(
+                training.labels, training.data.n_docs, training.first_doc,
+                semi_supervised=bool(self.semi_supervised), communicator=training.communicator)
         else:
             training.labels, training.classes = check_labels(
                 training.labels, training.data.n_docs,

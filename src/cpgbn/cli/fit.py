@@ -28,16 +28,14 @@ def cmd_fit(args) -> int:
         mode = SupervisedMode
     else:
         mode = mode_class(args.inference)
-    if args.distributed and args.supervised:
-        raise CPGBNInputError("--supervised does not run --distributed yet")
+    if args.semi_supervised and not args.supervised:
+        raise CPGBNInputError("--semi-supervised is an option of --supervised")
     if args.distributed:
         return _fit_distributed(args, mode)
     check_replaceable(args.out)
     # the minibatch modes read a file a block of lines at a time
     streamed = data_file(args.data, args.format) if mode.streams_files else None
     if args.semi_supervised:
-        if not args.supervised:
-            raise CPGBNInputError("--semi-supervised is an option of --supervised")
         if streamed is None:
             raise CPGBNInputError("--semi-supervised reads a file whose unlabelled lines have "
                                   "an empty label (<TAB>text); give the file's path")
@@ -129,6 +127,9 @@ def _worker_source(args):
     if source is None:
         raise CPGBNInputError("--distributed reads a data file, each worker its own lines; "
                               "give the file's path, not a dataset name")
+    if getattr(args, "semi_supervised", False):   # unlabelled lines: an empty label
+        from ..text import TextFile
+        source = TextFile(source.path, source.format, missing_labels=True)
     return source
 
 

@@ -47,8 +47,8 @@ class SupervisedMode(HybridMode):
 
     name = "supervised"
     chain_parameters = HybridMode.chain_parameters + ("xi", "global_statistics")
-    #: not yet: the classes (the softmax's order) would be each worker's shard's
-    distributes = False
+    #: as the hybrid; the classes are the whole corpus' (:func:`cpgbn.classifier.shared_labels`)
+    distributes = True
     loss_name = ("negative ELBO plus xi times the cross-entropy, per document of the "
                  "minibatch")
 
@@ -80,7 +80,8 @@ class SupervisedMode(HybridMode):
     def learn(self, training: Training, source, common: dict):
         from ..inference.hybrid import fit_hybrid
         s = self.settings
-        paper_xi = self.paper_xi(training.n_tokens, source.n_docs)
+        # the corpus' mean units per document: over every worker's documents
+        paper_xi = self.paper_xi(training.n_tokens, common.get("n_docs_total", source.n_docs))
         with torch_threads(s["n_threads"]):
             run = fit_hybrid(source, training.layers, len(training.vocabulary), training.hyper,
                              device=s["device"] or "cpu", learning_rate=s["learning_rate"],

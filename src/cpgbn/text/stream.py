@@ -134,7 +134,8 @@ def read_line_range(source: TextFile, start: int, stop: int, *,
     texts: list[str] = []
     labels: list[str] | None = [] if source.labeled else None
     line = 0
-    for block in read_line_blocks(source.path, block_lines, labeled=source.labeled):
+    for block in read_line_blocks(source.path, block_lines, labeled=source.labeled,
+                                  missing_labels=source.missing_labels):
         lo, hi = max(start - line, 0), min(stop - line, len(block.texts))
         if lo < hi:
             texts += block.texts[lo:hi]
