@@ -63,6 +63,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..backends.numba.backend import COLUMN_BLOCK
 from ..errors import CPGBNInputError
 
 __all__ = ["FLOOR", "TLASGRSchedule", "TLASGRState", "check_step_inputs", "next_precision",
@@ -70,9 +71,6 @@ __all__ = ["FLOOR", "TLASGRSchedule", "TLASGRState", "check_step_inputs", "next_
 
 #: Smallest entry kept on the simplex (the library's float32 floor of D and w).
 FLOOR = 1e-30
-#: Columns per block of :func:`tlasgr_step`'s arithmetic on host arrays given no backend
-#: (bounds its temporary memory); the numba backend's ``COLUMN_BLOCK`` has the same value.
-COLUMN_BLOCK = 16
 
 
 @dataclass(frozen=True)
@@ -191,6 +189,8 @@ class _HostArrays:
     """The array helpers of a backend (:class:`cpgbn.inference.backend.Backend`) for numpy
     arrays on the host: :func:`tlasgr_step`'s when it is given no backend."""
 
+    #: Columns per block of the arithmetic on host arrays (bounds its temporary memory): the
+    #: numba backend's, so that both draw a step's normals in the same blocks of streams.
     column_block = COLUMN_BLOCK
 
     @staticmethod

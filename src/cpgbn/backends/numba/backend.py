@@ -32,9 +32,8 @@ DOC_BLOCK = 32
 #: Vocabulary rows per RNG block of the kernel draw.
 WORD_BLOCK = 256
 #: Columns per block of a TLASGR step of a global (its float64 temporaries are a block's, not
-#: six copies of D: 0.9 GB on IMDB) and per RNG stream of the step's normals.  The host
-#: default of ``inference.tlasgr`` has the same value (that package may not import this one:
-#: the backends import the inference layer's protocols).
+#: six copies of D: 0.9 GB on IMDB) and per RNG stream of the step's normals; also the
+#: block of ``inference.tlasgr``'s arithmetic on host arrays, which imports it from here.
 COLUMN_BLOCK = 16
 
 _blas_controller: ThreadpoolController | None = None
