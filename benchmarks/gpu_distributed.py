@@ -9,12 +9,13 @@ check the script itself.  The corpus is synthetic unless ``--data`` names a
 ``label<TAB>text`` file, so nothing needs to travel with the script: ``--docs`` documents of
 20-100 words drawn from a Zipf law over ``--words`` words (seed 0).
 
-Two fits, each a fresh process: ``cpgbn fit DATA --device D`` (the reference), then
-``torchrun --nproc-per-node W -m cpgbn.cli fit DATA --device D --distributed``.  The record
+Three fits, each a fresh process: ``cpgbn fit DATA --device D`` twice (the reference, and
+whether it reproduces itself: float atomics may order a GPU's sums differently from run to
+run), then ``torchrun --nproc-per-node W -m cpgbn.cli fit DATA --device D --distributed``.  The record
 (``--out``, JSON; the last line of stdout too): the device's name, torch's version, the
 process group's backend, both fits' wall seconds (each command's, process start, reading
 and the vocabulary included), and how the two saved models compare: the log-likelihood
-traces equal or not, the arrays bit for bit equal, and the
+traces equal or not (the reference against its repeat and against the workers), the arrays bit for bit equal, and the
 largest absolute difference of the others (on a GPU, float atomics in index_add_ may order
 a sum differently from run to run, after which two chains part).
 
@@ -35,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parent)]
+sys.path[:0] = [str(HERE), str(HERE.parent), str(HERE.parent / "src")]   # runs uninstalled too
 
 
 def synthetic_corpus(path: Path, n_docs: int, n_words: int) -> None:
@@ -109,6 +110,8 @@ def main() -> None:
         [str(HERE.parent / "src"), os.environ.get("PYTHONPATH", "")]))
     one_seconds = _fit([sys.executable, "-m", "cpgbn.cli", "fit", str(data), "--out",
                         str(work / "one"), *settings], env)
+    _fit([sys.executable, "-m", "cpgbn.cli", "fit", str(data), "--out", str(work / "again"),
+          *settings], env)
     two_seconds = _fit([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node",
                         str(args.workers), "--master-port", str(_free_port()), "-m",
                         "cpgbn.cli", "fit", str(data), "--out", str(work / "dist"), *settings,
@@ -120,6 +123,8 @@ def main() -> None:
         corpus=args.data or f"synthetic: {args.docs} documents, {args.words} words",
         layers=args.layers, sweeps=args.sweeps,
         one_process_seconds=round(one_seconds, 2), distributed_seconds=round(two_seconds, 2),
+        repeat_same_trace=_trace(work / "one") == _trace(work / "again"),
+        repeat_models=compare(work / "one", work / "again"),
         same_trace=_trace(work / "one") == _trace(work / "dist"),
         models=compare(work / "one", work / "dist"),
         command="python " + " ".join(sys.argv), **provenance())

@@ -113,8 +113,9 @@ def _two_workers(job, shards):
 
 def test_a_distributed_classifier_takes_the_whole_corpus_classes_and_its_errors():
     """Each worker's shard of a label-sorted corpus holds one class: both get the union.  The
-    labels' digest does not depend on the split; a missing label, mixed types or one class
-    overall make both workers raise one process' one-line error."""
+    labels' digest does not depend on the split (a numpy array of strings is as wide as its
+    shard's longest label); a missing label, mixed types or one class overall make both
+    workers raise one process' one-line error."""
     from cpgbn.classifier import check_labels, shared_labels
 
     def job(labels, first_doc, comm):
@@ -124,12 +125,13 @@ def test_a_distributed_classifier_takes_the_whole_corpus_classes_and_its_errors(
     def split(labels, at):
         return [(labels[:at], 0), (labels[at:], at)]
 
-    labels = ["neg"] * 64 + ["pos"] * 36
+    labels = ["neg"] * 64 + ["positive"] * 36
     digests = set()
-    for at in (32, 64):
-        shards = split(labels, at)
+    for at in (32, 64):   # each shard's labels as an array of its own (the estimator's)
+        shards = [(np.array(part), first) for part, first in split(labels, at)]
         for (mine, classes, digest), (expected, _) in zip(_two_workers(job, shards), shards):
-            assert classes.tolist() == ["neg", "pos"] and mine.tolist() == expected
+            assert classes.tolist() == ["neg", "positive"]
+            assert mine.tolist() == expected.tolist()
             digests.add(digest)
     assert len(digests) == 1
 
@@ -141,8 +143,26 @@ def test_a_distributed_classifier_takes_the_whole_corpus_classes_and_its_errors(
             assert isinstance(error, CPGBNInputError) and str(error) == str(expected.value)
 
     same_error(labels[:67] + [None] + labels[68:], 64, "document 68 has no label (1 of 100")
-    same_error([1] * 64 + ["pos"] * 36, 64, "the labels mix types")
+    same_error([1] * 64 + ["positive"] * 36, 64, "the labels mix types")
     same_error(["neg"] * 100, 64, "one class ('neg')")
+
+
+def test_a_check_that_fails_on_one_worker_fails_on_every_worker():
+    """modes.sharded.agree: the memory a shard needs may exceed the limit on one worker only;
+    every worker then raises that worker's one-line error (none waits in a collective)."""
+    from cpgbn.modes.sharded import agree
+
+    def job(limit, _, comm):
+        def check():
+            if limit:
+                raise CPGBNInputError(f"needs {limit} GB")
+        agree(check, comm)
+        return "ran"
+
+    assert _two_workers(job, [(0, 0), (0, 0)]) == ["ran", "ran"]
+    out = _two_workers(job, [(0, 0), (3, 0)])
+    assert [str(e) for e in out] == ["needs 3 GB"] * 2
+    assert all(isinstance(e, CPGBNInputError) for e in out)
 
 
 @pytest.fixture(scope="module")
@@ -548,7 +568,7 @@ def test_a_distributed_classifier_on_a_label_sorted_file(tmp_path):
     corpus = write_tsv(tmp_path / "train.tsv", texts, labels)
     settings = ["--supervised", "--layers", "6", "--vocab-size", "60", "--epochs", "20",
                 "--batch-size", "16", "--learning-rate", "0.01", "--xi", "30", "--seed", "0",
-                "--quiet", "--threads", "1"]
+                "--quiet", "--threads", "1", "--device", "cpu"]   # shards of 32 documents
     run = _torchrun(corpus, tmp_path / "two", settings)
     out, err = run.communicate(timeout=300)
     assert run.returncode == 0, err[-3000:]

@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 from sklearn.base import ClassifierMixin
 
-from .errors import CPGBNInputError
+from .errors import CPGBNInputError, one_line
 from .inference.checkpoint import fingerprint
 from .inference.labels import is_missing_label
 from .inference.shards import DOC_BLOCK
@@ -60,7 +60,8 @@ def shared_labels(labels, n_docs: int, first_doc: int, *, semi_supervised: bool,
     broadcasts; every worker raises the error, so none waits for the others in vain.  A
     worker's shard may hold one class only (a file sorted by label): the classes are the
     union.  The digest (the checkpoints' fingerprint) hashes the block digests in order, so it
-    does not depend on the split."""
+    does not depend on the split (each label hashed as its string, not as an array whose
+    width would be the shard's longest label)."""
     part = dict(error=None, first_missing=None, n_missing=0, n_docs=int(n_docs), distinct=[],
                 blocks=[])
     try:
@@ -69,10 +70,10 @@ def shared_labels(labels, n_docs: int, first_doc: int, *, semi_supervised: bool,
         known = labels[~missing].tolist()
         part.update(first_missing=int(first_doc + where[0]) if len(where) else None,
                     n_missing=int(len(where)), distinct=list(dict.fromkeys(known)),
-                    blocks=[fingerprint(labels[lo:lo + DOC_BLOCK].astype(str))
+                    blocks=[fingerprint([str(v) for v in labels[lo:lo + DOC_BLOCK].tolist()])
                             for lo in range(0, len(labels), DOC_BLOCK)])
-    except CPGBNInputError as error:
-        part["error"] = str(error)
+    except Exception as error:   # on every worker, below: none may wait for this one in vain
+        part["error"] = one_line(error)
     parts = communicator.gather(part)
     shared = None
     if communicator.is_root:
@@ -85,8 +86,8 @@ def shared_labels(labels, n_docs: int, first_doc: int, *, semi_supervised: bool,
         if message is None:
             try:
                 classes = _classes_of([v for p in parts for v in p["distinct"]])
-            except CPGBNInputError as error:
-                message = str(error)
+            except Exception as error:
+                message = one_line(error)
             digest = fingerprint([b for p in parts for b in p["blocks"]])
         shared = (message, classes, digest)
     message, classes, digest = communicator.broadcast_object(shared)

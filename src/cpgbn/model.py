@@ -376,7 +376,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
                         mode: InferenceMode, communicator) -> Training:
         """The job of one worker of a distributed fit: its shard's cells, the whole corpus'
         vocabulary (:mod:`cpgbn.modes.sharded`)."""
-        from .modes.sharded import read_shard, shared_vocabulary
+        from .modes.sharded import agree, read_shard, shared_vocabulary
         if not mode.distributes:
             raise CPGBNInputError(f"inference={mode.name!r} does not run distributed yet; "
                                   f"use inference='gibbs', 'minibatch-gibbs' or 'hybrid'")
@@ -387,7 +387,8 @@ class CPGBN(TransformerMixin, BaseEstimator):
                 warnings.simplefilter("ignore", UserWarning)
             data = self._data(Corpus.from_texts(shard.texts, vocabulary=vocabulary),
                               settings["filter_width"])
-        self._check_memory(mode.training_bytes(data, settings["layers"], len(vocabulary)))
+        agree(lambda: self._check_memory(mode.training_bytes(data, settings["layers"],
+                                                             len(vocabulary))), communicator)
         labels = None if shard.labels is None else np.asarray(shard.labels)
         return Training(vocabulary, settings["layers"], settings["hyper"], seed, n_tokens,
                         self._chain_params(mode), data=data, labels=labels,

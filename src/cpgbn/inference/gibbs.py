@@ -105,17 +105,18 @@ class GibbsSampler:
         :class:`~cpgbn.backends.numba.backend.NumbaBackend` (built over ``data``, ``seed`` and
         ``first_doc``).
     first_doc : int, default 0
-        The global id of ``data``'s first document in a larger corpus (a multiple of the numba
-        backend's document block): the documents then draw the numbers they draw in the whole
-        corpus (streams keyed by the global block), so shards of a corpus swept apart, with the
-        same globals, give the whole corpus' local draws.
+        The global id of ``data``'s first document in a larger corpus (a multiple of the
+        backend's document block: 32 for numba): the documents then draw the numbers they
+        draw in the whole corpus (streams keyed by the global block), so shards of a corpus
+        swept apart, with the same globals, give the whole corpus' local draws.
     communicator : a :class:`~cpgbn.inference.updates.Communicator` or None
         This sampler is one of several workers, each over its shard of the corpus (a range of
         global ids from ``first_doc``, :func:`cpgbn.inference.shards.shard_range`): the global
         update sums the statistics over them first (:class:`~cpgbn.inference.updates.
         DistributedGlobalUpdate` around ``global_update``, the exact draws by default), and
         :meth:`run` sums the trace.  Every worker then holds the globals, and its documents
-        the local variables, that one process over the whole corpus draws (the numba backend).
+        the local variables, that one process over the whole corpus draws (either backend:
+        :class:`TorchGibbsSampler` takes ``first_doc`` and ``communicator`` too).
 
     ``sweep`` and ``draw_weights`` take a numpy :class:`GibbsState` (moved to the backend and
     written back in place) or a state already on the backend; ``run`` moves the state once.

@@ -1,13 +1,14 @@
 """How a corpus is split over the workers of a data-parallel Gibbs chain.
 
 Worker ``rank`` of ``world_size`` holds the documents with global ids ``start .. stop - 1``
-(:func:`shard_range`): consecutive whole blocks of :data:`DOC_BLOCK` documents (the numba
-backend's random-stream block), as many blocks per worker as an even split gives, in rank
-order.  A shard starts at a multiple of the block, so its sampler
+(:func:`shard_range`): consecutive whole blocks of the sampler's random-stream block (the
+numba backend's :data:`DOC_BLOCK` documents; the PyTorch backend's blocks are larger
+multiples of it), as many blocks per worker as an even split gives, in rank order.  A shard
+starts at a multiple of the block, so its sampler
 (``GibbsSampler(shard, ..., first_doc=start)``) numbers its streams as the whole corpus
 does, and its documents draw what they draw in one process; the statistics summed over the
 workers are then the whole corpus' (:class:`~cpgbn.inference.updates.DistributedGlobalUpdate`).
-The layout is a function of (n_docs, world_size) alone: a file is split by line ranges with
+The layout is a function of (n_docs, world_size, block) alone: a file is split by line ranges with
 it, each worker reading only its lines.
 """
 

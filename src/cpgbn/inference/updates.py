@@ -361,7 +361,8 @@ class DistributedGlobalUpdate:
     of the union of the workers' minibatches): the counts are integers, and r's rate comes as
     an :class:`~cpgbn.inference.exact.ExactSum`, whose sum over workers is the single
     process' number bit for bit.  So the exact Gibbs draws on N workers, each over a shard
-    of 32-document blocks numbered globally (``GibbsSampler(first_doc=...)``), make the
+    of the sampler's random-stream blocks numbered globally
+    (``GibbsSampler(first_doc=...)``: 32 documents for numba, larger for PyTorch), make the
     chain of one process.  Statistics averaged over sweeps (minibatch Gibbs' float kernel
     counts, the encoder's expected counts) are summed as floats: data-parallel minibatch
     training draws other minibatches than one process, so there is no single-process chain

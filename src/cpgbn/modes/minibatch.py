@@ -23,6 +23,7 @@ import numpy as np
 from ..errors import CPGBNInputError, check_int
 from ..inference.batches import ConvDataBlocks, TextFileBlocks
 from ..inference.checkpoint import fingerprint
+from ..inference.shards import DOC_BLOCK
 from ..layers.cells import ConvData
 from .base import FittedState, Training, features, numba_threads
 from .gibbs import GibbsMode
@@ -113,6 +114,12 @@ class MinibatchMode(GibbsMode):
     #: TLASGR statistics are those of the workers' batches together (``batch_size`` per
     #: worker), every worker runs the steps an epoch of the largest shard takes.
     distributes = True
+
+    def shard_block(self) -> int:
+        """Numba's 32 documents, whatever the device: a worker's minibatches are its own, no
+        chain is one process' to equal, and the encoder's features are a function of each
+        document alone (Gibbs inference for new documents runs on numba)."""
+        return DOC_BLOCK
 
     @staticmethod
     def check_parameters(params: dict) -> dict:

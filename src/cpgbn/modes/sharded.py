@@ -33,7 +33,8 @@ from ..text.stream import TextFile, count_documents, read_line_range
 from ..text.tokenize import tokenize
 from ..text.vocabulary import Vocabulary
 
-__all__ = ["Shard", "read_shard", "shared_vocabulary", "gather_rows", "corpus_identity"]
+__all__ = ["Shard", "read_shard", "shared_vocabulary", "agree", "gather_rows",
+           "corpus_identity"]
 
 
 @dataclass
@@ -108,6 +109,23 @@ def shared_vocabulary(shard: Shard, vocab_size: int | None,
     if message is not None:
         raise CPGBNInputError(message)
     return Vocabulary.from_dict(vocabulary), int(n_total)
+
+
+def agree(check, communicator) -> None:
+    """Run ``check()`` on every worker; if it raised a CPGBNInputError on any of them, every
+    worker raises the first one's (in rank order).  For a check whose verdict may differ by
+    shard (the memory a shard needs): a worker that raised alone would leave the others
+    waiting in the next collective until the timeout."""
+    try:
+        check()
+        message = None
+    except CPGBNInputError as error:
+        message = str(error)
+    messages = communicator.gather(message)
+    first = None if messages is None else next((m for m in messages if m is not None), None)
+    first = communicator.broadcast_object(first)
+    if first is not None:
+        raise CPGBNInputError(first)
 
 
 def gather_rows(array: np.ndarray, communicator) -> np.ndarray | None:

@@ -136,8 +136,14 @@ class NumbaBackend:
 
     @staticmethod
     def stack_shape(theta_above: np.ndarray, phi: np.ndarray) -> np.ndarray:
-        """Phi^(t+1) theta^(t+1)_j for every document: (N, K_t)."""
-        return theta_above @ phi.T
+        """Phi^(t+1) theta^(t+1)_j for every document: (N, K_t), one block of
+        :data:`DOC_BLOCK` documents at a time: a BLAS product's rounding may depend on the
+        matrix's size (small-matrix kernels), and a block has the same size in a shard as in
+        the whole corpus, so data-parallel workers compute one process' numbers."""
+        out = np.empty((theta_above.shape[0], phi.shape[0]))
+        for lo in range(0, theta_above.shape[0], DOC_BLOCK):
+            np.matmul(theta_above[lo:lo + DOC_BLOCK], phi.T, out=out[lo:lo + DOC_BLOCK])
+        return out
 
     # ------------------------------------------------------------------ initialisation
     def initial_kernels(self, vocab_size: int, filter_width: int, n_kernels: int,

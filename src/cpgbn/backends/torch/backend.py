@@ -27,8 +27,9 @@ Random numbers
     block draws what its documents draw in one process, and data-parallel workers
     (:mod:`cpgbn.inference.shards`) make the single process' chain.  The block is large so
     that a GPU sees large tensors; the memory chunks (below) nest inside it.  A run is
-    reproducible for a given seed, device type, torch version and ``max_elements`` (the
-    chunking changes the order in which variates are consumed), and a run resumed from a
+    reproducible for a given seed, device type, torch version, ``doc_block`` and
+    ``max_elements`` (the chunking changes the order in which variates are consumed; on a
+    GPU, float sums by atomic adds may add to that), and a run resumed from a
     checkpoint continues exactly as an uninterrupted one.  It is NOT bit-identical to the numba
     backend (different generators and algorithms): the two agree in distribution, which
     ``tests/test_torch_backend.py`` checks (Geweke test and a two-sample posterior comparison).
@@ -216,9 +217,11 @@ class TorchBackend:
     def log1p(x: torch.Tensor) -> torch.Tensor:
         return torch.log1p(x)
 
-    @staticmethod
-    def row_sums(x: torch.Tensor) -> torch.Tensor:
-        return x.sum(dim=1)
+    def row_sums(self, x: torch.Tensor) -> torch.Tensor:
+        """Each document's row of ``x`` summed, block by block: a reduction's order of sums
+        may depend on the tensor's size (on a GPU), and a block has the same size in a shard
+        as in the whole corpus, so workers sum as one process does."""
+        return self._each_block(lambda rows: rows.sum(dim=1), x)
 
     @staticmethod
     def column_sums(x: torch.Tensor) -> torch.Tensor:
@@ -232,9 +235,10 @@ class TorchBackend:
     def total_of(vector: torch.Tensor, n: int) -> torch.Tensor:
         return vector.sum().expand(n)
 
-    @staticmethod
-    def stack_shape(theta_above: torch.Tensor, phi: torch.Tensor) -> torch.Tensor:
-        return theta_above @ phi.T
+    def stack_shape(self, theta_above: torch.Tensor, phi: torch.Tensor) -> torch.Tensor:
+        """Phi^(t+1) theta^(t+1)_j for every document, block by block (as :meth:`row_sums`:
+        a matrix product's rounding may depend on its size)."""
+        return self._each_block(lambda rows: rows @ phi.T, theta_above)
 
     # ------------------------------------------------------------------ initialisation
     def initial_kernels(self, vocab_size: int, filter_width: int, n_kernels: int,
@@ -333,23 +337,24 @@ class TorchBackend:
             return drawn[0][:, lo:hi]
         return normals
 
-    def _rows_by_block(self, stream: int, draw, *rows) -> torch.Tensor:
-        """``draw`` applied to every block's rows of the per-document arrays ``rows``, each
-        from the block's stream, stacked."""
+    def _each_block(self, compute, *rows, stream: int | None = None) -> torch.Tensor:
+        """``compute`` applied to every block's rows of the per-document arrays ``rows``
+        (drawing from the block's part of ``stream`` when given), stacked."""
         parts = []
         for block in self._blocks:
-            self.random.reseed(stream, block.index)
-            parts.append(draw(*(r[block.docs] for r in rows)))
+            if stream is not None:
+                self.random.reseed(stream, block.index)
+            parts.append(compute(*(r[block.docs] for r in rows)))
         return concatenated(parts)
 
     def draw_doc_scales(self, shape_sum, theta_sum, e0: float, f0: float, stream: int, out=None):
-        return self._rows_by_block(
-            stream, lambda a, t: self.random.gamma(e0 + a).clamp_min(TINY) / (f0 + t),
-            shape_sum, theta_sum)
+        return self._each_block(
+            lambda a, t: self.random.gamma(e0 + a).clamp_min(TINY) / (f0 + t),
+            shape_sum, theta_sum, stream=stream)
 
     def layer_tables(self, counts, shape, stream: int) -> torch.Tensor:
-        return self._rows_by_block(stream, lambda m, a: self.random.crt(m, a.clamp_min(TINY)),
-                                   counts, shape)
+        return self._each_block(lambda m, a: self.random.crt(m, a.clamp_min(TINY)),
+                                counts, shape, stream=stream)
 
     def split_tables(self, tables, phi, theta_above, stream: int, with_counts: bool):
         m_next, phi_counts = [], None
@@ -369,9 +374,9 @@ class TorchBackend:
         return self.random.gamma(shape).clamp_min(TINY) / rate
 
     def draw_doc_gammas(self, shape, counts, rate, stream: int, out=None) -> torch.Tensor:
-        return self._rows_by_block(
-            stream, lambda a, m, c: self.random.gamma(a + m.to(F64)).clamp_min(TINY) / c[:, None],
-            shape, counts, rate)
+        return self._each_block(
+            lambda a, m, c: self.random.gamma(a + m.to(F64)).clamp_min(TINY) / c[:, None],
+            shape, counts, rate, stream=stream)
 
     # ------------------------------------------------------------------ random variates
     def _position_chunks(self, K: int, positions: slice):
@@ -418,12 +423,12 @@ class TorchBackend:
         """(first position, end position, first document, end document) of runs of whole
         documents of ``docs`` with at most ``max_elements`` / K positions (or one longer
         document)."""
-        positions, n_docs = self._positions, docs.stop
+        positions, d_end = self._positions, docs.stop
         step = max(1, self.max_elements // max(K, 1))
         d_lo = docs.start
-        while d_lo < n_docs:
+        while d_lo < d_end:
             d_hi = int(np.searchsorted(positions, positions[d_lo] + step, side="right")) - 1
-            d_hi = min(max(d_hi, d_lo + 1), n_docs)
+            d_hi = min(max(d_hi, d_lo + 1), d_end)
             yield int(positions[d_lo]), int(positions[d_hi]), d_lo, d_hi
             d_lo = d_hi
 

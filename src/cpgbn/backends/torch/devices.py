@@ -12,7 +12,7 @@ import torch
 
 from ...errors import CPGBNInputError
 
-__all__ = ["resolve_device", "DOC_BLOCKS", "doc_block_for", "MAX_ELEMENTS", "max_elements_for"]
+__all__ = ["resolve_device", "DOC_BLOCKS", "doc_block_for", "MAX_ELEMENTS"]
 
 #: Documents per random-stream block by device type: multiples of the numba backend's
 #: 32-document block, so that shards of whole blocks hash as the corpus fingerprint does.  A
@@ -51,7 +51,3 @@ def doc_block_for(device) -> int:
     """The default random-stream block (documents) of the PyTorch backend on ``device``."""
     return DOC_BLOCKS[resolve_device(device).type]
 
-
-def max_elements_for(device) -> int:
-    """The default memory chunk (float64 entries) of the PyTorch backend on ``device``."""
-    return MAX_ELEMENTS[resolve_device(device).type]

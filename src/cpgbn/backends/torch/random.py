@@ -2,12 +2,12 @@
 :mod:`cpgbn.backends.numba.distributions` (exact draws, vectorised over tensors on one device).
 
 One ``torch.Generator`` is re-seeded at every (seed, sweep, step, block of documents) by
-:meth:`TorchRandom.reseed`, so a run is reproducible for a seed, device type, torch version and
-``max_elements``.  Only
-torch's uniform, exponential and ``_standard_gamma`` (for shapes >= 1) are used as primitives;
-everything else (small-shape gammas in log space, the floor-aware truncated gamma,
-zero-truncated Poisson, multinomial units by inverse CDF, CRT) is built on them here and
-tested against exact laws in ``tests/test_torch_backend.py``.
+:meth:`TorchRandom.reseed`, so a run is reproducible for a seed, device type, torch version,
+``max_elements`` and the backend's ``doc_block``.  Only torch's uniform, exponential and
+``_standard_gamma`` (for shapes >= 1) are used as primitives; everything else (small-shape
+gammas in log space, the floor-aware truncated gamma, zero-truncated Poisson, multinomial
+units by inverse CDF, CRT) is built on them here and tested against exact laws in
+``tests/test_torch_backend.py``.
 """
 
 from __future__ import annotations
