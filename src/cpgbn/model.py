@@ -481,7 +481,8 @@ class CPGBN(TransformerMixin, BaseEstimator):
             if refusal is not None:
                 raise CPGBNInputError(refusal)
             shard = read_shard(X, None, communicator, mode.shard_block())
-            return gather_rows(features(*self._thetas(shard.texts, mode, shard.start),
+            return gather_rows(features(*self._thetas(shard.texts, mode, shard.start,
+                                                      communicator),
                                         normalization, all_layers), communicator)
         if isinstance(X, TextFile) and mode.streams_transform():   # block by block
             from .modes.minibatch import BLOCK_DOCS
@@ -489,11 +490,18 @@ class CPGBN(TransformerMixin, BaseEstimator):
                               for texts in X.blocks(BLOCK_DOCS)])
         return features(*self._thetas(X, mode), normalization, all_layers)
 
-    def _thetas(self, X, mode: InferenceMode, first_doc: int = 0):
+    def _thetas(self, X, mode: InferenceMode, first_doc: int = 0, communicator=None):
         """(theta^(1..T), cells) of the documents ``X`` as ``transform`` infers them;
-        ``first_doc``: the global id of ``X``'s first document, for a worker's shard."""
+        ``first_doc``, ``communicator``: the global id of ``X``'s first document and the
+        workers, for a worker's shard (whose memory verdict is every worker's)."""
         data = self._data(self._corpus(X, self.vocabulary_, None), self.globals_.D.shape[1])
-        self._check_memory(mode.inference_bytes(data, self.layers_, len(self.vocabulary_)))
+        def check():
+            self._check_memory(mode.inference_bytes(data, self.layers_, len(self.vocabulary_)))
+        if communicator is None:
+            check()
+        else:
+            from .modes.sharded import agree
+            agree(check, communicator)
         return mode.thetas(self._fitted_state(), data, first_doc=first_doc), data
 
     def log_likelihood(self, X=None) -> float:
