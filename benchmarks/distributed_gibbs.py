@@ -3,14 +3,15 @@ processes on this machine, one thread each, the bytes all-reduced per sweep, and
 that all-reduce alone.
 
 Corpus: the first ``--docs`` IMDB training reviews (drawn at random, seed 0, from the
-class-sorted file), the model of the paper's IMDB runs (K_1 = 200, vocabulary 8,000, F = 3).
+class-sorted file), the model of the paper's IMDB runs (K_1 = 200, vocabulary 8,000, F = 3;
+``--layers`` for a deeper stack).
 Three runs, each in fresh processes started here (rank, world size and rendezvous in the
 environment, as torchrun sets them):
 
 * ``1 process``: ``CPGBN.fit`` without a communicator (the plain sampler: the reference);
 * ``2 workers``: ``CPGBN.fit(texts, communicator=TorchCommunicator)``, each worker over its
   shard of 32-document blocks (gloo on 127.0.0.1); the model equals the reference's
-  (checked: the same log-likelihood trace, bit for bit);
+  (checked: the same log-likelihood trace and the same globals D, Phi, r, bit for bit);
 * ``all-reduce``: two workers that only all-reduce an int32 array of V x F x K_1 counts
   (the kernel counts, the dominant message), ``--sweeps`` times.
 
@@ -35,9 +36,11 @@ from pathlib import Path
 
 import numpy as np
 
+from cpgbn.inference.checkpoint import fingerprint
+
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
-LAYERS, VOCAB, FILTER_WIDTH = (200,), 8000, 3
+VOCAB, FILTER_WIDTH = 8000, 3
 
 
 def corpus(data_dir, n_docs: int) -> list[str]:
@@ -50,12 +53,14 @@ def corpus(data_dir, n_docs: int) -> list[str]:
 def fit_record(args, communicator=None) -> dict:
     from cpgbn import CPGBN
     texts = corpus(args.data_dir, args.docs)
-    model = CPGBN(layers=LAYERS, vocab_size=VOCAB, filter_width=FILTER_WIDTH,
+    model = CPGBN(layers=layers_of(args), vocab_size=VOCAB, filter_width=FILTER_WIDTH,
                   n_iter=args.sweeps, burn_in=args.sweeps - 1, random_state=0, n_threads=1,
                   progress=False)
     start = time.perf_counter()
     model.fit(texts, communicator=communicator)
+    g = model.globals_
     record = dict(fit_seconds=round(time.perf_counter() - start, 2),
+                  globals_sha256=fingerprint(g.D, *g.phi, g.r),
                   sweep_seconds=[round(float(s), 4) for s in model.sweep_seconds_],
                   loglik=[float(x) for x in model.loglik_trace_],
                   n_tokens=int(model.n_train_tokens_))
@@ -65,7 +70,12 @@ def fit_record(args, communicator=None) -> dict:
     return record
 
 
-def kernel_draw_seconds(vocab_size: int, repeats: int = 3) -> float:
+def layers_of(args) -> tuple:
+    """``--layers``, e.g. "200-100-50", as a tuple of ints."""
+    return tuple(int(k) for k in args.layers.split("-"))
+
+
+def kernel_draw_seconds(vocab_size: int, n_kernels: int, repeats: int = 3) -> float:
     """Seconds of one draw of D | counts (V x F x K_1 Dirichlet draws, one thread): the part
     of a sweep that the root does alone, whatever the number of workers.  Counts as a
     sweep of an IMDB-like corpus leaves them: about 1 in 20 cells nonzero."""
@@ -76,7 +86,7 @@ def kernel_draw_seconds(vocab_size: int, repeats: int = 3) -> float:
     from cpgbn.backends.numba.shared_shape import shared_shape_table
     numba.set_num_threads(1)
     rng = np.random.default_rng(0)
-    shape = (1, vocab_size, FILTER_WIDTH, LAYERS[0])
+    shape = (1, vocab_size, FILTER_WIDTH, n_kernels)
     counts = (rng.poisson(0.05, size=shape) * rng.integers(1, 50, size=shape)).astype(np.int32)
     D = np.zeros(shape[1:], dtype=np.float32)
     table = shared_shape_table(0.05)
@@ -91,7 +101,7 @@ def kernel_draw_seconds(vocab_size: int, repeats: int = 3) -> float:
 
 
 def allreduce_record(args, communicator) -> dict:
-    counts = np.ones((VOCAB, FILTER_WIDTH, LAYERS[0]), dtype=np.int32)
+    counts = np.ones((VOCAB, FILTER_WIDTH, layers_of(args)[0]), dtype=np.int32)
     seconds = []
     for _ in range(args.sweeps):
         start = time.perf_counter()
@@ -139,6 +149,7 @@ def main(argv=None):
     p.add_argument("--data-dir", default=None)
     p.add_argument("--docs", type=int, default=4000)
     p.add_argument("--sweeps", type=int, default=6)
+    p.add_argument("--layers", default="200", help="e.g. 200-100-50 (default 200)")
     p.add_argument("--out", default=None)
     p.add_argument("--role", default=None, help=argparse.SUPPRESS)
     p.add_argument("--report", default=None, metavar="RECORD",
@@ -152,26 +163,28 @@ def main(argv=None):
         print(json.dumps(fit_record(args)), flush=True)
         return
     if args.role == "draw":
-        print(json.dumps({str(v): kernel_draw_seconds(v) for v in (VOCAB, 30_000)}),
-              flush=True)
+        print(json.dumps({str(v): kernel_draw_seconds(v, layers_of(args)[0])
+                          for v in (VOCAB, 30_000)}), flush=True)
         return
     if args.role is not None:
         worker(args)
         return
     from cpgbn.evaluate.provenance import provenance
-    passed = [f"--docs={args.docs}", f"--sweeps={args.sweeps}"]
+    passed = [f"--docs={args.docs}", f"--sweeps={args.sweeps}", f"--layers={args.layers}"]
     passed += [f"--data-dir={args.data_dir}"] if args.data_dir else []
     [one] = launch("plain", 0, passed)
     two = launch("fit", 2, passed)
     reduce_ = launch("allreduce", 2, passed)
     [draws] = launch("draw", 0, passed)
-    assert all(r["loglik"] == one["loglik"] for r in two), "the workers' chain is not one's"
+    assert all(r["loglik"] == one["loglik"] and r["globals_sha256"] == one["globals_sha256"]
+               for r in two), "the workers' chain is not one's"
     t1 = float(np.mean(one["sweep_seconds"][1:]))
     t2 = float(np.mean([max(a, b) for a, b in zip(*(r["sweep_seconds"][1:] for r in two))]))
     allreduce_s = float(np.mean([max(a, b) for a, b in zip(*(r["seconds"][1:]
                                                               for r in reduce_))]))
     record = dict(
-        benchmark="distributed_gibbs", layers=list(LAYERS), vocab_size=VOCAB,
+        benchmark="distributed_gibbs", layers=list(layers_of(args)), vocab_size=VOCAB,
+        checked="the same log-likelihood trace and globals D, Phi, r, bit for bit",
         filter_width=FILTER_WIDTH, n_docs=args.docs, n_tokens=one["n_tokens"],
         sweeps=args.sweeps, threads_per_process=1, backend="gloo (127.0.0.1)",
         one_process=dict(sweep_seconds=one["sweep_seconds"], mean=round(t1, 3),
@@ -198,6 +211,11 @@ def main(argv=None):
     print(json.dumps(record))
 
 
+def layers_note(r: dict) -> str:
+    """", layers 200-100-50" for a deep stack, nothing for one layer."""
+    return "" if len(r["layers"]) == 1 else ", layers " + "-".join(map(str, r["layers"]))
+
+
 def table(r: dict) -> str:
     two = r["two_workers"]
     late = r["efficiency_per_sweep"][len(r["efficiency_per_sweep"]) // 2:]
@@ -205,9 +223,10 @@ def table(r: dict) -> str:
         "# Data-parallel Gibbs: 1 process against 2 workers\n\n"
         f"Made by `{r['command']}` at commit {r['commit']} on {r['machine']}: "
         f"{r['n_docs']} IMDB training reviews ({r['n_tokens']} tokens), K_1 = "
-        f"{r['layers'][0]}, V = {r['vocab_size']}, F = {r['filter_width']}, one thread per "
+        f"{r['layers'][0]}{layers_note(r)}, V = {r['vocab_size']}, F = {r['filter_width']}, one thread per "
         f"process, {r['sweeps']} sweeps (the first left out), {r['backend']}.  The two workers' "
-        "chain is the single process' (the same log-likelihood trace, checked).\n\n"
+        f"chain is the single process' ({r.get('checked', 'the same log-likelihood trace')}, "
+        "checked).\n\n"
         "| run | seconds per sweep | sweeps per second | bytes all-reduced per sweep |\n"
         "|---|---|---|---|\n"
         f"| 1 process | {r['one_process']['mean']} | {r['one_process']['sweeps_per_second']} "
@@ -239,8 +258,7 @@ def projection(r: dict) -> str:
     """Sweep time of 1M and 10M IMDB-like documents on 8 and 64 machines, from the measured
     cost per token and sweep, the measured draw of D, and the message sizes (module text)."""
     tokens_per_doc = r["n_tokens"] / r["n_docs"]
-    count_bytes = LARGE_VOCAB * r["filter_width"] * r["layers"][0] * 4   # int32 counts
-    d_bytes = count_bytes                                                 # float32 D
+    count_bytes = LARGE_VOCAB * r["filter_width"] * r["layers"][0] * 4   # int32; D as float32
     draw = r["kernel_draw_seconds"][str(LARGE_VOCAB)]
     costs = {"mean": r["seconds_per_token_sweep"], "last": r["seconds_per_token_last_sweep"]}
     lines = [
