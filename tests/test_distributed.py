@@ -230,6 +230,20 @@ def test_two_workers_make_the_single_process_chain_bit_for_bit(tmp_path, single_
                 np.testing.assert_array_equal(a[name], value, err_msg=name)
 
 
+def test_nccl_without_a_gpu_for_the_worker_is_a_one_line_error():
+    """A worker asked for NCCL with no GPU of its own (more workers per machine than GPUs)
+    is told so before any rendezvous (no process group starts in this test's process:
+    gloo's threads can abort an interpreter at exit, see cli/fit.py's _leave_worker)."""
+    import torch
+
+    from cpgbn.backends.torch.distributed import TorchCommunicator
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is visible: LOCAL_RANK 0 has one")
+    with pytest.raises(CPGBNInputError, match="NCCL needs a GPU per worker, and LOCAL_RANK 0"):
+        TorchCommunicator(rank=0, world_size=1, master_addr="127.0.0.1",
+                          master_port=_free_port(), backend="cpu:gloo,cuda:nccl", timeout=5)
+
+
 def test_a_worker_that_never_joins_stops_the_other_within_the_timeout(tmp_path, single_process):
     start = time.perf_counter()
     [(code, err)] = _finish(_start(tmp_path, 2, [0], "--timeout", "3"), limit=60)

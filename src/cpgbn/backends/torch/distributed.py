@@ -5,8 +5,8 @@ torch.distributed process group, so that the data-parallel Gibbs sampler (a shar
 per worker, :class:`~cpgbn.inference.updates.DistributedGlobalUpdate`) runs under ``torchrun``
 on one machine or several.  Arrays go in and come back as they were given: numpy arrays
 (the numba backend's) travel through gloo on the CPU; tensors on a GPU through NCCL (the
-group is ``cpu:gloo,cuda:nccl`` when CUDA is present, so each array takes the transport of
-its device).  Nothing the caller passes is modified.
+group is ``cpu:gloo,cuda:nccl`` when the worker has a GPU of its own, so each array takes the
+transport of its device; gloo alone otherwise).  Nothing the caller passes is modified.
 
 Failures are the point of most of this module.  torch's default timeout is 30 minutes and its
 errors name a socket, not a worker; here every operation has the timeout given at
@@ -71,9 +71,10 @@ class TorchCommunicator:
     master_addr, master_port : where the rendezvous store listens (rank 0 hosts it unless
         ``agent_store``).
     timeout : seconds; the limit on the rendezvous and on every collective.
-    backend : a torch.distributed backend string, or None: ``"gloo"``, or
-        ``"cpu:gloo,cuda:nccl"`` when CUDA is available (then this worker's GPU is
-        ``local_rank``).
+    backend : a torch.distributed backend string, or None: ``"cpu:gloo,cuda:nccl"`` when
+        this worker has a GPU of its own (``local_rank`` below the number of visible GPUs;
+        it becomes the worker's current device), else ``"gloo"`` (which carries CUDA tensors
+        too, through the host: more workers on a machine than GPUs, or none).
     local_rank : this worker's number on its machine (its GPU).
     agent_store : the store is torchrun's agent's (every worker is its client).
     attempt : the run's attempt (restart) number, which keeps attempts' keys apart.
@@ -101,9 +102,15 @@ class TorchCommunicator:
         self.bytes_summed = self.bytes_broadcast = 0
         self._calls = 0
         self._host_store = self.is_root and not agent_store
+        own_gpu = torch.cuda.is_available() and int(local_rank) < torch.cuda.device_count()
         if backend is None:
-            backend = "cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo"
+            backend = "cpu:gloo,cuda:nccl" if own_gpu else "gloo"
         if "nccl" in backend:
+            if not own_gpu:
+                raise CPGBNInputError(
+                    f"rank {rank}: NCCL needs a GPU per worker, and LOCAL_RANK {local_rank} has "
+                    f"none ({torch.cuda.device_count() if torch.cuda.is_available() else 0} "
+                    f"visible): start at most as many workers per machine as it has GPUs")
             torch.cuda.set_device(int(local_rank))
         limit = timedelta(seconds=self.timeout)
         self._store = self._rendezvous(master_addr, int(master_port), limit, int(attempt))
