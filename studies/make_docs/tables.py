@@ -242,12 +242,45 @@ def text_baselines_findings() -> str:
         f"{np.mean(subj_deep):.1f} with three layers).")
 
 
+# ---------------------------------------------------------------------- Table 4's first cells
+
+def table4_first_cells() -> str:
+    """docs/classifier.md's sentence on the three-layer sCPGBN's SUBJ cells so far: the xi
+    validation accuracies, each test fold's accuracy (seed 0) and their mean
+    (results/table4/table4.json), NBSVM-bigram's 10-fold mean (results/text_baselines) and
+    the paper's figure (studies/table4's PAPER)."""
+    from studies.table4.table4 import PAPER as TABLE4_PAPER
+    cells = json.loads((RESULTS / "table4" / "table4.json").read_text())["cells"].values()
+    deep = [c for c in cells if c["dataset"] == "subj" and list(c["layers"]) == [200, 100, 50]]
+    tuned = sorted((c for c in deep if c["kind"] == "tune"), key=lambda c: c["xi"])
+    folds = sorted((c for c in deep if c["kind"] == "test" and c["seed"] == 0),
+                   key=lambda c: int(c["split"].removeprefix("fold")))
+    claim(bool(tuned) and bool(folds), "there are tuned and tested SUBJ three-layer cells")
+    baselines = json.loads((RESULTS / "text_baselines" / "text_baselines.json").read_text())["cells"]
+    nbsvm = next(c for c in baselines.values() if c["dataset"] == "subj"
+                 and c["baseline"] == "nbsvm-bigram" and c["seed"] == 0 and c["fold_seed"] in (None, 0))
+    accuracies = [100 * c["accuracy"] for c in folds]
+    numbers = [int(c["split"].removeprefix("fold")) for c in folds]
+    which = (f"fold {numbers[0]}" if len(numbers) == 1 else
+             f"folds {numbers[0]}-{numbers[-1]}" if numbers == list(range(numbers[0], numbers[-1] + 1))
+             else "folds " + ", ".join(map(str, numbers)))
+    scores = ", ".join(f"{a:.1f}" for a in accuracies[:-1]) + (" and " if len(accuracies) > 1 else "") \
+        + f"{accuracies[-1]:.1f}"
+    validation = ", ".join(f"{c['xi']:g}{' per unit' if i == 0 else ''}: {100 * c['accuracy']:.1f}"
+                           for i, c in enumerate(tuned))
+    return (f"First cells: on SUBJ the three-layer model's xi was chosen on a validation split of fold 0's\n"
+            f"training data ({validation}); {which} scored {scores} (mean "
+            f"{np.mean(accuracies):.1f})\nagainst NBSVM-bigram's {100 * nbsvm['accuracy_mean']:.1f} "
+            f"(10-fold mean) and the paper's {TABLE4_PAPER[3]['subj']}.")
+
+
 #: file (relative to the root) -> {block name: function writing it}
 TARGETS = {
     "README.md": {"headline": headline},
     "docs/results.md": {"results": evaluation_table, "table2": table2_rows, "token-count": token_count_table,
                         "text-baselines": text_baselines_findings},
     "docs/speed.md": {"speed": speed_rows, "gpu-speed": gpu_speed_table},
+    "docs/classifier.md": {"table4-first-cells": table4_first_cells},
     "docs/explaining.md": {f"example-{name}": (lambda name=name: example(name))
                            for name in ("topics", "tree", "summary")},
 }
