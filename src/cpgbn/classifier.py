@@ -250,7 +250,9 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
     def fit(self, X, y=None, **fit_params):
         """Fit on the documents ``X`` (strings, an encoded Corpus, or a labelled
         :class:`~cpgbn.text.TextFile`) with their labels ``y`` (one per document; a labelled
-        TextFile carries its own).  ``fit_params``: CPGBN.fit's checkpointing arguments."""
+        TextFile carries its own).  ``fit_params``: CPGBN.fit's checkpointing arguments and
+        ``communicator`` (one worker of a distributed fit: :func:`shared_labels` gives every
+        worker the whole corpus' classes)."""
         if isinstance(X, TextFile) and y is None:
             if not X.labeled:
                 file_classes(X)   # its one-line error: the file has no labels
