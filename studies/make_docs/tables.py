@@ -168,11 +168,16 @@ def headline() -> str:
 NUMBER_WORDS = {10: "ten", 11: "eleven", 12: "twelve"}
 
 
-def claim(holds: bool, sentence: str) -> None:
-    """Stop when the record no longer bears out a sentence written around its numbers."""
+def claim(holds: bool, where: str, sentence: str) -> None:
+    """Stop when the record no longer bears out a sentence written around its numbers
+    (``where``: the generated passage)."""
     if not holds:
-        raise ValueError(f"docs/results.md, the n-gram baselines: the record no longer says that "
-                         f"{sentence}; rewrite the sentence in studies/make_docs/tables.py")
+        raise ValueError(f"{where}: the record no longer says that {sentence}; rewrite the "
+                         f"sentence in studies/make_docs/tables.py")
+
+
+#: Where the n-gram baselines' generated paragraph lives (for :func:`claim`'s message).
+BASELINES_PASSAGE = "docs/results.md, the n-gram baselines"
 
 
 def text_baselines_findings() -> str:
@@ -210,15 +215,15 @@ def text_baselines_findings() -> str:
     fold_seeds = sorted({seed for means in partitions for seed in means})
     names = sorted({n for (d, n) in by if d in ("mr", "subj", "trec")})
     mnb_mr, mnb_subj = gap("mr", "mnb-bigram"), gap("subj", "mnb-bigram")
-    claim(f"{mnb_mr[0]:.1f}" == f"{mnb_subj[0]:.1f}" and mnb_mr[0] > 0,
+    claim(f"{mnb_mr[0]:.1f}" == f"{mnb_subj[0]:.1f}" and mnb_mr[0] > 0, BASELINES_PASSAGE,
           "MNB-bigram is as far below Wang & Manning on MR as on SUBJ")
     claim(kept("subj", "nbsvm-bigram") < acc("subj", "nbsvm-bigram")
           and kept("trec", "nbsvm-bigram") < acc("trec", "nbsvm-bigram")
-          and kept("mr", "nbsvm-unigram") > acc("mr", "nbsvm-unigram"),
+          and kept("mr", "nbsvm-unigram") > acc("mr", "nbsvm-unigram"), BASELINES_PASSAGE,
           "keeping NBSVM's bias loses on SUBJ and TREC (bigrams) and wins on MR (unigrams)")
     cpgbn = table2_groups("paper")
     mr_deep, subj_deep = (cpgbn[(dataset, "cpgbn", "200-100-50", 800, "paper")] for dataset in ("mr", "subj"))
-    claim(bool(mr_deep and subj_deep), "Table 2 has three-layer CPGBN on MR and SUBJ under the paper's protocol")
+    claim(bool(mr_deep and subj_deep), BASELINES_PASSAGE, "Table 2 has three-layer CPGBN on MR and SUBJ under the paper's protocol")
     return (
         f"**What we find.** NBSVM-bigram gives MR {acc('mr', 'nbsvm-bigram'):.1f}, SUBJ "
         f"{acc('subj', 'nbsvm-bigram'):.1f}, TREC {acc('trec', 'nbsvm-bigram'):.1f} and IMDB "
@@ -255,7 +260,8 @@ def table4_first_cells() -> str:
     tuned = sorted((c for c in deep if c["kind"] == "tune"), key=lambda c: c["xi"])
     folds = sorted((c for c in deep if c["kind"] == "test" and c["seed"] == 0),
                    key=lambda c: int(c["split"].removeprefix("fold")))
-    claim(bool(tuned) and bool(folds), "there are tuned and tested SUBJ three-layer cells")
+    claim(bool(tuned) and bool(folds), "docs/classifier.md, Table 4",
+          "there are tuned and tested SUBJ three-layer cells")
     baselines = json.loads((RESULTS / "text_baselines" / "text_baselines.json").read_text())["cells"]
     nbsvm = next(c for c in baselines.values() if c["dataset"] == "subj"
                  and c["baseline"] == "nbsvm-bigram" and c["seed"] == 0 and c["fold_seed"] in (None, 0))
@@ -268,7 +274,7 @@ def table4_first_cells() -> str:
         + f"{accuracies[-1]:.1f}"
     validation = ", ".join(f"{c['xi']:g}{' per unit' if i == 0 else ''}: {100 * c['accuracy']:.1f}"
                            for i, c in enumerate(tuned))
-    return (f"First cells: on SUBJ the three-layer model's xi was chosen on a validation split of fold 0's\n"
+    return (f"So far: on SUBJ the three-layer model's xi was chosen on a validation split of fold 0's\n"
             f"training data ({validation}); {which} scored {scores} (mean "
             f"{np.mean(accuracies):.1f})\nagainst NBSVM-bigram's {100 * nbsvm['accuracy_mean']:.1f} "
             f"(10-fold mean) and the paper's {TABLE4_PAPER[3]['subj']}.")

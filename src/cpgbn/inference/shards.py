@@ -8,8 +8,8 @@ starts at a multiple of the block, so its sampler
 (``GibbsSampler(shard, ..., first_doc=start)``) numbers its streams as the whole corpus
 does, and its documents draw what they draw in one process; the statistics summed over the
 workers are then the whole corpus' (:class:`~cpgbn.inference.updates.DistributedGlobalUpdate`).
-The layout is a function of (n_docs, world_size, block) alone: a file is split by line ranges with
-it, each worker reading only its lines.
+The layout is a function of (n_docs, world_size, block) alone: a file is split by line
+ranges with it, each worker reading only its lines.
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ import shutil
 import numpy as np
 
 from ..inference.gibbs import GibbsSampler, RunResult
-from ..inference.shards import DOC_BLOCK
 from ..inference.mixing import MixingMonitor
+from ..inference.shards import DOC_BLOCK
 from ..inference.streams import transform_seed
 from ..layers.cells import ConvData
 from ..errors import CPGBNInputError
