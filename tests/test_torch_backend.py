@@ -349,8 +349,13 @@ def test_count_invariants_with_small_chunks(binary):
     np.testing.assert_array_equal(state.globals.r, g.r)
 
 
+# the GPU's run where one exists (benchmarks/gpu_session.sh): are its float sums as ordered?
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("beta", [None, 0.5])
-def test_shards_swept_apart_draw_what_the_whole_corpus_draws(beta):
+def test_shards_swept_apart_draw_what_the_whole_corpus_draws(beta, device):
     """The streams are keyed by global blocks of documents: with the globals fixed, a shard
     that starts at a block (first_doc) draws every local variable of one sweep as the whole
     corpus does (blocks of 32 here, so that a small corpus has several; tiny max_elements,
@@ -363,7 +368,7 @@ def test_shards_swept_apart_draw_what_the_whole_corpus_draws(beta):
 
     def one_sweep(part, first_doc):
         sampler = TorchGibbsSampler(part, hyper, 11, learn_globals=False, max_elements=50,
-                                    first_doc=first_doc, doc_block=block)
+                                    first_doc=first_doc, doc_block=block, device=device)
         return sampler.sweep(sampler.initial_state(layers, 10, g.copy()))
 
     whole = one_sweep(data, 0)
