@@ -25,10 +25,11 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gibbs_speed import PAPER_SECONDS, corpus_of  # noqa: E402  (same corpora and paper times)
 
-#: The backend's methods timed by --profile (TorchBackend's, per random-stream block where
-#: the step draws per document).
-PROFILED_STEPS = ("_draw_w", "_augment", "_dirichlet_kernels", "position_tables",
-                  "_split_tables", "_dirichlet_columns")
+#: The sweep's kernels timed by --profile, as (module of cpgbn.backends.torch, function):
+#: per random-stream block where the step draws per document.
+PROFILED_STEPS = (("conv", "draw_w"), ("conv", "augment"), ("conv", "dirichlet_kernels"),
+                  ("conv", "position_tables"), ("gbn", "split_tables"),
+                  ("gbn", "dirichlet_columns"))
 
 
 def _timed(fn, totals, name, sync):
@@ -70,14 +71,21 @@ def time_configuration(corpus, layers, device, sweeps, warmup, token_count, prof
     steps = {}
     if profile:
         totals = defaultdict(float)
-        for name in PROFILED_STEPS:
-            setattr(sampler.backend, name,
-                    _timed(getattr(sampler.backend, name), totals, name, sync))
-        sync()
-        start = time.perf_counter()
-        sampler.sweep(state)
-        sync()
-        totals["whole sweep"] = time.perf_counter() - start
+        import importlib
+        modules = {name: importlib.import_module(f"cpgbn.backends.torch.{name}")
+                   for name, _ in PROFILED_STEPS}
+        originals = {(m, f): getattr(modules[m], f) for m, f in PROFILED_STEPS}
+        for (m, f), fn in originals.items():   # the backend calls them as module attributes
+            setattr(modules[m], f, _timed(fn, totals, f, sync))
+        try:
+            sync()
+            start = time.perf_counter()
+            sampler.sweep(state)
+            sync()
+            totals["whole sweep"] = time.perf_counter() - start
+        finally:
+            for (m, f), fn in originals.items():
+                setattr(modules[m], f, fn)
         steps = dict(totals)
     return dict(times=times, steps=steps,
                 peak_gpu_mb=torch.cuda.max_memory_allocated(device) / 2**20 if cuda else None,

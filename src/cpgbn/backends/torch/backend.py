@@ -15,6 +15,11 @@ small problems, on the CPU: the backend protocol of :mod:`cpgbn.inference.backen
 5. Phi^(t) | counts, r | tables;
 6. downward pass theta^(T), ..., theta^(2).
 
+This class keeps the corpus' tensors on the device (:class:`~cpgbn.backends.torch.conv.
+DeviceCells`), keys the random streams and walks the blocks; the draws themselves are pure
+functions: the first layer's in :mod:`cpgbn.backends.torch.conv`, the stack's in
+:mod:`cpgbn.backends.torch.gbn` (as the numba backend's kernels are laid out).
+
 Random numbers
     One ``torch.Generator`` on the device (in :class:`cpgbn.backends.torch.random.TorchRandom`,
     with the exact variates built on it), re-seeded at every step of every sweep from
@@ -64,7 +69,6 @@ Memory
 from __future__ import annotations
 
 import contextlib
-import math
 
 import numpy as np
 
@@ -74,11 +78,11 @@ except ImportError as exc:  # pragma: no cover - exercised only without torch
     raise ImportError("the PyTorch backend needs torch: pip install 'cpgbn[torch]'") from exc
 
 from ...errors import CPGBNInputError
-from ...layers.cells import BERNOULLI_POISSON, FIXED_COUNT, OBSERVED_COUNT
 from ..numba.backend import DOC_BLOCK as NUMBA_DOC_BLOCK
-from ..numba.conv import FLOOR as FLOOR32
-from ..numba.gbn import PHI_FLOOR, TINY
-from .blocks import Augmented, Block, concatenated, document_blocks
+from ..numba.gbn import TINY
+from . import conv, gbn
+from .blocks import Augmented, Block, concatenated
+from .conv import FLOOR
 from .devices import DOC_BLOCKS, MAX_ELEMENTS, resolve_device
 from .mixing import assignment_changes
 from .random import TorchRandom
@@ -91,14 +95,6 @@ I64 = torch.int64
 #: torch dtype of each host dtype of a GibbsState field (counts widen to int64 on the device).
 _DTYPES = {np.dtype(np.float32): F32, np.dtype(np.float64): F64, np.dtype(np.int32): I64,
            np.dtype(np.int64): I64}
-
-
-#: The float32 floor of w and D, as the float64 number it compares equal to (numba compares
-#: float64 values with the float32 constant promoted to float64).
-FLOOR = float(FLOOR32)
-_LOG_FLOOR = math.log(FLOOR)
-#: Shapes below this use the floor-aware draw for positions without counts (as conv.py).
-_FAST_SHAPE = 0.1
 
 
 class TorchBackend:
@@ -161,28 +157,9 @@ class TorchBackend:
 
     @data.setter
     def data(self, data) -> None:
-        dev = self.device
         self._data = data
-        n_docs = data.n_docs
-        positions = np.asarray(data.doc_positions, dtype=np.int64)
-        S = np.diff(positions)
-        cells = np.asarray(data.doc_cells, dtype=np.int64)
-        self._S = torch.tensor(S, dtype=I64, device=dev)
-        self._positions = positions  # on the host: chunks of whole documents
-        self._p0 = torch.tensor(positions[:-1], dtype=I64, device=dev)
-        self._pos_doc = torch.tensor(np.repeat(np.arange(n_docs), S), dtype=I64, device=dev)
-        self._cell_doc = torch.tensor(np.repeat(np.arange(n_docs), np.diff(cells)), dtype=I64,
-                                      device=dev)
-        self._cell_word = torch.tensor(np.asarray(data.cell_word, dtype=np.int64), device=dev)
-        self._cell_col = torch.tensor(np.asarray(data.cell_col, dtype=np.int64), device=dev)
-        self._blocks = document_blocks(positions, cells, self.doc_block, self.first_block)
-        if data.mode == OBSERVED_COUNT:
-            self._cell_count = torch.tensor(np.asarray(data.cell_count, dtype=np.int64),
-                                            device=dev)
-        elif data.mode in (BERNOULLI_POISSON, FIXED_COUNT):
-            self._cell_count = None
-        else:
-            raise CPGBNInputError(f"unknown ConvData mode {data.mode!r}")
+        self._cells = conv.DeviceCells.upload(data, self.device, self.doc_block,
+                                              self.first_block)
 
     # ------------------------------------------------------------------ arrays
     @staticmethod
@@ -244,16 +221,17 @@ class TorchBackend:
     def initial_kernels(self, vocab_size: int, filter_width: int, n_kernels: int,
                         stream: int) -> torch.Tensor:
         self.random.reseed(stream)
-        return self._dirichlet_kernels(
+        return conv.dirichlet_kernels(
+            self.random,
             torch.zeros((vocab_size, filter_width, n_kernels), dtype=I64, device=self.device), 1.0)
 
     def initial_phi(self, rows: int, cols: int, stream: int) -> torch.Tensor:
         self.random.reseed(stream)
-        return self._dirichlet_columns(torch.zeros((rows, cols), dtype=I64, device=self.device),
-                                       1.0)
+        return gbn.dirichlet_columns(
+            self.random, torch.zeros((rows, cols), dtype=I64, device=self.device), 1.0)
 
     def initial_theta1(self, n_kernels: int) -> torch.Tensor:
-        S = self._S.to(F64)
+        S = self._cells.S.to(F64)
         return S[:, None].expand(self.data.n_docs, n_kernels).clone()
 
     # ------------------------------------------------------------------ the draws
@@ -281,16 +259,18 @@ class TorchBackend:
                    if with_counts else None),
                 loglik=torch.empty(n_docs, dtype=F64, device=self.device))
         tables = [] if augment and with_tables else None
-        for block in self._blocks:
-            self.random.reseed(stream, block.index)
+        cells, random = self._cells, self.random
+        for block in cells.blocks:
+            random.reseed(stream, block.index)
             if draw_w and pooling_concentration is not None:
-                self._draw_w_split(block, state, prior_shape, float(pooling_concentration),
-                                   w, theta)
+                conv.draw_w_split(cells, random, block, state.m, state.c[0], prior_shape,
+                                  float(pooling_concentration), w, theta)
             elif draw_w:
-                self._draw_w(block, state, prior_shape, w, theta)
+                conv.draw_w(cells, random, block, state.m, state.c[0], prior_shape, w, theta)
             if not augment:
                 continue
-            self._augment(block, state.globals.D, w, theta, fresh)
+            conv.augment(cells, random, block, state.globals.D, w, theta, fresh,
+                         self.split_units)
             if tables is not None:
                 self.random.reseed(table_stream, block.index)
                 shape = prior_shape[block.docs]
@@ -306,7 +286,7 @@ class TorchBackend:
 
     def draw_kernels(self, D, counts, eta: float, stream: int) -> torch.Tensor:
         self.random.reseed(stream)
-        return self._dirichlet_kernels(counts, eta)
+        return conv.dirichlet_kernels(self.random, counts, eta)
 
     @staticmethod
     def total_kernel_counts(counts: torch.Tensor) -> torch.Tensor:
@@ -341,7 +321,7 @@ class TorchBackend:
         """``compute`` applied to every block's rows of the per-document arrays ``rows``
         (drawing from the block's part of ``stream`` when given), stacked."""
         parts = []
-        for block in self._blocks:
+        for block in self._cells.blocks:
             if stream is not None:
                 self.random.reseed(stream, block.index)
             parts.append(compute(*(r[block.docs] for r in rows)))
@@ -358,16 +338,17 @@ class TorchBackend:
 
     def split_tables(self, tables, phi, theta_above, stream: int, with_counts: bool):
         m_next, phi_counts = [], None
-        for block in self._blocks:
+        for block in self._cells.blocks:
             self.random.reseed(stream, block.index)
-            rows, counts = self._split_tables(tables[block.docs], phi, theta_above[block.docs])
+            rows, counts = gbn.split_tables(self.random, tables[block.docs], phi,
+                                            theta_above[block.docs])
             m_next.append(rows)
             phi_counts = counts if phi_counts is None else phi_counts + counts
         return concatenated(m_next), (phi_counts if with_counts else None)
 
     def draw_phi(self, phi, counts, eta: float, stream: int) -> torch.Tensor:
         self.random.reseed(stream)
-        return self._dirichlet_columns(counts, eta)
+        return gbn.dirichlet_columns(self.random, counts, eta)
 
     def draw_gamma_vector(self, shape, rate, stream: int, out=None) -> torch.Tensor:
         self.random.reseed(stream)
@@ -378,192 +359,19 @@ class TorchBackend:
             lambda a, m, c: self.random.gamma(a + m.to(F64)).clamp_min(TINY) / c[:, None],
             shape, counts, rate, stream=stream)
 
-    # ------------------------------------------------------------------ random variates
-    def _position_chunks(self, K: int, positions: slice):
-        """(start, end) of runs of at most ``max_elements`` / K of the ``positions``."""
-        step = max(1, self.max_elements // max(K, 1))
-        for start in range(positions.start, positions.stop, step):
-            yield start, min(positions.stop, start + step)
-
-    def _draw_w(self, block: Block, ts, prior_shape: torch.Tensor, w, theta) -> None:
-        """w_jks ~ Gam(m_jks + a_jk / S_j, 1 / (1 + c_j)), floored, into ``w``; theta^(1) =
-        sum_s w into ``theta``: the documents of ``block``."""
-        docs = block.docs
-        K = theta.shape[1]
-        alpha_doc = prior_shape[docs] / self._S[docs].to(F64)[:, None]
-        log_rate_doc = torch.log(1.0 + ts.c[0][docs])
-        theta[docs] = 0.0
-        for lo, hi in self._position_chunks(K, block.positions):
-            doc = self._pos_doc[lo:hi] - docs.start
-            alpha = alpha_doc[doc]
-            log_rate = log_rate_doc[doc][:, None].expand(-1, K)
-            m = ts.m[lo:hi]
-            fast = (m == 0) & (alpha < _FAST_SHAPE)
-            value = torch.empty(alpha.shape, dtype=F64, device=self.device)
-            gen = (~fast).nonzero(as_tuple=True)
-            if gen[0].numel():
-                value[gen] = torch.exp(self.random.log_gamma(m[gen].to(F64) + alpha[gen])
-                                       - log_rate[gen])
-            idx = fast.nonzero(as_tuple=True)
-            if idx[0].numel():
-                a, lr = alpha[idx], log_rate[idx]
-                p_floor = torch.exp(a * (_LOG_FLOOR + lr) - torch.lgamma(a + 1.0))
-                above = self.random.uniform(a.numel()) >= p_floor
-                v = torch.full(a.shape, FLOOR, dtype=F64, device=self.device)
-                sel = above.nonzero(as_tuple=True)[0]
-                if sel.numel():
-                    v[sel] = (self.random.gamma_above(a[sel], _LOG_FLOOR + lr[sel])
-                              * torch.exp(-lr[sel]))
-                value[idx] = v
-            w_chunk = torch.where(value > FLOOR, value, FLOOR).to(F32)
-            w[lo:hi] = w_chunk
-            theta.index_add_(0, doc + docs.start, w_chunk.to(F64))
-
-    def _document_chunks(self, K: int, docs: slice):
-        """(first position, end position, first document, end document) of runs of whole
-        documents of ``docs`` with at most ``max_elements`` / K positions (or one longer
-        document)."""
-        positions, d_end = self._positions, docs.stop
-        step = max(1, self.max_elements // max(K, 1))
-        d_lo = docs.start
-        while d_lo < d_end:
-            d_hi = int(np.searchsorted(positions, positions[d_lo] + step, side="right")) - 1
-            d_hi = min(max(d_hi, d_lo + 1), d_end)
-            yield int(positions[d_lo]), int(positions[d_hi]), d_lo, d_hi
-            d_lo = d_hi
-
-    def _draw_w_split(self, block: Block, ts, prior_shape: torch.Tensor, beta: float, w,
-                      theta) -> None:
-        """theta^(1)_jk ~ Gam(a_jk + A_jk, 1 / (1 + c_j)) (floored at TINY),
-        pi_jk ~ Dir(beta + m_jk1, ..., beta + m_jkS) as normalised log-gamma variates, and
-        w = theta^(1) pi floored (numba: weights.draw_document_split), into ``w`` and
-        ``theta``: the documents of ``block``; A is summed from m."""
-        docs, K = block.docs, theta.shape[1]
-        A = torch.zeros((docs.stop - docs.start, K), dtype=ts.m.dtype, device=self.device)
-        A.index_add_(0, self._pos_doc[block.positions] - docs.start, ts.m[block.positions])
-        log_theta = (self.random.log_gamma(prior_shape[docs] + A.to(F64))
-                     - torch.log1p(ts.c[0][docs])[:, None])          # the block's rows
-        live = log_theta > _LOG_FLOOR  # otherwise every w_jks is at the floor
-        for lo, hi, d_lo, d_hi in self._document_chunks(K, docs):
-            doc = self._pos_doc[lo:hi] - d_lo
-            rows = slice(d_lo - docs.start, d_hi - docs.start)
-            lg = self.random.log_gamma(beta + ts.m[lo:hi].to(F64))           # (P_c, K)
-            top = torch.full((d_hi - d_lo, K), -math.inf, dtype=F64, device=self.device)
-            top.scatter_reduce_(0, doc[:, None].expand(-1, K), lg, reduce="amax")
-            total = torch.zeros((d_hi - d_lo, K), dtype=F64, device=self.device)
-            total.index_add_(0, doc, torch.exp(lg - top[doc]))
-            shift = log_theta[rows] - top - torch.log(total)
-            value = torch.where(live[rows][doc], torch.exp(lg + shift[doc]), 0.0)
-            w[lo:hi] = torch.where(value > FLOOR, value, FLOOR).to(F32)
-        theta[docs] = torch.exp(log_theta).clamp_min(TINY)
-
     def split_units(self, cum: torch.Tensor, units: torch.Tensor):
         """Multinomial(units[i]) over the candidates of every cell i (inclusive cumulative
         weights ``cum``): (cell rows, candidate columns, amounts), one unit per entry."""
         r_u, c_u = self.random.units(cum, units)
         return r_u, c_u, torch.ones(r_u.shape, dtype=I64, device=self.device)
 
-    def _augment(self, block: Block, D: torch.Tensor, w: torch.Tensor, theta: torch.Tensor,
-                 out: Augmented) -> None:
-        """m | w, D for every cell of ``block``, added into ``out`` (zeros there): m, A, the
-        kernel counts n (when ``out.n`` is not None) and the documents' log-likelihoods."""
-        data = self.data
-        V, F, K = D.shape
-        dev = self.device
-        m, A, n = out.m.reshape(-1), out.A.reshape(-1), out.n
-        out.loglik[block.docs] = -theta[block.docs].sum(dim=1)
-        f_range = torch.arange(F, device=dev)
-        step = max(1, self.max_elements // (F * K))
-        for lo in range(block.cells.start, block.cells.stop, step):
-            hi = min(block.cells.stop, lo + step)
-            doc = self._cell_doc[lo:hi]
-            word = self._cell_word[lo:hi]
-            col = self._cell_col[lo:hi]
-            s = col[:, None] - f_range[None, :]                          # (C, F)
-            valid = (s >= 0) & (s < self._S[doc][:, None])
-            rows = torch.where(valid, self._p0[doc][:, None] + s, 0)
-            weights = w[rows].to(F64) * D[word].to(F64)        # (C, F, K)
-            weights = torch.where(valid[:, :, None], weights, 0.0).reshape(hi - lo, F * K)
-            cum = torch.cumsum(weights, dim=1)
-            del weights
-            lam = cum[:, -1]
-            if data.mode == BERNOULLI_POISSON:
-                units = self.random.zero_truncated_poisson(lam)
-                cell_ll = torch.log(-torch.expm1(-lam)) + lam
-            else:
-                if data.mode == FIXED_COUNT:
-                    units = torch.full((hi - lo,), int(data.fixed_count), dtype=I64, device=dev)
-                else:
-                    units = self._cell_count[lo:hi]
-                uf = units.to(F64)
-                cell_ll = uf * torch.log(lam) - torch.lgamma(uf + 1.0)
-            out.loglik.index_add_(0, doc, cell_ll)
-            r_u, c_u, amount = self.split_units(cum, units)
-            del cum
-            f_u = torch.div(c_u, K, rounding_mode="floor")
-            k_u = c_u - f_u * K
-            d_u = doc[r_u]
-            m.index_add_(0, (self._p0[d_u] + col[r_u] - f_u) * K + k_u, amount)
-            A.index_add_(0, d_u * K + k_u, amount)
-            if n is not None:
-                n.index_add_(0, word[r_u] * (F * K) + c_u, amount)
-
-    def _dirichlet_kernels(self, counts: torch.Tensor, eta: float) -> torch.Tensor:
-        """D_k ~ Dir(n_k + eta) over the V*F entries of each kernel, floored, float32."""
-        V, F, K = counts.shape
-        lg = self.random.log_gamma(counts.to(F64) + eta).reshape(V * F, K)
-        D = torch.exp(lg - torch.logsumexp(lg, dim=0, keepdim=True))
-        D = torch.where(D > FLOOR, D, FLOOR)
-        return D.reshape(V, F, K).to(F32)
-
-    # ------------------------------------------------------------------ the gamma belief stack
-    def _dirichlet_columns(self, counts: torch.Tensor, eta: float) -> torch.Tensor:
-        """Phi[:, k'] ~ Dir(eta + counts[:, k']), floored at PHI_FLOOR and renormalised."""
-        lg = self.random.log_gamma(counts.to(F64) + eta)
-        col = torch.exp(lg - lg.max(dim=0, keepdim=True).values)
-        col = col / col.sum(dim=0, keepdim=True)
-        col = col.clamp_min(PHI_FLOOR)
-        return col / col.sum(dim=0, keepdim=True)
-
     def position_tables(self, m: torch.Tensor, shape: torch.Tensor,
                         block: Block | None = None) -> torch.Tensor:
-        """tables[j, k] = sum_s CRT(m_jks, max(a_jk / S_j, TINY)) (gbn.position_tables) of the
-        documents of ``block`` (m: their positions' rows, shape: their rows), or of every
-        document when ``block`` is None."""
-        if block is None:
-            block = Block(0, slice(0, self.data.n_docs), slice(0, self.data.n_positions),
-                           slice(0, self.data.n_cells))
-        docs, first = block.docs, block.positions.start
-        n_docs, K = shape.shape
-        a_doc = shape / self._S[docs].to(F64)[:, None]
-        tables = torch.zeros(n_docs * K, dtype=I64, device=self.device)
-        for lo, hi in self._position_chunks(K, block.positions):
-            mm = m[lo - first:hi - first]
-            p, k = (mm > 0).nonzero(as_tuple=True)
-            if p.numel() == 0:
-                continue
-            doc = self._pos_doc[lo:hi][p] - docs.start
-            t = self.random.crt(mm[p, k], a_doc[doc, k].clamp_min(TINY))
-            tables.index_add_(0, doc * K + k, t)
-        return tables.reshape(n_docs, K)
-
-    def _split_tables(self, tables: torch.Tensor, phi: torch.Tensor, theta_above: torch.Tensor):
-        """Split l_jk over k' in proportion to Phi[k, k'] theta_above[j, k'] (gbn.split_tables);
-        returns (m_next (N, K_{t+1}), phi_counts (K_t, K_{t+1}))."""
-        n_docs, n_below = tables.shape
-        n_above = phi.shape[1]
-        m_next = torch.zeros(n_docs * n_above, dtype=I64, device=self.device)
-        phi_counts = torch.zeros(n_below * n_above, dtype=I64, device=self.device)
-        j_all, k_all = (tables > 0).nonzero(as_tuple=True)
-        step = max(1, self.max_elements // n_above)
-        for lo in range(0, j_all.numel(), step):
-            j, k = j_all[lo:lo + step], k_all[lo:lo + step]
-            cum = torch.cumsum(phi[k] * theta_above[j], dim=1)
-            r_u, c_u = self.random.units(cum, tables[j, k])
-            ones = torch.ones(r_u.shape, dtype=I64, device=self.device)
-            m_next.index_add_(0, j[r_u] * n_above + c_u, ones)
-            phi_counts.index_add_(0, k[r_u] * n_above + c_u, ones)
-        return m_next.reshape(n_docs, n_above), phi_counts.reshape(n_below, n_above)
+        """tables[j, k] = sum_s CRT(m_jks, max(a_jk / S_j, TINY)) of the documents of
+        ``block`` (m: their positions' rows, shape: their rows), or of every document when
+        ``block`` is None (:func:`cpgbn.backends.torch.conv.position_tables`)."""
+        return conv.position_tables(self._cells, self.random, m, shape,
+                                    self._cells.whole() if block is None else block)
 
     # ------------------------------------------------------------------ mixing diagnostic
     def assignment_changes(self, m: torch.Tensor, memory):

@@ -1,0 +1,252 @@
+"""The first (convolutional) layer's per-document draws of the PyTorch Gibbs sweep, block by
+block: w | m, a, c^(2) (tied or free positional pooling), the augmentation m | w, D, the
+pooling tables, and D | n.  The counterpart of :mod:`cpgbn.backends.numba.conv` and
+:mod:`cpgbn.backends.numba.weights`, vectorised over the cells, positions and documents of one
+random-stream block (:mod:`cpgbn.backends.torch.blocks`), with temporaries in chunks of at
+most ``random.max_elements`` float64 entries.
+
+Pure functions over the corpus' tensors on the device (:class:`DeviceCells`) and a
+:class:`~cpgbn.backends.torch.random.TorchRandom` already keyed to the step and block; the
+order of the steps and the keys are :class:`~cpgbn.backends.torch.backend.TorchBackend`'s.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ...errors import CPGBNInputError
+from ...layers.cells import BERNOULLI_POISSON, FIXED_COUNT, OBSERVED_COUNT
+from ..numba.conv import FLOOR as FLOOR32
+from ..numba.gbn import TINY
+from .blocks import Augmented, Block, document_blocks
+from .random import TorchRandom
+
+__all__ = ["FLOOR", "DeviceCells", "draw_w", "draw_w_split", "augment", "position_tables",
+           "dirichlet_kernels"]
+
+F64 = torch.float64
+F32 = torch.float32
+I64 = torch.int64
+
+#: The float32 floor of w and D, as the float64 number it compares equal to (numba compares
+#: float64 values with the float32 constant promoted to float64).
+FLOOR = float(FLOOR32)
+_LOG_FLOOR = math.log(FLOOR)
+#: Shapes below this use the floor-aware draw for positions without counts (as numba's conv).
+_FAST_SHAPE = 0.1
+
+
+@dataclass(frozen=True)
+class DeviceCells:
+    """A ConvData's layout on the device: S_j, each position's and cell's document, each
+    cell's word and column (and observed count), and the random-stream blocks.  The
+    documents' position offsets stay on the host (chunks of whole documents are cut there)."""
+
+    mode: int
+    fixed_count: int
+    n_docs: int
+    n_positions: int
+    n_cells: int
+    positions: np.ndarray             # (N + 1,) int64, host
+    S: torch.Tensor                   # (N,) positions per document
+    p0: torch.Tensor                  # (N,) each document's first position
+    pos_doc: torch.Tensor             # (P,) each position's document
+    cell_doc: torch.Tensor            # (C,)
+    cell_word: torch.Tensor           # (C,)
+    cell_col: torch.Tensor            # (C,) the cell's column (position + f)
+    cell_count: torch.Tensor | None   # (C,) observed counts, or None
+    blocks: list[Block]
+
+    @classmethod
+    def upload(cls, data, device: torch.device, doc_block: int, first_block: int):
+        if data.mode not in (OBSERVED_COUNT, BERNOULLI_POISSON, FIXED_COUNT):
+            raise CPGBNInputError(f"unknown ConvData mode {data.mode!r}")
+        n_docs = data.n_docs
+        positions = np.asarray(data.doc_positions, dtype=np.int64)
+        S = np.diff(positions)
+        cells = np.asarray(data.doc_cells, dtype=np.int64)
+
+        def tensor(array):
+            return torch.tensor(np.asarray(array, dtype=np.int64), dtype=I64, device=device)
+        return cls(
+            mode=data.mode, fixed_count=int(data.fixed_count),
+            n_docs=n_docs, n_positions=data.n_positions, n_cells=data.n_cells,
+            positions=positions, S=tensor(S), p0=tensor(positions[:-1]),
+            pos_doc=tensor(np.repeat(np.arange(n_docs), S)),
+            cell_doc=tensor(np.repeat(np.arange(n_docs), np.diff(cells))),
+            cell_word=tensor(data.cell_word), cell_col=tensor(data.cell_col),
+            cell_count=tensor(data.cell_count) if data.mode == OBSERVED_COUNT else None,
+            blocks=document_blocks(positions, cells, doc_block, first_block))
+
+    def whole(self) -> Block:
+        """Every document as one block (its number unused)."""
+        return Block(0, slice(0, self.n_docs), slice(0, self.n_positions),
+                     slice(0, self.n_cells))
+
+
+def position_chunks(K: int, positions: slice, max_elements: int):
+    """(start, end) of runs of at most ``max_elements`` / K of the ``positions``."""
+    step = max(1, max_elements // max(K, 1))
+    for start in range(positions.start, positions.stop, step):
+        yield start, min(positions.stop, start + step)
+
+
+def document_chunks(cells: DeviceCells, K: int, docs: slice, max_elements: int):
+    """(first position, end position, first document, end document) of runs of whole
+    documents of ``docs`` with at most ``max_elements`` / K positions (or one longer
+    document)."""
+    positions, d_end = cells.positions, docs.stop
+    step = max(1, max_elements // max(K, 1))
+    d_lo = docs.start
+    while d_lo < d_end:
+        d_hi = int(np.searchsorted(positions, positions[d_lo] + step, side="right")) - 1
+        d_hi = min(max(d_hi, d_lo + 1), d_end)
+        yield int(positions[d_lo]), int(positions[d_hi]), d_lo, d_hi
+        d_lo = d_hi
+
+
+def draw_w(cells: DeviceCells, random: TorchRandom, block: Block, m: torch.Tensor,
+           c2: torch.Tensor, prior_shape: torch.Tensor, w: torch.Tensor,
+           theta: torch.Tensor) -> None:
+    """w_jks ~ Gam(m_jks + a_jk / S_j, 1 / (1 + c_j)) (the paper's tied pooling; ``c2`` is
+    c^(2)), floored, into ``w``; theta^(1) = sum_s w into ``theta``: the documents of
+    ``block``.  Positions without counts and a small shape use the exact floor-aware draw
+    (P(w <= FLOOR) in closed form, else a gamma conditioned above the floor)."""
+    device = random.device
+    docs = block.docs
+    K = theta.shape[1]
+    alpha_doc = prior_shape[docs] / cells.S[docs].to(F64)[:, None]
+    log_rate_doc = torch.log(1.0 + c2[docs])
+    theta[docs] = 0.0
+    for lo, hi in position_chunks(K, block.positions, random.max_elements):
+        doc = cells.pos_doc[lo:hi] - docs.start
+        alpha = alpha_doc[doc]
+        log_rate = log_rate_doc[doc][:, None].expand(-1, K)
+        counts = m[lo:hi]
+        fast = (counts == 0) & (alpha < _FAST_SHAPE)
+        value = torch.empty(alpha.shape, dtype=F64, device=device)
+        gen = (~fast).nonzero(as_tuple=True)
+        if gen[0].numel():
+            value[gen] = torch.exp(random.log_gamma(counts[gen].to(F64) + alpha[gen])
+                                   - log_rate[gen])
+        idx = fast.nonzero(as_tuple=True)
+        if idx[0].numel():
+            a, lr = alpha[idx], log_rate[idx]
+            p_floor = torch.exp(a * (_LOG_FLOOR + lr) - torch.lgamma(a + 1.0))
+            above = random.uniform(a.numel()) >= p_floor
+            v = torch.full(a.shape, FLOOR, dtype=F64, device=device)
+            sel = above.nonzero(as_tuple=True)[0]
+            if sel.numel():
+                v[sel] = random.gamma_above(a[sel], _LOG_FLOOR + lr[sel]) * torch.exp(-lr[sel])
+            value[idx] = v
+        w_chunk = torch.where(value > FLOOR, value, FLOOR).to(F32)
+        w[lo:hi] = w_chunk
+        theta.index_add_(0, doc + docs.start, w_chunk.to(F64))
+
+
+def draw_w_split(cells: DeviceCells, random: TorchRandom, block: Block, m: torch.Tensor,
+                 c2: torch.Tensor, prior_shape: torch.Tensor, beta: float, w: torch.Tensor,
+                 theta: torch.Tensor) -> None:
+    """A free positional concentration beta: theta^(1)_jk ~ Gam(a_jk + A_jk, 1 / (1 + c_j))
+    (floored at TINY), pi_jk ~ Dir(beta + m_jk1, ..., beta + m_jkS) as normalised log-gamma
+    variates, and w = theta^(1) pi floored (numba: weights.draw_document_split), into ``w``
+    and ``theta``: the documents of ``block``; A is summed from m."""
+    device = random.device
+    docs, K = block.docs, theta.shape[1]
+    A = torch.zeros((docs.stop - docs.start, K), dtype=m.dtype, device=device)
+    A.index_add_(0, cells.pos_doc[block.positions] - docs.start, m[block.positions])
+    log_theta = (random.log_gamma(prior_shape[docs] + A.to(F64))
+                 - torch.log1p(c2[docs])[:, None])          # the block's rows
+    live = log_theta > _LOG_FLOOR  # otherwise every w_jks is at the floor
+    for lo, hi, d_lo, d_hi in document_chunks(cells, K, docs, random.max_elements):
+        doc = cells.pos_doc[lo:hi] - d_lo
+        rows = slice(d_lo - docs.start, d_hi - docs.start)
+        lg = random.log_gamma(beta + m[lo:hi].to(F64))           # (P_c, K)
+        top = torch.full((d_hi - d_lo, K), -math.inf, dtype=F64, device=device)
+        top.scatter_reduce_(0, doc[:, None].expand(-1, K), lg, reduce="amax")
+        total = torch.zeros((d_hi - d_lo, K), dtype=F64, device=device)
+        total.index_add_(0, doc, torch.exp(lg - top[doc]))
+        shift = log_theta[rows] - top - torch.log(total)
+        value = torch.where(live[rows][doc], torch.exp(lg + shift[doc]), 0.0)
+        w[lo:hi] = torch.where(value > FLOOR, value, FLOOR).to(F32)
+    theta[docs] = torch.exp(log_theta).clamp_min(TINY)
+
+
+def augment(cells: DeviceCells, random: TorchRandom, block: Block, D: torch.Tensor,
+            w: torch.Tensor, theta: torch.Tensor, out: Augmented, split_units) -> None:
+    """m | w, D for every cell of ``block``, added into ``out`` (zeros there): m, A, the
+    kernel counts n (when ``out.n`` is not None) and the documents' log-likelihoods.  A
+    cell's units (a zero-truncated Poisson under Bernoulli-Poisson, else its count) go to
+    the candidates (f, k) by ``split_units(cumulative weights, units)`` -> (rows, columns,
+    amounts): the backend's multinomial, which a study may replace."""
+    device = random.device
+    V, F, K = D.shape
+    m, A, n = out.m.reshape(-1), out.A.reshape(-1), out.n
+    out.loglik[block.docs] = -theta[block.docs].sum(dim=1)
+    f_range = torch.arange(F, device=device)
+    step = max(1, random.max_elements // (F * K))
+    for lo in range(block.cells.start, block.cells.stop, step):
+        hi = min(block.cells.stop, lo + step)
+        doc = cells.cell_doc[lo:hi]
+        word = cells.cell_word[lo:hi]
+        col = cells.cell_col[lo:hi]
+        s = col[:, None] - f_range[None, :]                          # (C, F)
+        valid = (s >= 0) & (s < cells.S[doc][:, None])
+        rows = torch.where(valid, cells.p0[doc][:, None] + s, 0)
+        weights = w[rows].to(F64) * D[word].to(F64)        # (C, F, K)
+        weights = torch.where(valid[:, :, None], weights, 0.0).reshape(hi - lo, F * K)
+        cum = torch.cumsum(weights, dim=1)
+        del weights
+        lam = cum[:, -1]
+        if cells.mode == BERNOULLI_POISSON:
+            units = random.zero_truncated_poisson(lam)
+            cell_ll = torch.log(-torch.expm1(-lam)) + lam
+        else:
+            if cells.mode == FIXED_COUNT:
+                units = torch.full((hi - lo,), cells.fixed_count, dtype=I64, device=device)
+            else:
+                units = cells.cell_count[lo:hi]
+            uf = units.to(F64)
+            cell_ll = uf * torch.log(lam) - torch.lgamma(uf + 1.0)
+        out.loglik.index_add_(0, doc, cell_ll)
+        r_u, c_u, amount = split_units(cum, units)
+        del cum
+        f_u = torch.div(c_u, K, rounding_mode="floor")
+        k_u = c_u - f_u * K
+        d_u = doc[r_u]
+        m.index_add_(0, (cells.p0[d_u] + col[r_u] - f_u) * K + k_u, amount)
+        A.index_add_(0, d_u * K + k_u, amount)
+        if n is not None:
+            n.index_add_(0, word[r_u] * (F * K) + c_u, amount)
+
+
+def position_tables(cells: DeviceCells, random: TorchRandom, m: torch.Tensor,
+                    shape: torch.Tensor, block: Block) -> torch.Tensor:
+    """tables[j, k] = sum_s CRT(m_jks, max(a_jk / S_j, TINY)) (numba: gbn.position_tables)
+    of the documents of ``block`` (m: their positions' rows, shape: their rows)."""
+    docs, first = block.docs, block.positions.start
+    n_docs, K = shape.shape
+    a_doc = shape / cells.S[docs].to(F64)[:, None]
+    tables = torch.zeros(n_docs * K, dtype=I64, device=random.device)
+    for lo, hi in position_chunks(K, block.positions, random.max_elements):
+        mm = m[lo - first:hi - first]
+        p, k = (mm > 0).nonzero(as_tuple=True)
+        if p.numel() == 0:
+            continue
+        doc = cells.pos_doc[lo:hi][p] - docs.start
+        t = random.crt(mm[p, k], a_doc[doc, k].clamp_min(TINY))
+        tables.index_add_(0, doc * K + k, t)
+    return tables.reshape(n_docs, K)
+
+
+def dirichlet_kernels(random: TorchRandom, counts: torch.Tensor, eta: float) -> torch.Tensor:
+    """D_k ~ Dir(n_k + eta) over the V*F entries of each kernel, floored, float32."""
+    V, F, K = counts.shape
+    lg = random.log_gamma(counts.to(F64) + eta).reshape(V * F, K)
+    D = torch.exp(lg - torch.logsumexp(lg, dim=0, keepdim=True))
+    D = torch.where(D > FLOOR, D, FLOOR)
+    return D.reshape(V, F, K).to(F32)
