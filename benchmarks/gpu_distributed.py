@@ -10,14 +10,15 @@ check the script itself.  The corpus is synthetic unless ``--data`` names a
 20-100 words drawn from a Zipf law over ``--words`` words (seed 0).
 
 Three fits, each a fresh process: ``cpgbn fit DATA --device D`` twice (the reference, and
-whether it reproduces itself: float atomics may order a GPU's sums differently from run to
-run), then ``torchrun --nproc-per-node W -m cpgbn.cli fit DATA --device D --distributed``.  The record
+whether it reproduces itself on a GPU: the per-document float sums are segment sums in a
+fixed order, but scans and cuBLAS products are the device's), then
+``torchrun --nproc-per-node W -m cpgbn.cli fit DATA --device D --distributed``.  The record
 (``--out``, JSON; the last line of stdout too): the device's name, torch's version, the
 process group's backend, both fits' wall seconds (each command's, process start, reading
 and the vocabulary included), and how the two saved models compare: the log-likelihood
-traces equal or not (the reference against its repeat and against the workers), the arrays bit for bit equal, and the
-largest absolute difference of the others (on a GPU, float atomics in index_add_ may order
-a sum differently from run to run, after which two chains part).
+traces equal or not (the reference against its repeat and against the workers), the arrays
+bit for bit equal, and the largest absolute difference of the others (a sum ordered
+differently from run to run would part two chains).
 
     python benchmarks/gpu_distributed.py --device cuda --workers 1 --out gpu_distributed.json
 """

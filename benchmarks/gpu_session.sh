@@ -5,7 +5,7 @@
 # command, so this script runs in under 9 minutes, the acceptance item first, each step under
 # its own `timeout` so that a slow step cannot cost the ones after it:
 #   1. benchmarks/gpu_distributed.py --device cuda: `cpgbn fit` twice in one process each (does
-#      a GPU chain reproduce itself? float index_add_ atomics may order sums differently) and
+#      a GPU chain reproduce itself? its per-document float sums are segment sums) and
 #      under torchrun (NCCL for CUDA tensors), the saved models compared;
 #   2. the CUDA tests of the PyTorch backend, and the shards-swept-apart tests on the GPU's
 #      16,384-document blocks;
@@ -43,7 +43,7 @@ echo "rc $?"
 
 step "2. CUDA tests (120 s at most)"
 timeout 120 python3 -m pytest -q -p no:cacheprovider tests/test_torch_backend.py \
-    -k "cuda or shards_swept"
+    -k "cuda or shards_swept or segment_sums"
 echo "rc $?"
 
 step "3. IMDB, two blocks against one stream (2 x 80 s at most)"

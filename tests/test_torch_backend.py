@@ -391,6 +391,42 @@ def test_shards_swept_apart_draw_what_the_whole_corpus_draws(beta, device):
         TorchGibbsSampler(data, hyper, 0, doc_block=48)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_segment_sums_add_in_index_adds_order(device):
+    """theta^(1), the free split's normalisers and the log-likelihood are summed per document
+    by segment_reduce (a GPU's index_add_ adds floats atomically, in an order that may change
+    from run to run): on the CPU the same bits as index_add_ (so chains did not change), on a
+    GPU the same bits on every call; zero-length segments and nothing at all included."""
+    from cpgbn.backends.torch.conv import segment_sums, segment_sums_after
+    gen = torch.Generator().manual_seed(0)
+    lengths = torch.randint(0, 400, (60,), generator=gen)
+    lengths[[0, 7, 59]] = 0
+    n = int(lengths.sum())
+    values = torch.rand((n, 5), generator=gen, dtype=torch.float64) * torch.exp(
+        20 * torch.randn((n, 5), generator=gen, dtype=torch.float64))
+    segment = torch.repeat_interleave(torch.arange(60), lengths)
+    first = -torch.rand(60, generator=gen, dtype=torch.float64) * 1e3
+    on = {name: x.to(device) for name, x in
+          dict(values=values, lengths=lengths, segment=segment, first=first).items()}
+    sums = segment_sums(on["values"], on["lengths"])
+    after = segment_sums_after(on["first"], on["values"][:, 0].contiguous(), on["segment"],
+                               on["lengths"])
+    if device == "cpu":
+        assert torch.equal(sums, torch.zeros(60, 5, dtype=torch.float64).index_add_(
+            0, segment, values))
+        assert torch.equal(after, first.clone().index_add_(0, segment, values[:, 0]))
+    else:
+        np.testing.assert_allclose(sums.cpu(), torch.zeros(60, 5, dtype=torch.float64)
+                                   .index_add_(0, segment, values), rtol=1e-12)
+        for _ in range(3):
+            assert torch.equal(segment_sums(on["values"], on["lengths"]), sums)
+            assert torch.equal(segment_sums_after(on["first"], on["values"][:, 0].contiguous(),
+                                                  on["segment"], on["lengths"]), after)
+    none = torch.zeros(0, dtype=torch.float64, device=device)
+    assert segment_sums(none.reshape(0, 3), on["lengths"][:2]).shape == (2, 3)
+    assert segment_sums_after(none, none, none.long(), none.long()).numel() == 0
+
+
 def test_fixed_count_mode_runs():
     from cpgbn.layers.cells import from_token_sequences
     rng = np.random.default_rng(0)

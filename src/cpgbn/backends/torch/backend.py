@@ -33,8 +33,9 @@ Random numbers
     (:mod:`cpgbn.inference.shards`) make the single process' chain.  The block is large so
     that a GPU sees large tensors; the memory chunks (below) nest inside it.  A run is
     reproducible for a given seed, device type, torch version, ``doc_block`` and
-    ``max_elements`` (the chunking changes the order in which variates are consumed; on a
-    GPU, float sums by atomic adds may add to that), and a run resumed from a
+    ``max_elements`` (the chunking changes the order in which variates are consumed; the
+    per-document float sums are segment sums in a fixed order, not a GPU's atomic adds:
+    :func:`cpgbn.backends.torch.conv.segment_sums`), and a run resumed from a
     checkpoint continues exactly as an uninterrupted one.  It is NOT bit-identical to the numba
     backend (different generators and algorithms): the two agree in distribution, which
     ``tests/test_torch_backend.py`` checks (Geweke test and a two-sample posterior comparison).

@@ -25,7 +25,7 @@ from ..numba.gbn import TINY
 from .blocks import Augmented, Block, document_blocks
 from .random import TorchRandom
 
-__all__ = ["FLOOR", "DeviceCells", "draw_w", "draw_w_split", "augment", "position_tables",
+__all__ = ["FLOOR", "DeviceCells", "segment_sums", "segment_sums_after", "draw_w", "draw_w_split", "augment", "position_tables",
            "dirichlet_kernels"]
 
 F64 = torch.float64
@@ -59,6 +59,7 @@ class DeviceCells:
     cell_word: torch.Tensor           # (C,)
     cell_col: torch.Tensor            # (C,) the cell's column (position + f)
     cell_count: torch.Tensor | None   # (C,) observed counts, or None
+    doc_n_cells: torch.Tensor         # (N,) cells per document
     blocks: list[Block]
 
     @classmethod
@@ -80,12 +81,37 @@ class DeviceCells:
             cell_doc=tensor(np.repeat(np.arange(n_docs), np.diff(cells))),
             cell_word=tensor(data.cell_word), cell_col=tensor(data.cell_col),
             cell_count=tensor(data.cell_count) if data.mode == OBSERVED_COUNT else None,
+            doc_n_cells=tensor(np.diff(cells)),
             blocks=document_blocks(positions, cells, doc_block, first_block))
 
     def whole(self) -> Block:
         """Every document as one block (its number unused)."""
         return Block(0, slice(0, self.n_docs), slice(0, self.n_positions),
                      slice(0, self.n_cells))
+
+
+def segment_sums(values: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """Rows of ``values`` summed over consecutive segments of ``lengths`` rows, each left to
+    right from 0: the order of ``index_add_`` on the CPU (the same bits there), without a
+    GPU's float atomics, which add in an order that may change from run to run (torch's
+    segment_reduce reduces a segment in a fixed order on both devices)."""
+    if values.shape[0] == 0:   # torch refuses to reduce nothing
+        return values.new_zeros((lengths.shape[0],) + tuple(values.shape[1:]))
+    return torch.segment_reduce(values, "sum", lengths=lengths, axis=0)
+
+
+def segment_sums_after(first: torch.Tensor, values: torch.Tensor, segment: torch.Tensor,
+                       lengths: torch.Tensor) -> torch.Tensor:
+    """(((first_j + v_1) + v_2) + ...) over the values of each segment j (``segment``: the
+    sorted segment of each value, from 0; ``lengths``: values per segment): what
+    ``first.index_add_(0, segment, values)`` gives on the CPU, in a fixed order on a GPU
+    too.  Each segment's first term is put before its values and the whole summed from 0."""
+    n_values, n_segments = values.shape[0], first.shape[0]
+    starts = torch.cumsum(lengths, 0) - lengths          # integers: exact on any device
+    laid = torch.empty(n_values + n_segments, dtype=values.dtype, device=values.device)
+    laid[starts + torch.arange(n_segments, device=values.device)] = first
+    laid[torch.arange(n_values, device=values.device) + segment + 1] = values
+    return segment_sums(laid, lengths + 1)
 
 
 def position_chunks(K: int, positions: slice, max_elements: int):
@@ -115,13 +141,14 @@ def draw_w(cells: DeviceCells, random: TorchRandom, block: Block, m: torch.Tenso
     """w_jks ~ Gam(m_jks + a_jk / S_j, 1 / (1 + c_j)) (the paper's tied pooling; ``c2`` is
     c^(2)), floored, into ``w``; theta^(1) = sum_s w into ``theta``: the documents of
     ``block``.  Positions without counts and a small shape use the exact floor-aware draw
-    (P(w <= FLOOR) in closed form, else a gamma conditioned above the floor)."""
+    (P(w <= FLOOR) in closed form, else a gamma conditioned above the floor).  The draws
+    run in chunks of positions (which set the order of the variates); theta's sums in
+    chunks of whole documents (:func:`segment_sums`)."""
     device = random.device
     docs = block.docs
     K = theta.shape[1]
     alpha_doc = prior_shape[docs] / cells.S[docs].to(F64)[:, None]
     log_rate_doc = torch.log(1.0 + c2[docs])
-    theta[docs] = 0.0
     for lo, hi in position_chunks(K, block.positions, random.max_elements):
         doc = cells.pos_doc[lo:hi] - docs.start
         alpha = alpha_doc[doc]
@@ -143,9 +170,9 @@ def draw_w(cells: DeviceCells, random: TorchRandom, block: Block, m: torch.Tenso
             if sel.numel():
                 v[sel] = random.gamma_above(a[sel], _LOG_FLOOR + lr[sel]) * torch.exp(-lr[sel])
             value[idx] = v
-        w_chunk = torch.where(value > FLOOR, value, FLOOR).to(F32)
-        w[lo:hi] = w_chunk
-        theta.index_add_(0, doc + docs.start, w_chunk.to(F64))
+        w[lo:hi] = torch.where(value > FLOOR, value, FLOOR).to(F32)
+    for lo, hi, d_lo, d_hi in document_chunks(cells, K, docs, random.max_elements):
+        theta[d_lo:d_hi] = segment_sums(w[lo:hi].to(F64), cells.S[d_lo:d_hi])
 
 
 def draw_w_split(cells: DeviceCells, random: TorchRandom, block: Block, m: torch.Tensor,
@@ -168,8 +195,7 @@ def draw_w_split(cells: DeviceCells, random: TorchRandom, block: Block, m: torch
         lg = random.log_gamma(beta + m[lo:hi].to(F64))           # (P_c, K)
         top = torch.full((d_hi - d_lo, K), -math.inf, dtype=F64, device=device)
         top.scatter_reduce_(0, doc[:, None].expand(-1, K), lg, reduce="amax")
-        total = torch.zeros((d_hi - d_lo, K), dtype=F64, device=device)
-        total.index_add_(0, doc, torch.exp(lg - top[doc]))
+        total = segment_sums(torch.exp(lg - top[doc]), cells.S[d_lo:d_hi])
         shift = log_theta[rows] - top - torch.log(total)
         value = torch.where(live[rows][doc], torch.exp(lg + shift[doc]), 0.0)
         w[lo:hi] = torch.where(value > FLOOR, value, FLOOR).to(F32)
@@ -186,7 +212,7 @@ def augment(cells: DeviceCells, random: TorchRandom, block: Block, D: torch.Tens
     device = random.device
     V, F, K = D.shape
     m, A, n = out.m.reshape(-1), out.A.reshape(-1), out.n
-    out.loglik[block.docs] = -theta[block.docs].sum(dim=1)
+    cell_lls = []
     f_range = torch.arange(F, device=device)
     step = max(1, random.max_elements // (F * K))
     for lo in range(block.cells.start, block.cells.stop, step):
@@ -212,7 +238,7 @@ def augment(cells: DeviceCells, random: TorchRandom, block: Block, D: torch.Tens
                 units = cells.cell_count[lo:hi]
             uf = units.to(F64)
             cell_ll = uf * torch.log(lam) - torch.lgamma(uf + 1.0)
-        out.loglik.index_add_(0, doc, cell_ll)
+        cell_lls.append(cell_ll)
         r_u, c_u, amount = split_units(cum, units)
         del cum
         f_u = torch.div(c_u, K, rounding_mode="floor")
@@ -222,6 +248,10 @@ def augment(cells: DeviceCells, random: TorchRandom, block: Block, D: torch.Tens
         A.index_add_(0, d_u * K + k_u, amount)
         if n is not None:
             n.index_add_(0, word[r_u] * (F * K) + c_u, amount)
+    docs = block.docs
+    out.loglik[docs] = segment_sums_after(
+        -theta[docs].sum(dim=1), torch.cat(cell_lls) if cell_lls else theta.new_zeros(0),
+        cells.cell_doc[block.cells] - docs.start, cells.doc_n_cells[docs])
 
 
 def position_tables(cells: DeviceCells, random: TorchRandom, m: torch.Tensor,
