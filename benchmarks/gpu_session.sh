@@ -10,7 +10,8 @@
 #   2. the CUDA tests of the PyTorch backend, and the shards-swept-apart tests on the GPU's
 #      16,384-document blocks;
 #   3. IMDB's 25,000 training reviews (two blocks on a GPU) timed against one stream for the
-#      corpus (--doc-block 1048576): what keying the streams by blocks costs on a GPU.
+#      corpus (--doc-block 1048576): what keying the streams by blocks costs on a GPU, with
+#      each kernel's time (--profile: the segment sums are inside draw_w and augment).
 #
 # The machine's image holds torch, numba, scikit-learn, scipy and tqdm; the package runs from
 # src/ (no install). ../shared does not travel, so IMDB goes in a folder git ignores, carried.
@@ -49,7 +50,7 @@ echo "rc $?"
 step "3. IMDB, two blocks against one stream (2 x 80 s at most)"
 for block in 16384 1048576; do
     timeout 80 python3 benchmarks/gpu_speed.py --datasets imdb --layers 200 --device "$device" \
-        --data-dir .gpu_data --sweeps 5 --warmup 3 --doc-block $block \
+        --data-dir .gpu_data --sweeps 5 --warmup 3 --doc-block $block --profile \
         --out "$out/imdb_blocks_$block.json"
     echo "rc $?"
 done
