@@ -1,4 +1,5 @@
 """Shared by the experiment scripts: their record files and their markdown reports."""
+import fcntl
 import json
 import shlex
 import sys
@@ -18,6 +19,20 @@ def load_cells(path: Path) -> dict:
 def save_record(path: Path, record: dict) -> None:
     """Write a record file atomically (a killed run leaves the previous file, never half of one)."""
     write_file_atomically(Path(path), lambda fh: fh.write(json.dumps(record, indent=1) + "\n"))
+
+
+def add_cell(path: Path, record: dict, key: str, cell: dict) -> None:
+    """Add one cell to the record file and to ``record`` (the caller's copy): the file is read
+    again under an exclusive lock, so that several processes of one study (a seed each, say)
+    can record cells side by side without one's save dropping another's."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        current = load_cells(path)
+        current["cells"][key] = cell
+        save_record(path, current)
+    record["cells"].update(current["cells"])
 
 
 def mean_std(percentages) -> str:

@@ -35,7 +35,7 @@ from cpgbn.evaluate.calibration import expected_calibration_error
 from cpgbn.evaluate.provenance import provenance
 
 from studies.common.paths import RESULTS, ROOT
-from studies.common.reports import command_line, load_cells, save_record
+from studies.common.reports import add_cell, command_line, load_cells
 from studies.text_baselines.text_baselines import splits
 
 OUT = RESULTS / "table4" / "table4.json"
@@ -96,10 +96,9 @@ def tune_xi(record, dataset, layers, grid, epochs, data_dir) -> float:
         key = f"tune|{dataset}|{'-'.join(map(str, layers))}|xi={xi:g}|epochs={epochs}"
         if key not in record["cells"]:
             cell = fit_and_score(layers, 0, xi, epochs, (fit_x, fit_y), (val_x, val_y))
-            record["cells"][key] = dict(kind="tune", dataset=dataset, layers=list(layers),
-                                        xi=xi, epochs=epochs, seed=0, **cell,
-                                        command=command_line(), **provenance())
-            save_record(OUT, record)
+            add_cell(OUT, record, key, dict(kind="tune", dataset=dataset, layers=list(layers),
+                                            xi=xi, epochs=epochs, seed=0, **cell,
+                                            command=command_line(), **provenance()))
             print(key, f"validation {100 * cell['accuracy']:.1f}", flush=True)
         scores[xi] = record["cells"][key]["accuracy"]
     return max(grid, key=lambda xi: (scores[xi], -xi))
@@ -120,11 +119,10 @@ def run(datasets, layer_sets, seeds, folds, xi, grid, epochs, data_dir) -> None:
                         continue
                     checkpoint = CHECKPOINTS / key.replace("|", "_").replace("=", "-")
                     cell = fit_and_score(layers, seed, chosen, epochs, train, test, checkpoint)
-                    record["cells"][key] = dict(
+                    add_cell(OUT, record, key, dict(
                         kind="test", dataset=dataset, layers=list(layers), seed=seed,
                         split=split, xi=chosen, xi_tuned_over=list(grid) if grid else None,
-                        epochs=epochs, **cell, command=command_line(), **provenance())
-                    save_record(OUT, record)
+                        epochs=epochs, **cell, command=command_line(), **provenance()))
                     print(key, f"{100 * cell['accuracy']:.1f}", f"{cell['fit_seconds']} s",
                           flush=True)
 
