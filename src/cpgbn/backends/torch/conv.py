@@ -91,10 +91,11 @@ class DeviceCells:
 
 
 def segment_sums(values: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-    """Rows of ``values`` summed over consecutive segments of ``lengths`` rows, each left to
-    right from 0: the order of ``index_add_`` on the CPU (the same bits there), without a
-    GPU's float atomics, which add in an order that may change from run to run (torch's
-    segment_reduce reduces a segment in a fixed order on both devices)."""
+    """Rows of ``values`` summed over consecutive segments of ``lengths`` rows, each from 0:
+    left to right on the CPU, the order (and bits) of ``index_add_`` there.  On a GPU,
+    ``index_add_`` adds floats atomically, in an order that may change from run to run;
+    torch's segment_reduce reduces each segment without atomics (that a GPU's repeat gives
+    the same bits is tested where a GPU exists: tests/test_torch_backend.py)."""
     if values.shape[0] == 0:   # torch refuses to reduce nothing
         return values.new_zeros((lengths.shape[0],) + tuple(values.shape[1:]))
     return torch.segment_reduce(values, "sum", lengths=lengths, axis=0)
