@@ -67,6 +67,39 @@ def test_the_hybrid_is_checked_against_its_own_smaller_estimate():
         CPGBN(inference="minibatch-gibbs", **fast).fit(texts)
 
 
+def test_the_pytorch_sampler_is_checked_against_its_own_larger_estimate():
+    """The PyTorch sampler holds w and m (int64) on its device, their next values beside
+    them and, on the host, the state and its written-back copy: on the CPU about 42 bytes a
+    (position, K_1) entry where numba holds 10.  A limit between the two estimates lets the
+    numba fit run and refuses device="cpu" before anything is allocated (a fit of IMDB with
+    device="cpu" on 24 GB was killed for memory under the numba estimate); the estimate
+    covers the tensors a sweep holds."""
+    torch = pytest.importorskip("torch")
+    from cpgbn.inference.gibbs import TorchGibbsSampler
+    from cpgbn.params import DEFAULT_TOKEN_COUNT
+    from cpgbn.text import Corpus
+    texts = random_texts(60, min_len=40, max_len=60)
+    layers, V = (50,), 30
+    corpus = Corpus.from_texts(texts, vocab_size=V)
+    data = from_token_sequences(corpus.tokens, corpus.offsets, 3, DEFAULT_TOKEN_COUNT)
+    sizes = (data.n_docs, data.n_positions, data.n_cells, V, 3, layers, 1)
+    numba_bytes, cpu_bytes = estimate_bytes(*sizes), estimate_bytes(*sizes, device_type="cpu")
+    assert cpu_bytes > 3 * numba_bytes
+    assert estimate_bytes(*sizes, device_type="cuda") < cpu_bytes   # the GPU holds the rest
+    fast = dict(layers=layers, vocab_size=V, n_iter=2, burn_in=1, random_state=0, n_threads=1,
+                memory_limit=(numba_bytes + cpu_bytes) // 2)
+    CPGBN(**fast).fit(texts)
+    with pytest.raises(CPGBNInputError, match=r"needs about .* memory_limit"):
+        CPGBN(device="cpu", **fast).fit(texts)
+
+    sampler = TorchGibbsSampler(data, Hyperparameters(eta=(0.05,)), seed=0)
+    host = sampler.initial_state(layers, V)
+    state = sampler.on_backend(host)
+    sampler.sweep(state)
+    held = 2 * (state.w.nbytes + state.m.nbytes) + 2 * (host.w.nbytes + host.m.nbytes)
+    assert state.m.dtype == torch.int64 and held <= cpu_bytes
+
+
 EXTREMES = [
     dict(layers=(1,)),                                  # a single kernel
     dict(layers=(3, 1), eta=1e-6),                      # tiny Dirichlet concentration

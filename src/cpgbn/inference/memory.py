@@ -16,6 +16,15 @@ width F, layers K_1..K_T and n_threads numba threads:
 Transform (globals fixed) needs neither the count slabs, nor the running sum of D, nor the
 mixing diagnostic.
 
+The PyTorch sampler (``device`` set) holds more per (position, K_1) entry, counted in
+:data:`TORCH_POSITION_BYTES` instead of the 8 (+ 2) bytes above: on its device w (float32)
+and m (int64), the next w and m drawn beside them (8 + 16 bytes), and the mixing diagnostic's
+int16 copy of m (training); on the host the state (w float32, m int32) and its copy written
+back from the device (16 bytes).  On the CPU both are host memory (about 42 bytes an entry:
+2,000 IMDB reviews, K_1 = 200, peaked at 4.96 GB where the numba estimate said 1.07 GB,
+``benchmarks/gibbs_memory.py``); with a GPU the host holds 16 bytes an entry and the GPU
+the rest (peak 34 GiB on IMDB's 25,000 reviews, docs/gpu.md), which is not checked here.
+
 The hybrid (:func:`estimate_hybrid_bytes`) never holds all positions' weights: its training
 holds the cells, D-sized arrays (D on the host and for torch, the encoder's first table, its
 gradient and Adam's two moments, the TLASGR step's temporaries: about 10 of them, float32),
@@ -31,10 +40,23 @@ import os
 from ..errors import CPGBNInputError
 
 
+#: Host bytes per (position, K_1) entry of the PyTorch sampler, by device type and by
+#: (training, transform): the device's tensors on the CPU (w and m, their next values, the
+#: mixing copy when training) and the host's state and written-back copy (module docstring).
+TORCH_POSITION_BYTES = {"cpu": {True: 16 + 24 + 2, False: 16 + 24},
+                        "cuda": {True: 16, False: 16}}
+
+
 def estimate_bytes(n_docs: int, n_positions: int, n_cells: int, vocab_size: int, filter_width: int,
-                   layers, n_threads: int, training: bool = True) -> int:
+                   layers, n_threads: int, training: bool = True,
+                   device_type: str | None = None) -> int:
+    """Host bytes of a Gibbs run (module docstring); ``device_type``: None for the numba
+    sampler, else the PyTorch sampler's ("cpu", "cuda")."""
     K1 = layers[0]
-    total = n_positions * K1 * 8 + (n_positions * (K1 * 2 + 8) if training else 0)
+    if device_type is None:
+        total = n_positions * K1 * 8 + (n_positions * (K1 * 2 + 8) if training else 0)
+    else:
+        total = n_positions * (K1 * TORCH_POSITION_BYTES[device_type][training] + 8)
     total += vocab_size * filter_width * K1 * (4 + (4 * n_threads + 8 if training else 0))
     total += n_docs * sum(layers) * 8 * 3 + n_docs * K1 * 4 + n_docs * len(layers) * 8
     total += n_cells * 12

@@ -99,8 +99,11 @@ class GibbsMode(InferenceMode):
 
         from ..inference.memory import estimate_bytes
         n_threads = self.settings["n_threads"] or numba.get_num_threads()
+        device = self.settings["device"]   # "cuda:1" or a torch.device: its type
+        if device is not None:              # (a bad one is refused where the sampler starts)
+            device = "cuda" if str(getattr(device, "type", device)).startswith("cuda") else "cpu"
         return estimate_bytes(data.n_docs, data.n_positions, data.n_cells, vocab_size,
-                              data.filter_width, layers, n_threads, training)
+                              data.filter_width, layers, n_threads, training, device)
 
     def inference_bytes(self, data: ConvData, layers, vocab_size: int) -> int:
         return self.sweep_bytes(data, layers, vocab_size)

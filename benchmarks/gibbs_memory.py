@@ -1,0 +1,70 @@
+"""A Gibbs fit's peak memory against the estimate the fit checks before it allocates
+(:mod:`cpgbn.inference.memory`), for the numba sampler and the PyTorch sampler on the CPU.
+
+Each sampler fits the first ``--docs`` IMDB training reviews (K_1 = ``--k``, V = 8,000, token
+count 200, 3 sweeps, one thread) in a fresh process; the record holds the process's peak
+resident memory (``ru_maxrss``: the interpreter, the libraries and the texts included), the
+positions P, and the estimate of that fit's mode (``training_bytes``), so that the two can be
+compared: the estimate must cover what the sampler holds.
+
+    python benchmarks/gibbs_memory.py --data-dir ../shared/data --out results/speed/gibbs_memory.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent / "src")]
+
+CHILD = r"""
+import json, resource, sys, time
+from cpgbn import CPGBN
+from cpgbn.datasets import load_dataset
+backend, n_docs, k, data_dir = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+texts, _ = load_dataset("imdb", "train", data_dir=data_dir or None)
+texts = list(texts[:n_docs])
+model = CPGBN(layers=(k,), vocab_size=8001, n_iter=3, burn_in=2, random_state=0, n_threads=1,
+              device=None if backend == "numba" else backend)
+start = time.perf_counter()
+model.fit(texts)
+seconds = time.perf_counter() - start
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+data = model._data(model.encode(texts), 3)
+estimate = model._mode(model._validated()).training_bytes(data, (k,), len(model.vocabulary_))
+print(json.dumps(dict(backend=backend, docs=n_docs, k=k, positions=int(data.n_positions),
+                      peak_rss_gb=round(peak / 2**30, 2), estimate_gb=round(estimate / 2**30, 2),
+                      fit_seconds=round(seconds, 1))))
+"""
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data-dir", default=None)
+    ap.add_argument("--docs", type=int, default=2000)
+    ap.add_argument("--k", type=int, default=200)
+    ap.add_argument("--backends", default="numba,cpu")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    from cpgbn.evaluate.provenance import provenance
+    from records import write_record
+    env = dict(os.environ, OMP_NUM_THREADS="1", NUMBA_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    rows = []
+    for backend in args.backends.split(","):
+        run = subprocess.run([sys.executable, "-c", CHILD, backend, str(args.docs), str(args.k),
+                              args.data_dir or ""], env=env, capture_output=True, text=True)
+        if run.returncode:
+            sys.exit(f"{backend} failed ({run.returncode}):\n{run.stderr[-3000:]}")
+        rows.append(json.loads(run.stdout.strip().splitlines()[-1]))
+        print(rows[-1], flush=True)
+    record = dict(rows=rows, command="python " + " ".join(sys.argv), **provenance())
+    if args.out:
+        write_record(Path(args.out), record)
+
+
+if __name__ == "__main__":
+    main()
