@@ -62,9 +62,11 @@ Dtypes
     traffic and indexing rather than by float64 throughput.
 
 Memory
-    Large temporaries are built in chunks of at most ``max_elements`` float64 entries (cells x
-    F x K candidate weights, positions x K weights, rows x K_{t+1} split weights, padded unit
-    blocks).
+    Per position and first-layer kernel the state holds w (float32) and m (int64), and a sweep
+    draws the next w and m beside them (what a fit's memory check counts:
+    :data:`cpgbn.inference.memory.TORCH_POSITION_BYTES`).  Large temporaries are built in
+    chunks of at most ``max_elements`` float64 entries (cells x F x K candidate weights,
+    positions x K weights, rows x K_{t+1} split weights, padded unit blocks).
 """
 
 from __future__ import annotations
