@@ -20,10 +20,13 @@ The PyTorch sampler (``device`` set) holds more per (position, K_1) entry, count
 :data:`TORCH_POSITION_BYTES` instead of the 8 (+ 2) bytes above: on its device w (float32)
 and m (int64), the next w and m drawn beside them (8 + 16 bytes), and the mixing diagnostic's
 int16 copy of m (training); on the host the state (w float32, m int32) and its copy written
-back from the device (16 bytes).  On the CPU both are host memory (about 42 bytes an entry:
-2,000 IMDB reviews, K_1 = 200, peaked at 4.96 GB where the numba estimate said 1.07 GB,
-``benchmarks/gibbs_memory.py``); with a GPU the host holds 16 bytes an entry and the GPU
-the rest (peak 34 GiB on IMDB's 25,000 reviews, docs/gpu.md), which is not checked here.
+back from the device (16 bytes).  On the CPU both are host memory, about 42 bytes an entry:
+2,000 IMDB reviews, K_1 = 200 (527,175 positions), one thread, peaked at 5.13 GB against
+this estimate's 4.22 GB (the process's peak includes the interpreter, torch and the texts:
+0.45 GB more than the estimate for numba, 1.52 against 1.07 GB), where the numba estimate
+was used before (``benchmarks/gibbs_memory.py``, results/speed/gibbs_memory.json).  With a
+GPU the host holds 16 bytes an entry and the GPU the rest (peak 34 GiB on IMDB's 25,000
+reviews, docs/gpu.md), which is not checked here.
 
 The hybrid (:func:`estimate_hybrid_bytes`) never holds all positions' weights: its training
 holds the cells, D-sized arrays (D on the host and for torch, the encoder's first table, its
