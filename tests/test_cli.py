@@ -395,3 +395,31 @@ def test_fit_pooling_concentration_reaches_the_model_and_bad_values_say_so(tmp_p
         main(["fit", str(corpus_file), "--out", str(tmp_path / "bad"),
               "--pooling-concentration", "-1", *TINY])
     assert "--pooling-concentration" in capsys.readouterr().err
+
+
+class OutOfMemoryError(RuntimeError):
+    """Named as torch's (torch.OutOfMemoryError, a RuntimeError): the CLI knows it by name,
+    so that it needs no torch."""
+
+
+@pytest.mark.parametrize("raised, needle", [
+    (MemoryError(), "out of memory;"), (OutOfMemoryError("CUDA out of memory"), "out of GPU memory")])
+def test_running_out_of_memory_is_one_line_not_a_traceback(corpus_file, tmp_path, capsys,
+                                                           monkeypatch, raised, needle):
+    """A fit the memory estimate let through that then runs out of memory (the host's, or a
+    GPU's) ends with one line and status 1; another RuntimeError still propagates."""
+    import cpgbn.model
+
+    def fail(*args, **kwargs):
+        raise raised
+    monkeypatch.setattr(cpgbn.model.CPGBN, "fit", fail)
+    assert main(["fit", str(corpus_file), "--out", str(tmp_path / "m"), *TINY]) == 1
+    out, err = capsys.readouterr()
+    assert err.startswith("cpgbn: error: ") and needle in err and len(err.splitlines()) == 1
+    assert "Traceback" not in err and not (tmp_path / "m").exists()
+
+    def other(*args, **kwargs):
+        raise RuntimeError("something else")
+    monkeypatch.setattr(cpgbn.model.CPGBN, "fit", other)
+    with pytest.raises(RuntimeError, match="something else"):
+        main(["fit", str(corpus_file), "--out", str(tmp_path / "m"), *TINY])

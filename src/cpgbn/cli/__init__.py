@@ -3,8 +3,9 @@
 Every user error (bad file, bad parameter, bad model directory) is a CPGBNInputError: the
 command prints ``cpgbn: error: <one line>`` and exits with status 2.  A worker of a
 distributed fit that fails, dies or hangs (a WorkerError) is reported on one line too, with
-status 1.  Output files are written atomically, so a failed command leaves nothing
-half-written.
+status 1, as is running out of memory (the host's, or a GPU's: torch's OutOfMemoryError),
+which a fit's memory estimate did not foresee.  Output files are written atomically, so a
+failed command leaves nothing half-written.
 
 One module per command group, each adding its subcommands to the parser built here:
 :mod:`~cpgbn.cli.fit` (fit, transform), :mod:`~cpgbn.cli.explain` (topics, tree, report,
@@ -74,6 +75,16 @@ def main(argv=None) -> int:
         print(f"cpgbn: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "),
               file=sys.stderr)
         return EXIT_USAGE
+    except MemoryError:
+        print("cpgbn: error: out of memory; use fewer kernels, a smaller vocabulary or fewer "
+              "documents, or --inference hybrid (it holds minibatches)", file=sys.stderr)
+        return 1
+    except RuntimeError as exc:
+        if type(exc).__name__ != "OutOfMemoryError":   # torch's, for a GPU's memory
+            raise
+        print("cpgbn: error: out of GPU memory; use fewer kernels, a smaller vocabulary or "
+              "fewer documents, or free the GPU (nvidia-smi lists who holds it)", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("cpgbn: interrupted", file=sys.stderr)
         return 130
