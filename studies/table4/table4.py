@@ -12,7 +12,9 @@ Protocol (issue 36):
   it records the test accuracy, the expected calibration error (15 bins), the wall seconds of
   fit and of predict, the paper's xi of the fit, the command and the commit.  Cells already in
   the record are kept, and a fit checkpoints every 50 steps (``runs/table4/``), so a run
-  killed between or within cells resumes where it stopped.
+  killed between or within cells resumes where it stopped.  Several processes may run side by
+  side (a seed each, say): a cell is added to the record under a lock, the file read again
+  (``studies.common.reports.add_cell``).
 * xi: ``--xi`` fixed, or ``--tune-xi 10,100,1000``: each value fitted on 80% of the first
   split's training documents (a stratified split seeded by 0) and scored on the other 20%; the
   best validation accuracy gives the xi of every cell of that (dataset, layers).  The test
