@@ -27,7 +27,8 @@ from gibbs_speed import PAPER_SECONDS, corpus_of  # noqa: E402  (same corpora an
 
 #: The sweep's kernels timed by --profile, as (module of cpgbn.backends.torch, function):
 #: per random-stream block where the step draws per document.
-PROFILED_STEPS = (("conv", "draw_w"), ("conv", "augment"), ("conv", "dirichlet_kernels"),
+PROFILED_STEPS = (("conv", "draw_w"), ("conv", "draw_w_split"), ("conv", "augment"),
+                  ("conv", "dirichlet_kernels"),
                   ("conv", "position_tables"), ("gbn", "split_tables"),
                   ("gbn", "dirichlet_columns"))
 

@@ -403,11 +403,14 @@ class OutOfMemoryError(RuntimeError):
 
 
 @pytest.mark.parametrize("raised, needle", [
-    (MemoryError(), "out of memory;"), (OutOfMemoryError("CUDA out of memory"), "out of GPU memory")])
+    (MemoryError(), "out of memory;"), (OutOfMemoryError("CUDA out of memory"), "out of GPU memory"),
+    (RuntimeError("[enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: can't allocate "
+                  "memory: you tried to allocate 40000000000 bytes."), "out of memory;")])
 def test_running_out_of_memory_is_one_line_not_a_traceback(corpus_file, tmp_path, capsys,
                                                            monkeypatch, raised, needle):
-    """A fit the memory estimate let through that then runs out of memory (the host's, or a
-    GPU's) ends with one line and status 1; another RuntimeError still propagates."""
+    """A fit the memory estimate let through that then runs out of memory (the host's, as
+    Python's MemoryError or torch's CPU allocator says it, or a GPU's) ends with one line and
+    status 1; another RuntimeError still propagates."""
     import cpgbn.model
 
     def fail(*args, **kwargs):

@@ -80,11 +80,16 @@ def main(argv=None) -> int:
               "documents, or --inference hybrid (it holds minibatches)", file=sys.stderr)
         return 1
     except RuntimeError as exc:
-        if type(exc).__name__ != "OutOfMemoryError":   # torch's, for a GPU's memory
-            raise
-        print("cpgbn: error: out of GPU memory; use fewer kernels, a smaller vocabulary or "
-              "fewer documents, or free the GPU (nvidia-smi lists who holds it)", file=sys.stderr)
-        return 1
+        if type(exc).__name__ == "OutOfMemoryError":   # torch's, for a GPU's memory
+            print("cpgbn: error: out of GPU memory; use fewer kernels, a smaller vocabulary or "
+                  "fewer documents, or free the GPU (nvidia-smi lists who holds it)",
+                  file=sys.stderr)
+            return 1
+        if "can't allocate memory" in str(exc):        # torch's CPU allocator
+            print("cpgbn: error: out of memory; use fewer kernels, a smaller vocabulary or "
+                  "fewer documents", file=sys.stderr)
+            return 1
+        raise
     except KeyboardInterrupt:
         print("cpgbn: interrupted", file=sys.stderr)
         return 130

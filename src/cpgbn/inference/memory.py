@@ -20,7 +20,8 @@ The PyTorch sampler (``device`` set) holds more per (position, K_1) entry, count
 :data:`TORCH_POSITION_BYTES` instead of the 8 (+ 2) bytes above: on its device w (float32)
 and m (int64), the next w and m drawn beside them (8 + 16 bytes), and the mixing diagnostic's
 int16 copy of m (training); on the host the state (w float32, m int32) and its copy written
-back from the device (16 bytes).  On the CPU both are host memory, about 42 bytes an entry:
+back from the device (16 bytes); its kernel counts are one int64 array, not per-thread
+slabs.  On the CPU both are host memory, about 42 bytes an entry:
 2,000 IMDB reviews, K_1 = 200 (527,175 positions), one thread, peaked at 5.13 GB against
 this estimate's 4.22 GB (the process's peak includes the interpreter, torch and the texts:
 0.45 GB more than the estimate for numba, 1.52 against 1.07 GB), where the numba estimate
@@ -60,7 +61,10 @@ def estimate_bytes(n_docs: int, n_positions: int, n_cells: int, vocab_size: int,
         total = n_positions * K1 * 8 + (n_positions * (K1 * 2 + 8) if training else 0)
     else:
         total = n_positions * (K1 * TORCH_POSITION_BYTES[device_type][training] + 8)
-    total += vocab_size * filter_width * K1 * (4 + (4 * n_threads + 8 if training else 0))
+    if device_type is None:   # D; per-thread count slabs and the running sum of D
+        total += vocab_size * filter_width * K1 * (4 + (4 * n_threads + 8 if training else 0))
+    else:                     # D; the kernel counts (int64) and the running sum of D
+        total += vocab_size * filter_width * K1 * (4 + (16 if training else 0))
     total += n_docs * sum(layers) * 8 * 3 + n_docs * K1 * 4 + n_docs * len(layers) * 8
     total += n_cells * 12
     return int(total)

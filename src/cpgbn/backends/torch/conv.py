@@ -25,8 +25,8 @@ from ..numba.gbn import TINY
 from .blocks import Augmented, Block, document_blocks
 from .random import TorchRandom
 
-__all__ = ["FLOOR", "DeviceCells", "segment_sums", "segment_sums_after", "draw_w", "draw_w_split", "augment", "position_tables",
-           "dirichlet_kernels"]
+__all__ = ["FLOOR", "DeviceCells", "segment_sums", "segment_sums_after", "draw_w",
+           "draw_w_split", "augment", "position_tables", "dirichlet_kernels"]
 
 F64 = torch.float64
 F32 = torch.float32
@@ -103,10 +103,11 @@ def segment_sums(values: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
 
 def segment_sums_after(first: torch.Tensor, values: torch.Tensor, segment: torch.Tensor,
                        lengths: torch.Tensor) -> torch.Tensor:
-    """(((first_j + v_1) + v_2) + ...) over the values of each segment j (``segment``: the
-    sorted segment of each value, from 0; ``lengths``: values per segment): what
-    ``first.index_add_(0, segment, values)`` gives on the CPU, in a fixed order on a GPU
-    too.  Each segment's first term is put before its values and the whole summed from 0."""
+    """(((first_j + v_1) + v_2) + ...) over the 1-D ``values`` of each segment j
+    (``segment``: the sorted segment of each value, from 0; ``lengths``: values per segment):
+    what ``first.index_add_(0, segment, values)`` gives on the CPU, in a fixed order on a
+    GPU too.  Each segment's first term is put before its values and the whole summed
+    from 0."""
     n_values, n_segments = values.shape[0], first.shape[0]
     starts = torch.cumsum(lengths, 0) - lengths          # integers: exact on any device
     laid = torch.empty(n_values + n_segments, dtype=values.dtype, device=values.device)
