@@ -22,8 +22,8 @@ and m (int64), the next w and m drawn beside them (8 + 16 bytes), and the mixing
 int16 copy of m (training); on the host the state (w float32, m int32) and its copy written
 back from the device (16 bytes); its kernel counts are one int64 array, not per-thread
 slabs.  On the CPU both are host memory, about 42 bytes an entry:
-2,000 IMDB reviews, K_1 = 200 (527,175 positions), one thread, peaked at 5.13 GB against
-this estimate's 4.22 GB (the process's peak includes the interpreter, torch and the texts:
+2,000 IMDB reviews, K_1 = 200 (527,175 positions), one thread, peaked at 5.21 GB against
+this estimate's 4.23 GB (the process's peak includes the interpreter, torch and the texts:
 0.45 GB more than the estimate for numba, 1.52 against 1.07 GB), where the numba estimate
 was used before (``benchmarks/gibbs_memory.py``, results/speed/gibbs_memory.json).  With a
 GPU the host holds 16 bytes an entry and the GPU the rest (peak 34 GiB on IMDB's 25,000
