@@ -251,8 +251,8 @@ def text_baselines_findings() -> str:
 
 def table4_first_cells() -> str:
     """docs/classifier.md's sentence on the three-layer sCPGBN's SUBJ cells so far: the xi
-    validation accuracies, each test fold's accuracy (seed 0) and their mean
-    (results/table4/table4.json), NBSVM-bigram's 10-fold mean (results/text_baselines) and
+    validation accuracies, each test fold's accuracy (seed 0) and their mean, every seed's
+    cells' mean and standard deviation (results/table4/table4.json), NBSVM-bigram's 10-fold mean (results/text_baselines) and
     the paper's figure (studies/table4's PAPER)."""
     from studies.table4.table4 import PAPER as TABLE4_PAPER
     cells = json.loads((RESULTS / "table4" / "table4.json").read_text())["cells"].values()
@@ -274,10 +274,19 @@ def table4_first_cells() -> str:
         + f"{accuracies[-1]:.1f}"
     validation = ", ".join(f"{c['xi']:g}{' per unit' if i == 0 else ''}: {100 * c['accuracy']:.1f}"
                            for i, c in enumerate(tuned))
+    by_seed = {}
+    for c in deep:
+        if c["kind"] == "test":
+            by_seed.setdefault(c["seed"], []).append(100 * c["accuracy"])
+    every = [a for seed in sorted(by_seed) for a in by_seed[seed]]
+    seeds = (f"\nAll {len(every)} cells (seeds {', '.join(map(str, sorted(by_seed)))}): "
+             f"{np.mean(every):.1f} +- {np.std(every, ddof=1):.1f} (seed means "
+             + ", ".join(f"{np.mean(by_seed[seed]):.1f}" for seed in sorted(by_seed)) + ")."
+             if len(by_seed) > 1 else "")
     return (f"So far: on SUBJ the three-layer model's xi was chosen on a validation split of fold 0's\n"
             f"training data ({validation}); {which} scored {scores} (mean "
             f"{np.mean(accuracies):.1f})\nagainst NBSVM-bigram's {100 * nbsvm['accuracy_mean']:.1f} "
-            f"(10-fold mean) and the paper's {TABLE4_PAPER[3]['subj']}.")
+            f"(10-fold mean) and the paper's {TABLE4_PAPER[3]['subj']}.{seeds}")
 
 
 #: file (relative to the root) -> {block name: function writing it}
