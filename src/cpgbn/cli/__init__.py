@@ -75,21 +75,16 @@ def main(argv=None) -> int:
         print(f"cpgbn: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "),
               file=sys.stderr)
         return EXIT_USAGE
-    except MemoryError:
-        print("cpgbn: error: out of memory; use fewer kernels, a smaller vocabulary or fewer "
-              "documents, or --inference hybrid (it holds minibatches)", file=sys.stderr)
-        return 1
-    except RuntimeError as exc:
+    except (MemoryError, RuntimeError) as exc:
         if type(exc).__name__ == "OutOfMemoryError":   # torch's, for a GPU's memory
-            print("cpgbn: error: out of GPU memory; use fewer kernels, a smaller vocabulary or "
-                  "fewer documents, or free the GPU (nvidia-smi lists who holds it)",
-                  file=sys.stderr)
-            return 1
-        if "can't allocate memory" in str(exc):        # torch's CPU allocator
-            print("cpgbn: error: out of memory; use fewer kernels, a smaller vocabulary or "
-                  "fewer documents", file=sys.stderr)
-            return 1
-        raise
+            hint, where = "or free the GPU (nvidia-smi lists who holds it)", "GPU "
+        elif isinstance(exc, MemoryError) or "can't allocate memory" in str(exc):
+            hint, where = "or --inference hybrid (it holds minibatches)", ""  # host; torch's CPU
+        else:
+            raise
+        print(f"cpgbn: error: out of {where}memory; use fewer kernels, a smaller vocabulary or "
+              f"fewer documents, {hint}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("cpgbn: interrupted", file=sys.stderr)
         return 130

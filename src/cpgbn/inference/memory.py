@@ -57,13 +57,11 @@ def estimate_bytes(n_docs: int, n_positions: int, n_cells: int, vocab_size: int,
     """Host bytes of a Gibbs run (module docstring); ``device_type``: None for the numba
     sampler, else the PyTorch sampler's ("cpu", "cuda")."""
     K1 = layers[0]
-    if device_type is None:
+    if device_type is None:   # positions; D, per-thread count slabs, the running sum of D
         total = n_positions * K1 * 8 + (n_positions * (K1 * 2 + 8) if training else 0)
-    else:
-        total = n_positions * (K1 * TORCH_POSITION_BYTES[device_type][training] + 8)
-    if device_type is None:   # D; per-thread count slabs and the running sum of D
         total += vocab_size * filter_width * K1 * (4 + (4 * n_threads + 8 if training else 0))
-    else:                     # D; the kernel counts (int64) and the running sum of D
+    else:                     # positions; D, the kernel counts (int64), the running sum of D
+        total = n_positions * (K1 * TORCH_POSITION_BYTES[device_type][training] + 8)
         total += vocab_size * filter_width * K1 * (4 + (16 if training else 0))
     total += n_docs * sum(layers) * 8 * 3 + n_docs * K1 * 4 + n_docs * len(layers) * 8
     total += n_cells * 12
