@@ -165,6 +165,23 @@ def test_a_check_that_fails_on_one_worker_fails_on_every_worker():
     assert all(isinstance(e, CPGBNInputError) for e in out)
 
 
+def test_a_shard_document_past_the_int32_counts_stops_every_worker():
+    """The second worker's shard holds a document of 3 tokens x 2^30 pseudo-counts (more than
+    an int32 count holds): both workers refuse it with its one line, for a fit and for a
+    transform (the first worker's shard alone would be fine)."""
+    from cpgbn import CPGBN
+    texts = ["w"] * 40 + ["w v w"] + ["v"] * 23
+    model = CPGBN(layers=(2,), filter_width=1, token_count=2**30, vocab_size=5, n_iter=2,
+                  burn_in=1, random_state=0)
+    message = "a document of 3 tokens carries 3,221,225,472 latent counts"
+    out = _two_workers(lambda x, _, comm: model.fit(x, communicator=comm), [(texts, 0)] * 2)
+    assert all(isinstance(e, CPGBNInputError) and message in str(e) for e in out), out
+    model.fit(texts[:40])
+    out = _two_workers(lambda x, _, comm: model.transform(x, communicator=comm),
+                       [(texts, 0)] * 2)
+    assert all(isinstance(e, CPGBNInputError) and message in str(e) for e in out), out
+
+
 @pytest.fixture(scope="module")
 def single_process():
     """The reference fit: one process, the default update (no communicator)."""

@@ -357,6 +357,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
         filter_width = settings["filter_width"]
         scan = scan_text_file(text_file, settings["vocab_size"], block_lines=BLOCK_DOCS,
                               short_below=filter_width - 2 * self.padding)
+        self._observation().check_document(scan.longest)   # before training, not at its block
         if scan.n_short:
             warnings.warn(f"{scan.n_short} document(s) shorter than filter_width={filter_width} "
                           "are padded with empty columns", stacklevel=3)
@@ -382,11 +383,16 @@ class CPGBN(TransformerMixin, BaseEstimator):
                                   f"use inference='gibbs', 'minibatch-gibbs' or 'hybrid'")
         shard = read_shard(X, y, communicator, mode.shard_block())
         vocabulary, n_tokens = shared_vocabulary(shard, settings["vocab_size"], communicator)
-        with warnings.catch_warnings():
-            if not communicator.is_root:   # each short document is reported once
-                warnings.simplefilter("ignore", UserWarning)
-            data = self._data(Corpus.from_texts(shard.texts, vocabulary=vocabulary),
-                              settings["filter_width"])
+        built = []
+
+        def build():   # a shard's document past the int32 counts: every worker refuses it
+            with warnings.catch_warnings():
+                if not communicator.is_root:   # each short document is reported once
+                    warnings.simplefilter("ignore", UserWarning)
+                built.append(self._data(Corpus.from_texts(shard.texts, vocabulary=vocabulary),
+                                        settings["filter_width"]))
+        agree(build, communicator)
+        data = built[0]
         agree(lambda: self._check_memory(mode.training_bytes(data, settings["layers"],
                                                              len(vocabulary))), communicator)
         labels = None if shard.labels is None else np.asarray(shard.labels)
@@ -493,16 +499,19 @@ class CPGBN(TransformerMixin, BaseEstimator):
     def _thetas(self, X, mode: InferenceMode, first_doc: int = 0, communicator=None):
         """(theta^(1..T), cells) of the documents ``X`` as ``transform`` infers them;
         ``first_doc``, ``communicator``: the global id of ``X``'s first document and the
-        workers, for a worker's shard (whose memory verdict is every worker's)."""
-        data = self._data(self._corpus(X, self.vocabulary_, None), self.globals_.D.shape[1])
+        workers, for a worker's shard (whose cells' and memory's verdicts are every worker's)."""
+        built = []
+
         def check():
+            data = self._data(self._corpus(X, self.vocabulary_, None), self.globals_.D.shape[1])
             self._check_memory(mode.inference_bytes(data, self.layers_, len(self.vocabulary_)))
+            built.append(data)
         if communicator is None:
             check()
         else:
             from .modes.sharded import agree
             agree(check, communicator)
-        return mode.thetas(self._fitted_state(), data, first_doc=first_doc), data
+        return mode.thetas(self._fitted_state(), built[0], first_doc=first_doc), built[0]
 
     def log_likelihood(self, X=None) -> float:
         """Log-likelihood per token: of the training data at the last sweep (X=None), or of

@@ -106,6 +106,8 @@ def run_cases(t: Path) -> list:
         ("vocabulary size < 2", ["fit", "train.tsv", "--out", "m1", *TINY, "--vocab-size", "1"]),
         ("layer size < 1", ["fit", "train.tsv", "--out", "m1", "--layers", "200,0"]),
         ("padding wider than F - 1", ["fit", "train.tsv", "--out", "m1", *TINY, "--padding", "3"]),
+        ("more pseudo-counts in a document than an int32 count holds",
+         ["fit", "train.tsv", "--out", "m1", *TINY, "--token-count", "1000000000"]),
         ("burn-in not below iterations", ["fit", "train.tsv", "--out", "m1", "--iterations", "5",
                                           "--burn-in", "5"]),
         ("minibatch size < 1", ["fit", "train.tsv", "--out", "m1", "--inference", "hybrid",

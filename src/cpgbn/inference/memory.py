@@ -18,16 +18,16 @@ mixing diagnostic.
 
 The PyTorch sampler (``device`` set) holds more per (position, K_1) entry, counted in
 :data:`TORCH_POSITION_BYTES` instead of the 8 (+ 2) bytes above: on its device w (float32)
-and m (int64), the next w and m drawn beside them (8 + 16 bytes), and the mixing diagnostic's
+and m (int32), the next w and m drawn beside them (8 + 8 bytes), and the mixing diagnostic's
 int16 copy of m (training); on the host the state (w float32, m int32) and its copy written
 back from the device (16 bytes); its kernel counts are one int64 array, not per-thread
-slabs.  On the CPU both are host memory, about 42 bytes an entry:
-2,000 IMDB reviews, K_1 = 200 (527,175 positions), one thread, peaked at 5.21 GB against
-this estimate's 4.23 GB (the process's peak includes the interpreter, torch and the texts:
-0.45 GB more than the estimate for numba, 1.52 against 1.07 GB), where the numba estimate
-was used before (``benchmarks/gibbs_memory.py``, results/speed/gibbs_memory.json).  With a
+slabs.  On the CPU both are host memory, about 34 bytes an entry (42 while m was int64 on
+the device: 2,000 IMDB reviews, K_1 = 200, 527,175 positions, one thread, peaked at 5.21 GB
+against that estimate's 4.23 GB; ``benchmarks/gibbs_memory.py``,
+results/speed/gibbs_memory.json holds the current measurement; the process's peak includes
+the interpreter, torch and the texts: 0.45 GB more than the estimate for numba).  With a
 GPU the host holds 16 bytes an entry and the GPU the rest (peak 34 GiB on IMDB's 25,000
-reviews, docs/gpu.md), which is not checked here.
+reviews with int64 m, docs/gpu.md), which is not checked here.
 
 The hybrid (:func:`estimate_hybrid_bytes`) never holds all positions' weights: its training
 holds the cells, D-sized arrays (D on the host and for torch, the encoder's first table, its
@@ -47,7 +47,7 @@ from ..errors import CPGBNInputError
 #: Host bytes per (position, K_1) entry of the PyTorch sampler, by device type and by
 #: (training, transform): the device's tensors on the CPU (w and m, their next values, the
 #: mixing copy when training) and the host's state and written-back copy (module docstring).
-TORCH_POSITION_BYTES = {"cpu": {True: 16 + 24 + 2, False: 16 + 24},
+TORCH_POSITION_BYTES = {"cpu": {True: 16 + 16 + 2, False: 16 + 16},
                         "cuda": {True: 16, False: 16}}
 
 

@@ -38,6 +38,7 @@ from typing import Protocol
 import numpy as np
 
 from ..errors import CPGBNInputError
+from ..layers.cells import COUNT_LIMIT
 from . import streams
 from .backend import Backend
 from .exact import ExactSum
@@ -311,29 +312,18 @@ class SingleProcess:
         return values[0]
 
 
-#: Largest total a kernel count may reach in the int32 all-reduce.  The numba backend draws D
-#: from int32 counts, so a larger total could not be drawn from anyway: it is refused.
-_INT32_MAX = np.iinfo(np.int32).max
-
-
 def _sum_kernel_counts(backend, comm, total):
     """The (V, F, K_1) kernel counts summed over the workers: the all-reduce that dominates a
     sweep's traffic (V F K_1 values).  On the host it travels as int32, half the bytes of
-    int64, when the workers' largest counts add up to less than 2^31 (one 8-byte all-reduce
-    decides, the same way on every worker); the counts are whole numbers, so any order of
-    the sum is exact."""
+    int64, when the workers' largest counts add up to at most 2^31 - 1 (one 8-byte
+    all-reduce decides, the same way on every worker), else as int64; the counts are whole
+    numbers, so any order of the sum is exact."""
     if comm.world_size == 1:
         return total
     if not backend.works_on_host:
         return comm.sum(total)
     peak = int(comm.sum(np.array(total.max(initial=0), dtype=np.int64)))
-    if peak > _INT32_MAX:
-        summed = comm.sum(np.asarray(total, dtype=np.int64))
-        if summed.max(initial=0) > _INT32_MAX:
-            raise CPGBNInputError(f"a kernel count reached {int(summed.max())}, beyond the "
-                                  f"int32 counts of the numba backend")
-        return summed
-    return comm.sum(np.asarray(total, dtype=np.int32))
+    return comm.sum(np.asarray(total, dtype=np.int64 if peak > COUNT_LIMIT else np.int32))
 
 
 def _is_float(array) -> bool:

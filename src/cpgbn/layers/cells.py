@@ -23,6 +23,10 @@ import numpy as np
 
 from ..errors import CPGBNInputError
 
+#: Largest latent count a sampler stores: m and A are int32 (the numba kernels' arrays and a
+#: GibbsState's), and a document's units bound both (m_jks <= A_jk <= the document's units).
+COUNT_LIMIT = int(np.iinfo(np.int32).max)
+
 #: Observation models for a cell (see :class:`ConvData`); the numba kernels compare with these.
 BERNOULLI_POISSON = 0
 FIXED_COUNT = 1
@@ -65,6 +69,17 @@ class ObservationModel:
     def counts(cls, scale=1) -> "ObservationModel":
         """Observed counts multiplied by ``scale`` (bag-of-words data, ``PGBN(token_count=...)``)."""
         return cls(OBSERVED_COUNT, cls.of(scale).scale)
+
+    def check_document(self, n_tokens: int) -> None:
+        """CPGBNInputError when a document of ``n_tokens`` tokens carries more units than a
+        count holds (:data:`COUNT_LIMIT`; each token carries ``scale`` of them, or one drawn
+        zero-truncated Poisson count, mostly 1, under the link, which is not checked)."""
+        if self.mode == BERNOULLI_POISSON or n_tokens * self.scale <= COUNT_LIMIT:
+            return
+        raise CPGBNInputError(
+            f"a document of {n_tokens:,} tokens carries {n_tokens * self.scale:,} latent counts "
+            f"({self.describe()}), more than the {COUNT_LIMIT:,} a count can hold (int32); "
+            "split it into shorter documents or lower token_count")
 
     def describe(self) -> str:
         """The observation model in words (with c pseudo-counts a token adds c ln lambda - ln c!
@@ -140,6 +155,38 @@ class ConvData:
         """Number of documents raised to F columns: shorter than F even with the edge padding."""
         return int(np.count_nonzero(self.true_length + 2 * self.padding < self.filter_width))
 
+    def largest_word_units(self) -> int:
+        """The most units one vocabulary row receives over all documents: the bound of a
+        kernel count n_vfk, which may pass 2^31 under the tempered likelihood (a frequent word
+        in a large corpus times ``token_count``)."""
+        if self.n_cells == 0:
+            return 0
+        if self.mode == OBSERVED_COUNT:   # float64 sums: exact below 2^53
+            return int(np.bincount(self.cell_word, weights=self.cell_count).max())
+        scale = self.fixed_count if self.mode == FIXED_COUNT else 1
+        return int(np.bincount(self.cell_word).max()) * scale
+
+
+def check_document_units(data: ConvData) -> ConvData:
+    """``data``, or CPGBNInputError when a document's units pass :data:`COUNT_LIMIT` (its
+    latent counts m and A could not be stored).  Under the Bernoulli-Poisson link a cell's
+    count is drawn, mostly 1: a document would need about 2^31 tokens."""
+    if data.mode == BERNOULLI_POISSON or data.n_cells == 0:
+        return data
+    if data.mode == FIXED_COUNT:   # one cell per token
+        data.observation.check_document(int(np.diff(data.doc_cells).max()))
+        return data
+    running = np.zeros(data.n_cells + 1, dtype=np.int64)
+    np.cumsum(data.cell_count, out=running[1:])
+    units = running[data.doc_cells[1:]] - running[data.doc_cells[:-1]]
+    j = int(np.argmax(units))
+    if units[j] > COUNT_LIMIT:
+        raise CPGBNInputError(
+            f"a document of {int(data.true_length[j]):,} tokens carries {int(units[j]):,} "
+            f"latent counts ({data.observation.describe()}), more than the {COUNT_LIMIT:,} "
+            "a count can hold (int32); split it into shorter documents or lower token_count")
+    return data
+
 
 def _positions(doc_length: np.ndarray, filter_width: int) -> np.ndarray:
     positions = np.zeros(len(doc_length) + 1, dtype=np.int64)
@@ -166,7 +213,7 @@ def from_token_sequences(tokens: np.ndarray, offsets: np.ndarray, filter_width: 
     doc_of_token = np.repeat(np.arange(len(lengths)), lengths)
     cols = (np.arange(len(tokens), dtype=np.int64) - offsets[doc_of_token] + padding).astype(np.int32)
     padded = np.maximum(lengths + 2 * padding, filter_width)
-    return ConvData(
+    return check_document_units(ConvData(
         cell_word=tokens,
         cell_col=cols,
         cell_count=np.zeros(0, dtype=np.int32),
@@ -178,7 +225,7 @@ def from_token_sequences(tokens: np.ndarray, offsets: np.ndarray, filter_width: 
         fixed_count=fixed,
         true_length=lengths.astype(np.int64),
         padding=int(padding),
-    )
+    ))
 
 
 def from_cells(doc_cells, cell_word, cell_col, doc_length, filter_width,
@@ -193,8 +240,12 @@ def from_cells(doc_cells, cell_word, cell_col, doc_length, filter_width,
     if cell_count is None:
         mode, counts = BERNOULLI_POISSON, np.zeros(0, dtype=np.int32)
     else:
+        wide = np.asarray(cell_count)
+        if wide.size and int(wide.max()) > COUNT_LIMIT:
+            raise CPGBNInputError(f"a cell count of {int(wide.max()):,} is more than the "
+                                  f"{COUNT_LIMIT:,} a count can hold (int32)")
         mode, counts = OBSERVED_COUNT, np.ascontiguousarray(cell_count, dtype=np.int32)
-    return ConvData(
+    return check_document_units(ConvData(
         cell_word=np.ascontiguousarray(cell_word, dtype=np.int32),
         cell_col=np.ascontiguousarray(cell_col, dtype=np.int32),
         cell_count=counts,
@@ -206,7 +257,7 @@ def from_cells(doc_cells, cell_word, cell_col, doc_length, filter_width,
         fixed_count=1,
         true_length=(doc_length if true_length is None
                      else np.ascontiguousarray(true_length, dtype=np.int64)),
-    )
+    ))
 
 
 def from_bag_of_words(tokens: np.ndarray, offsets: np.ndarray, scale: int = 1) -> ConvData:
@@ -225,5 +276,5 @@ def from_bag_of_words(tokens: np.ndarray, offsets: np.ndarray, scale: int = 1) -
     # features are normalised by the number of tokens, not by the single column
     return from_cells(doc_cells, words.astype(np.int32), np.zeros(len(words), dtype=np.int32),
                       np.ones(n_docs, dtype=np.int64), 1,
-                      cell_count=(counts * int(scale)).astype(np.int32),
+                      cell_count=counts.astype(np.int64) * int(scale),
                       true_length=np.diff(offsets))

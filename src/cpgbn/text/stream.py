@@ -83,6 +83,7 @@ class FileScan:
     n_docs, n_tokens : documents (lines) and tokens in the file.
     n_short : documents with fewer than ``short_below`` tokens (padded by the cells).
     digest : BLAKE2b of the documents' text, so a checkpoint is resumed only on the same file.
+    longest : tokens in the longest document.
     """
 
     vocabulary: Vocabulary
@@ -90,6 +91,7 @@ class FileScan:
     n_tokens: int
     n_short: int
     digest: str
+    longest: int = 0
 
 
 def scan_text_file(source: TextFile, vocab_size: int | None, *, block_lines: int = 4096,
@@ -99,7 +101,7 @@ def scan_text_file(source: TextFile, vocab_size: int | None, *, block_lines: int
     without tokens raises the one-line error of an in-memory fit, naming its line."""
     counts: Counter[str] = Counter()
     digest = hashlib.blake2b(digest_size=16)
-    n_docs = n_tokens = n_short = 0
+    n_docs = n_tokens = n_short = longest = 0
     empty: list[int] = []
     for texts in source.blocks(block_lines):
         for text in texts:
@@ -108,6 +110,7 @@ def scan_text_file(source: TextFile, vocab_size: int | None, *, block_lines: int
             counts.update(tokens)
             n_tokens += len(tokens)
             n_short += len(tokens) < short_below
+            longest = max(longest, len(tokens))
             if not tokens:
                 empty.append(n_docs)
             digest.update(text.encode("utf-8"))
@@ -117,7 +120,7 @@ def scan_text_file(source: TextFile, vocab_size: int | None, *, block_lines: int
     if vocab_size is None:
         vocab_size = max(len(counts) + 1, 2)
     return FileScan(Vocabulary.from_frequencies(counts, vocab_size), n_docs, n_tokens, n_short,
-                    digest.hexdigest())
+                    digest.hexdigest(), longest)
 
 
 def count_documents(source: TextFile, *, block_lines: int = 4096) -> int:

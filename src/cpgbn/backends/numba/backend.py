@@ -23,6 +23,7 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from ...errors import CPGBNInputError
+from ...layers.cells import COUNT_LIMIT
 from . import conv, gbn
 from .mixing import compare_assignments
 from .shared_shape import shared_shape_table
@@ -69,7 +70,8 @@ class NumbaBackend:
     name = "numba"
     #: Works on the numpy arrays of a GibbsState in place (no device copies).
     works_on_host = True
-    #: dtype of the kernel counts n_kvf and the latent counts m and A (whole numbers).
+    #: dtype of the latent counts m and A (whole numbers; the kernel counts' slabs are
+    #: ``kernel_count_dtype``, int64 where a word's units could pass 2^31).
     count_dtype = np.int32
     #: Columns per block of the TLASGR arithmetic on a global (host memory).
     column_block = COLUMN_BLOCK
@@ -84,6 +86,18 @@ class NumbaBackend:
         self.first_block = int(first_doc) // DOC_BLOCK
         self._count_slabs = None
         self._slabs_zero = False  # True once draw_kernels has summed and zeroed the slabs
+
+    @property
+    def data(self):
+        return self._data
+
+    @data.setter
+    def data(self, data) -> None:
+        self._data = data
+        #: int32 slabs while no word's units can pass 2^31 in one (the tempered likelihood
+        #: of a large corpus can), int64 past it: numba compiles the kernels for either.
+        self.kernel_count_dtype = (np.int64 if data.largest_word_units() > COUNT_LIMIT
+                                   else np.int32)
 
     # ------------------------------------------------------------------ arrays
     def sweep_context(self):
@@ -204,17 +218,17 @@ class NumbaBackend:
         (each thread adds into its own slab; :meth:`draw_kernels` sums and re-zeroes them)."""
         n_threads = numba.get_num_threads()
         slabs = self._count_slabs
-        if slabs is None or slabs.shape[0] != n_threads or slabs.shape[1:] != shape:
-            slabs = np.zeros((n_threads,) + tuple(shape), dtype=self.count_dtype)
+        if (slabs is None or slabs.shape[0] != n_threads or slabs.shape[1:] != shape
+                or slabs.dtype != self.kernel_count_dtype):
+            slabs = np.zeros((n_threads,) + tuple(shape), dtype=self.kernel_count_dtype)
             self._count_slabs = slabs
         elif not self._slabs_zero:  # a sweep stopped between the augmentation and the D draw
             conv.reset_counts(slabs)
         self._slabs_zero = False
         return slabs
 
-    @staticmethod
-    def _no_counts() -> np.ndarray:
-        return np.zeros((0, 0, 0, 0), dtype=np.int32)
+    def _no_counts(self) -> np.ndarray:
+        return np.zeros((0, 0, 0, 0), dtype=self.kernel_count_dtype)
 
     # ------------------------------------------------------------------ step 2
     def draw_kernels(self, D: np.ndarray, counts: np.ndarray, eta: float, stream: int):
@@ -231,9 +245,12 @@ class NumbaBackend:
         slabs are left as they are (the next :meth:`count_slabs` zeroes them)."""
         return counts.sum(axis=0, dtype=np.int64) if counts.ndim == 4 else counts
 
-    def kernel_counts_from_total(self, total: np.ndarray) -> np.ndarray:
-        """A (V, F, K) total of whole counts as one slab for :meth:`draw_kernels`."""
-        return np.ascontiguousarray(total, dtype=self.count_dtype)[None]
+    @staticmethod
+    def kernel_counts_from_total(total: np.ndarray) -> np.ndarray:
+        """A (V, F, K) total of whole counts as one slab for :meth:`draw_kernels` (int32 while
+        every count fits)."""
+        wide = total.size and int(total.max()) > COUNT_LIMIT
+        return np.ascontiguousarray(total, dtype=np.int64 if wide else np.int32)[None]
 
     @staticmethod
     def as_float(x) -> np.ndarray:

@@ -53,8 +53,10 @@ Exactness
 Dtypes
     Storage follows :class:`~cpgbn.inference.state.GibbsState`: w and D float32 with the float32
     floor FLOOR = 1e-30; theta, c, Phi, r float64 with the floors TINY = 1e-100 and PHI_FLOOR.
-    Counts (m, A, n, tables) are int64 on the device (int32 in the returned GibbsState; the
-    state on the device and its conversions are in :mod:`cpgbn.backends.torch.state`).  All
+    The latent counts m and A are int32 on the device as on the host (a document's units
+    bound them, and :func:`cpgbn.layers.cells.check_document_units` refuses a document whose
+    units pass 2^31 - 1); the kernel counts n, tables and the upper layers' counts are int64
+    (a word's units summed over the corpus may pass 2^31 under the tempered likelihood).  All
     arithmetic of the conditionals (candidate weights w d, lambda, cumulative weights, gamma
     shapes, CRT probabilities) is float64, as in the numba kernels: a product of two floored
     float32 values (1e-60) underflows in float32, and TINY is not representable in float32.
@@ -62,7 +64,7 @@ Dtypes
     traffic and indexing rather than by float64 throughput.
 
 Memory
-    Per position and first-layer kernel the state holds w (float32) and m (int64), and a sweep
+    Per position and first-layer kernel the state holds w (float32) and m (int32), and a sweep
     draws the next w and m beside them (what a fit's memory check counts:
     :data:`cpgbn.inference.memory.TORCH_POSITION_BYTES`).  Large temporaries are built in
     chunks of at most ``max_elements`` float64 entries (cells x F x K candidate weights,
@@ -94,9 +96,12 @@ __all__ = ["TorchBackend", "resolve_device", "FLOOR"]
 
 F64 = torch.float64
 F32 = torch.float32
+I32 = torch.int32
 I64 = torch.int64
-#: torch dtype of each host dtype of a GibbsState field (counts widen to int64 on the device).
-_DTYPES = {np.dtype(np.float32): F32, np.dtype(np.float64): F64, np.dtype(np.int32): I64,
+#: The kernel counts' dtype for integer latent counts (a study's float counts stay float).
+KERNEL_COUNTS = {I32: I64}
+#: torch dtype of each host dtype of a GibbsState field.
+_DTYPES = {np.dtype(np.float32): F32, np.dtype(np.float64): F64, np.dtype(np.int32): I32,
            np.dtype(np.int64): I64}
 
 
@@ -125,8 +130,8 @@ class TorchBackend:
     name = "torch"
     #: States live on the device: GibbsState fields are tensors there.
     works_on_host = False
-    #: dtype of the latent counts m, A and n (int64 on the device, int32 on the host).
-    count_dtype = np.int64
+    #: dtype of the latent counts m and A (on the device and on the host).
+    count_dtype = np.int32
     #: The TLASGR arithmetic on a global takes all its columns at once (one pass of kernels).
     column_block = None
 
@@ -258,8 +263,8 @@ class TorchBackend:
             fresh = Augmented(
                 m=torch.zeros((self.data.n_positions, K), dtype=counts_dtype, device=self.device),
                 A=torch.zeros((n_docs, K), dtype=counts_dtype, device=self.device),
-                n=(torch.zeros(V * F * K, dtype=counts_dtype, device=self.device)
-                   if with_counts else None),
+                n=(torch.zeros(V * F * K, dtype=KERNEL_COUNTS.get(counts_dtype, counts_dtype),
+                               device=self.device) if with_counts else None),
                 loglik=torch.empty(n_docs, dtype=F64, device=self.device))
         tables = [] if augment and with_tables else None
         cells, random = self._cells, self.random

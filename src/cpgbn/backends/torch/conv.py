@@ -246,10 +246,11 @@ def augment(cells: DeviceCells, random: TorchRandom, block: Block, D: torch.Tens
         f_u = torch.div(c_u, K, rounding_mode="floor")
         k_u = c_u - f_u * K
         d_u = doc[r_u]
-        m.index_add_(0, (cells.p0[d_u] + col[r_u] - f_u) * K + k_u, amount)
-        A.index_add_(0, d_u * K + k_u, amount)
+        # m and A may be narrower than the kernel counts n (int32 against int64)
+        m.index_add_(0, (cells.p0[d_u] + col[r_u] - f_u) * K + k_u, amount.to(m.dtype))
+        A.index_add_(0, d_u * K + k_u, amount.to(A.dtype))
         if n is not None:
-            n.index_add_(0, word[r_u] * (F * K) + c_u, amount)
+            n.index_add_(0, word[r_u] * (F * K) + c_u, amount.to(n.dtype))
     docs = block.docs
     out.loglik[docs] = segment_sums_after(
         -theta[docs].sum(dim=1), torch.cat(cell_lls) if cell_lls else theta.new_zeros(0),
