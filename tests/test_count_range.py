@@ -13,8 +13,10 @@ from cpgbn.backends.numba.backend import NumbaBackend
 from cpgbn.errors import CPGBNInputError
 from cpgbn.inference.gibbs import GibbsSampler
 from cpgbn.inference.state import Hyperparameters
+from cpgbn.inference.memory import estimate_bytes
 from cpgbn.inference.updates import _sum_kernel_counts
 from cpgbn.layers.cells import COUNT_LIMIT, from_bag_of_words, from_token_sequences
+from cpgbn.modes.gibbs import GibbsMode
 
 
 def test_a_document_whose_counts_could_pass_int32_is_refused():
@@ -46,6 +48,10 @@ def test_kernel_counts_past_int32_widen_to_int64_and_stay_exact():
     tokens = np.concatenate([[1, 2 + j % 4] for j in range(n_docs)])
     data = from_token_sequences(tokens, np.arange(0, 2 * n_docs + 1, 2), 1, token_count=scale)
     assert data.largest_word_units() == n_docs * scale > COUNT_LIMIT
+    sizes = (data.n_docs, data.n_positions, data.n_cells, 6, 1, (1,), 2)
+    assert (GibbsMode(dict(n_threads=2, device=None)).training_bytes(data, (1,), 6)
+            == estimate_bytes(*sizes, wide_kernel_counts=True)
+            == estimate_bytes(*sizes) + 6 * 1 * 1 * 4 * 2)   # the wider slabs
     hyper = Hyperparameters(eta=(0.05,), e0=1.0, f0=1.0)
     sampler = GibbsSampler(data, hyper, 3)
     assert sampler.backend.kernel_count_dtype == np.int64

@@ -7,7 +7,8 @@ width F, layers K_1..K_T and n_threads numba threads:
               + P * (K_1 * 2 + 8)                  the mixing diagnostic's copy of m (int16
                                                    while the counts fit) and dominant kernels
                                                    (training only)
-    kernels     V * F * K_1 * (4 + 4 * n_threads)  D (float32), per-thread count slabs (int32)
+    kernels     V * F * K_1 * (4 + 4 * n_threads)  D (float32), per-thread count slabs (int32;
+                                                   int64 where a word's units pass 2^31)
               + V * F * K_1 * 8                    running sum of D (training only)
     documents   N * sum_t K_t * 8 * 3              theta, its running sum, shapes/tables
               + N * K_1 * 4 + N * T * 8            A, c
@@ -53,13 +54,15 @@ TORCH_POSITION_BYTES = {"cpu": {True: 16 + 16 + 2, False: 16 + 16},
 
 def estimate_bytes(n_docs: int, n_positions: int, n_cells: int, vocab_size: int, filter_width: int,
                    layers, n_threads: int, training: bool = True,
-                   device_type: str | None = None) -> int:
+                   device_type: str | None = None, wide_kernel_counts: bool = False) -> int:
     """Host bytes of a Gibbs run (module docstring); ``device_type``: None for the numba
-    sampler, else the PyTorch sampler's ("cpu", "cuda")."""
+    sampler, else the PyTorch sampler's ("cpu", "cuda"); ``wide_kernel_counts``: the numba
+    sampler's count slabs are int64 (a word's units could pass 2^31: 8 bytes, not 4)."""
     K1 = layers[0]
     if device_type is None:   # positions; D, per-thread count slabs, the running sum of D
+        slab = 8 if wide_kernel_counts else 4
         total = n_positions * K1 * 8 + (n_positions * (K1 * 2 + 8) if training else 0)
-        total += vocab_size * filter_width * K1 * (4 + (4 * n_threads + 8 if training else 0))
+        total += vocab_size * filter_width * K1 * (4 + (slab * n_threads + 8 if training else 0))
     else:                     # positions; D, the kernel counts (int64), the running sum of D
         total = n_positions * (K1 * TORCH_POSITION_BYTES[device_type][training] + 8)
         total += vocab_size * filter_width * K1 * (4 + (16 if training else 0))

@@ -17,7 +17,7 @@ from ..inference.gibbs import GibbsSampler, RunResult
 from ..inference.mixing import MixingMonitor
 from ..inference.shards import DOC_BLOCK
 from ..inference.streams import transform_seed
-from ..layers.cells import ConvData
+from ..layers.cells import COUNT_LIMIT, ConvData
 from ..errors import CPGBNInputError
 from .base import FittedState, InferenceMode, Training, features, numba_threads
 from ..inference.updates import SingleProcess
@@ -102,8 +102,9 @@ class GibbsMode(InferenceMode):
         device = self.settings["device"]   # "cuda:1" or a torch.device: its type
         if device is not None:              # (a bad one is refused where the sampler starts)
             device = "cuda" if str(getattr(device, "type", device)).startswith("cuda") else "cpu"
+        wide = training and device is None and data.largest_word_units() > COUNT_LIMIT
         return estimate_bytes(data.n_docs, data.n_positions, data.n_cells, vocab_size,
-                              data.filter_width, layers, n_threads, training, device)
+                              data.filter_width, layers, n_threads, training, device, wide)
 
     def inference_bytes(self, data: ConvData, layers, vocab_size: int) -> int:
         return self.sweep_bytes(data, layers, vocab_size)
