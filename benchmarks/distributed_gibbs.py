@@ -37,6 +37,8 @@ from pathlib import Path
 import numpy as np
 
 from cpgbn.inference.checkpoint import fingerprint
+from cpgbn.layers.cells import COUNT_LIMIT
+from cpgbn.params import DEFAULT_TOKEN_COUNT
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
@@ -68,6 +70,15 @@ def fit_record(args, communicator=None) -> dict:
         record.update(rank=communicator.rank, bytes_summed=communicator.bytes_summed,
                       bytes_broadcast=communicator.bytes_broadcast)
     return record
+
+
+def largest_row_share(texts) -> float:
+    """The most frequent vocabulary row's share of the tokens at V = LARGE_VOCAB (+ the OOV
+    row): with ``token_count`` pseudo-counts per token it bounds the largest kernel count of
+    a larger corpus like this one, which decides whether the counts travel as int32."""
+    from cpgbn.text import Corpus
+    rows = np.bincount(Corpus.from_texts(texts, vocab_size=LARGE_VOCAB + 1).tokens)
+    return float(rows.max() / rows.sum())
 
 
 def layers_of(args) -> tuple:
@@ -157,6 +168,13 @@ def main(argv=None):
     args = p.parse_args(argv)
     if args.report:
         record = json.loads(Path(args.report).read_text())
+        if "largest_row_share" not in record:   # records made before it was measured
+            from cpgbn.evaluate.provenance import provenance
+            record["largest_row_share"] = round(largest_row_share(
+                corpus(args.data_dir, record["n_docs"])), 5)
+            record["largest_row_share_added"] = provenance()["commit"]
+            from records import write_record
+            write_record(Path(args.report), record)
         Path(args.report).with_suffix(".md").write_text(table(record) + projection(record))
         return
     if args.role == "plain":
@@ -201,6 +219,7 @@ def main(argv=None):
         efficiency_per_sweep=[round(a / (2 * max(b, c)), 3) for a, b, c in zip(
             one["sweep_seconds"], *(r["sweep_seconds"] for r in two))],
         kernel_draw_seconds=draws,
+        largest_row_share=round(largest_row_share(corpus(args.data_dir, args.docs)), 5),
         command="python benchmarks/distributed_gibbs.py " + " ".join(
             argv if argv is not None else sys.argv[1:]), **provenance())
     if args.out:
@@ -258,7 +277,14 @@ def projection(r: dict) -> str:
     """Sweep time of 1M and 10M IMDB-like documents on 8 and 64 machines, from the measured
     cost per token and sweep, the measured draw of D, and the message sizes (module text)."""
     tokens_per_doc = r["n_tokens"] / r["n_docs"]
-    count_bytes = LARGE_VOCAB * r["filter_width"] * r["layers"][0] * 4   # int32; D as float32
+    entries = LARGE_VOCAB * r["filter_width"] * r["layers"][0]
+    count_bytes = entries * 4   # int32; D as float32
+
+    def counts_wide(n_docs: int) -> bool:
+        """Whether the largest row's units could pass 2^31 (the counts then travel as int64:
+        the workers decide from their largest counts, which this bound tops)."""
+        return (r["largest_row_share"] * tokens_per_doc * n_docs * DEFAULT_TOKEN_COUNT
+                > COUNT_LIMIT)
     draw = r["kernel_draw_seconds"][str(LARGE_VOCAB)]
     costs = {"mean": r["seconds_per_token_sweep"], "last": r["seconds_per_token_last_sweep"]}
     lines = [
@@ -271,23 +297,29 @@ def projection(r: dict) -> str:
         f"{r['filter_width']}).  Assumed: {CORES_PER_MACHINE} one-thread workers per machine "
         f"(torchrun --nproc-per-node {CORES_PER_MACHINE}), {NETWORK_BYTES_PER_S * 8 / 1e9:g} "
         f"Gbit/s per machine, {RING_STEP_S * 1e6:g} us per ring step, V = {LARGE_VOCAB:,}: the "
-        f"kernel counts are {count_bytes / 1e6:.0f} MB of int32 and D as many of float32.  "
-        "Communication per sweep: a ring all-reduce of the counts (2 x the bytes through each "
-        "machine's link, 2(P-1) steps) and the broadcast of D (1 x).  Compute: the tokens of "
-        "a worker's shard at the measured cost.\n",
+        f"kernel counts are {count_bytes / 1e6:.0f} MB of int32 and D as many of float32; "
+        f"the counts travel as int64 ({2 * count_bytes / 1e6:.0f} MB) where the most frequent "
+        f"row ({100 * r['largest_row_share']:.1f}% of the tokens here) could gather more than "
+        f"2^31 - 1 units at {DEFAULT_TOKEN_COUNT} pseudo-counts a token (from about "
+        f"{COUNT_LIMIT / (r['largest_row_share'] * tokens_per_doc * DEFAULT_TOKEN_COUNT):,.0f} "
+        "documents on).  Communication per sweep: a ring all-reduce of the counts (2 x the "
+        "bytes through each machine's link, 2(P-1) steps) and the broadcast of D (1 x).  "
+        "Compute: the tokens of a worker's shard at the measured cost.\n",
         "| documents | machines | workers P | compute s (mean cost / last) | D draw s | "
-        "communication s | sweep s (mean cost) | communication + draw share |",
-        "|---|---|---|---|---|---|---|---|",
+        "counts | communication s | sweep s (mean cost) | communication + draw share |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for n_docs in (1_000_000, 10_000_000):
         for machines in (8, 64):
             workers = machines * CORES_PER_MACHINE
             compute = {k: n_docs * tokens_per_doc * c / workers for k, c in costs.items()}
-            comm = (3 * count_bytes / NETWORK_BYTES_PER_S
+            wide = counts_wide(n_docs)
+            comm = ((2 * (2 if wide else 1) + 1) * count_bytes / NETWORK_BYTES_PER_S
                     + 2 * (workers - 1) * RING_STEP_S)
             sweep = compute["mean"] + draw + comm
             lines.append(f"| {n_docs:,} | {machines} | {workers} | {compute['mean']:.1f} / "
-                         f"{compute['last']:.1f} | {draw:.2f} | {comm:.2f} | {sweep:.1f} | "
+                         f"{compute['last']:.1f} | {draw:.2f} | "
+                         f"{'int64' if wide else 'int32'} | {comm:.2f} | {sweep:.1f} | "
                          f"{100 * (comm + draw) / sweep:.0f}% |")
     return "\n".join(lines) + "\n"
 
