@@ -22,11 +22,11 @@ The PyTorch sampler (``device`` set) holds more per (position, K_1) entry, count
 and m (int32), the next w and m drawn beside them (8 + 8 bytes), and the mixing diagnostic's
 int16 copy of m (training); on the host the state (w float32, m int32) and its copy written
 back from the device (16 bytes); its kernel counts are one int64 array, not per-thread
-slabs.  On the CPU both are host memory, about 34 bytes an entry (42 while m was int64 on
-the device: 2,000 IMDB reviews, K_1 = 200, 527,175 positions, one thread, peaked at 5.21 GB
-against that estimate's 4.23 GB; ``benchmarks/gibbs_memory.py``,
-results/speed/gibbs_memory.json holds the current measurement; the process's peak includes
-the interpreter, torch and the texts: 0.45 GB more than the estimate for numba).  With a
+slabs.  On the CPU both are host memory, about 34 bytes an entry: 2,000 IMDB reviews,
+K_1 = 200 (527,175 positions), one thread, peaked at 4.02 GB against this estimate's 3.45 GB
+(``benchmarks/gibbs_memory.py``, results/speed/gibbs_memory.json; the process's peak
+includes the interpreter, torch and the texts: 0.45 GB more than the estimate for numba,
+1.52 against 1.07 GB).  While m was int64 on the device the same fit peaked at 5.21 GB.  With a
 GPU the host holds 16 bytes an entry and the GPU the rest (peak 34 GiB on IMDB's 25,000
 reviews with int64 m, docs/gpu.md), which is not checked here.
 
