@@ -42,8 +42,8 @@ def test_bag_of_words_counts_past_int32_are_refused_not_wrapped():
 
 def test_kernel_counts_past_int32_widen_to_int64_and_stay_exact():
     """12 documents of 2 tokens, word 1 in each, 2^29 pseudo-counts per token, one kernel of
-    width 1: word 1 sends 12 * 2^29 units into one kernel count, more than 2^31 - 1 in a
-    thread's slab however two threads share the documents."""
+    width 1: word 1 sends 12 * 2^29 units, more than 2^31 - 1, into one kernel count of one
+    thread's slab (the 12 documents are one block of the random streams, one thread's)."""
     scale, n_docs = 2**29, 12
     tokens = np.concatenate([[1, 2 + j % 4] for j in range(n_docs)])
     data = from_token_sequences(tokens, np.arange(0, 2 * n_docs + 1, 2), 1, token_count=scale)
