@@ -8,7 +8,7 @@ from cpgbn.inference.memory import estimate_bytes
 from cpgbn.inference.state import Hyperparameters
 from cpgbn.layers.cells import from_token_sequences
 
-from helpers import random_texts
+from helpers import random_texts, random_token_documents
 
 
 def test_memory_estimate_covers_the_allocated_state():
@@ -120,3 +120,25 @@ def test_no_nan_or_inf_under_extreme_settings(settings):
         assert np.all(np.isfinite(array)), settings
     assert np.all(g.D > 0) and np.all(features >= 0)
     assert np.allclose(g.D.sum(axis=(0, 1)), 1.0, rtol=1e-4)
+
+
+def test_a_gpu_gibbs_fit_checks_the_host_memory_it_holds(monkeypatch):
+    """With a GPU the PyTorch sampler still holds 16 bytes a (position, K_1) entry on the
+    host (its state and the copy written back): a Gibbs fit checks them before anything is
+    allocated (on IMDB about 21 GB).  The hybrid's estimate is of arrays a GPU would hold, so
+    it is not checked against the host.  No GPU is needed: the fit is refused first."""
+    torch = pytest.importorskip("torch")
+    from cpgbn.modes.gibbs import GibbsMode
+    from cpgbn.modes.hybrid import HybridMode
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    texts = random_texts(60, min_len=40, max_len=60)
+    with pytest.raises(CPGBNInputError, match=r"needs about .* memory_limit"):
+        CPGBN(layers=(50,), vocab_size=30, n_iter=2, burn_in=1, device="cuda",
+              memory_limit=1000).fit(texts)
+    data = from_token_sequences(*random_token_documents([40, 50], 30), 3, 800)
+    sizes = (data.n_docs, data.n_positions, data.n_cells, 30, 3, (50,), 1)
+    settings = dict(n_threads=1, device="cuda:0", refine_iter=0, batch_size=100)
+    assert GibbsMode(settings).training_bytes(data, (50,), 30) == estimate_bytes(
+        *sizes, device_type="cuda")
+    assert HybridMode(settings).training_bytes(data, (50,), 30) is None

@@ -278,11 +278,12 @@ class CPGBN(TransformerMixin, BaseEstimator):
                           "are padded with empty columns", stacklevel=3)
         return data
 
-    def _check_memory(self, needed: int) -> None:
+    def _check_memory(self, needed: int | None) -> None:
+        """Refuse a run whose host-memory estimate does not fit (None: not estimated; the
+        GPU's own memory is not checked: torch's out-of-memory error is the CLI's one line)."""
         from .inference.memory import check_memory
-        if self.device is not None and str(self.device).startswith("cuda"):
-            return  # the estimate is of host memory
-        check_memory(needed, self.memory_limit)
+        if needed is not None:
+            check_memory(needed, self.memory_limit)
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X, y=None, *, checkpoint_dir=None, checkpoint_every: int = 10,

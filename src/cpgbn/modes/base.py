@@ -197,12 +197,14 @@ class InferenceMode:
     def check_compatible(self) -> None:
         """Refuse settings this mode cannot run (a one-line CPGBNInputError)."""
 
-    def training_bytes(self, data: ConvData, layers, vocab_size: int) -> int:
-        """Bytes a fit on ``data`` needs (checked before it starts)."""
+    def training_bytes(self, data: ConvData, layers, vocab_size: int) -> int | None:
+        """Host bytes a fit on ``data`` needs (checked before it starts), or None where this
+        mode has no estimate of the host's share on its device (nothing is checked)."""
         raise NotImplementedError
 
-    def inference_bytes(self, data: ConvData, layers, vocab_size: int) -> int:
-        """Bytes :meth:`thetas` needs for ``data`` (checked before it starts)."""
+    def inference_bytes(self, data: ConvData, layers, vocab_size: int) -> int | None:
+        """Host bytes :meth:`thetas` needs for ``data`` (checked before it starts), or None
+        as for :meth:`training_bytes`."""
         raise NotImplementedError
 
     def fit(self, training: Training) -> FittedState:

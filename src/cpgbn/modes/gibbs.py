@@ -97,11 +97,9 @@ class GibbsMode(InferenceMode):
     def _gibbs_bytes(self, data: ConvData, layers, vocab_size: int, training: bool) -> int:
         import numba
 
-        from ..inference.memory import estimate_bytes
+        from ..inference.memory import device_type, estimate_bytes
         n_threads = self.settings["n_threads"] or numba.get_num_threads()
-        device = self.settings["device"]   # "cuda:1" or a torch.device: its type
-        if device is not None:              # (a bad one is refused where the sampler starts)
-            device = "cuda" if str(getattr(device, "type", device)).startswith("cuda") else "cpu"
+        device = device_type(self.settings["device"])
         wide = training and device is None and data.largest_word_units() > COUNT_LIMIT
         return estimate_bytes(data.n_docs, data.n_positions, data.n_cells, vocab_size,
                               data.filter_width, layers, n_threads, training, device, wide)

@@ -70,11 +70,13 @@ class HybridMode(MinibatchMode):
     def check_compatible(self) -> None:
         require_torch("inference='hybrid'")
 
-    def training_bytes(self, data: ConvData, layers, vocab_size: int) -> int:
+    def training_bytes(self, data: ConvData, layers, vocab_size: int) -> int | None:
         # minibatches; the Gibbs refinement runs in blocks
         from ..inference.hybrid import ENCODER_CHUNK_POSITIONS, REFINE_BLOCK_DOCS
-        from ..inference.memory import estimate_hybrid_bytes
+        from ..inference.memory import device_type, estimate_hybrid_bytes
         s = self.settings
+        if device_type(s["device"]) == "cuda":
+            return None   # the estimate's encoder arrays would be the GPU's, not the host's
         refine = REFINE_BLOCK_DOCS if s["refine_iter"] > 0 else 0
         # a step's graph holds a group of at most ENCODER_CHUNK_POSITIONS positions
         per_batch = -(-data.n_positions * s["batch_size"] // max(data.n_docs, 1))
