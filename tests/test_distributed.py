@@ -165,6 +165,38 @@ def test_a_check_that_fails_on_one_worker_fails_on_every_worker():
     assert all(isinstance(e, CPGBNInputError) for e in out)
 
 
+def test_workers_that_read_different_corpora_stop_with_one_line(tmp_path):
+    """Each worker takes its line range of the file it reads: a machine with another copy
+    (a line more, or one text or label changed) would drop or repeat documents silently, so
+    the workers compare the count and digest of what they read first, in memory or from a
+    file; the same data passes."""
+    from cpgbn.modes.sharded import read_shard
+    from cpgbn.text import TextFile
+    from helpers import write_tsv
+
+    texts = [f"doc {i} words" for i in range(70)]
+    labels = ["a", "b"] * 35
+
+    def job(x, y, comm):
+        return read_shard(x, y, comm).stop
+    assert _two_workers(job, [(texts, None)] * 2) == [64, 70]
+    for other in (texts + ["one more"], texts[:5] + ["doc 5 wordz"] + texts[6:]):
+        out = _two_workers(job, [(texts, None), (other, None)])
+        assert all(isinstance(e, CPGBNInputError) for e in out), out
+        assert str(out[0]) == str(out[1])
+        assert str(out[0]).startswith("the workers read different corpora (rank 0: 70 "
+                                      "documents (digest ")
+    changed = labels[:-1] + ["a"]
+    out = _two_workers(job, [(texts, labels), (texts, changed)])
+    assert all(isinstance(e, CPGBNInputError) for e in out), out
+    files = [TextFile(write_tsv(tmp_path / f"{name}.tsv", texts, y))
+             for name, y in (("one", labels), ("same", labels), ("other", changed))]
+    assert _two_workers(job, [(files[0], None), (files[1], None)]) == [64, 70]
+    out = _two_workers(job, [(files[0], None), (files[2], None)])
+    assert all(isinstance(e, CPGBNInputError) and "different corpora" in str(e)
+               for e in out), out
+
+
 def test_a_shard_document_past_the_int32_counts_stops_every_worker():
     """The second worker's shard holds a document of 3 tokens x 2^30 pseudo-counts (more than
     an int32 count holds): both workers refuse it with its one line, for a fit and for a
@@ -662,7 +694,8 @@ def test_a_worker_reads_only_its_line_range(tmp_path):
 
     texts, labels = [f"doc {i} words" for i in range(11)], [f"y{i}" for i in range(11)]
     source = TextFile(write_tsv(tmp_path / "c.tsv", texts, labels))
-    assert count_documents(source, block_lines=4) == 11
+    n_docs, digest = count_documents(source, block_lines=4)
+    assert n_docs == 11 and digest == count_documents(source, block_lines=100)[1]
     for start, stop in [(0, 11), (3, 7), (8, 11), (4, 4)]:
         assert read_line_range(source, start, stop, block_lines=3) == (texts[start:stop],
                                                                        labels[start:stop])

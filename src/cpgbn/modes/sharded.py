@@ -8,6 +8,9 @@ torchrun) trains the exact Gibbs sampler data-parallel
   :func:`~cpgbn.inference.shards.shard_range` gives it.  A :class:`~cpgbn.text.TextFile` is
   counted in one streaming pass, then only the shard's lines are kept (the lines before are
   read past a block at a time); texts in memory (the same list on every worker) are sliced.
+  The workers first compare what they read (:func:`same_corpus`: the count and a digest of
+  the texts and labels), so another copy of the file on one machine is an error, not a
+  corpus with documents dropped or repeated.
 * :func:`shared_vocabulary`: each worker counts the tokens of its shard, the root adds the
   counts and ranks them as one process ranks the whole corpus'
   (:meth:`~cpgbn.text.vocabulary.Vocabulary.from_frequencies`: integer counts, ties by
@@ -29,11 +32,11 @@ from ..errors import CPGBNInputError, empty_document_error
 from ..inference.checkpoint import fingerprint
 from ..inference.shards import DOC_BLOCK, shard_range
 from ..text.corpus import Corpus
-from ..text.stream import TextFile, count_documents, read_line_range
+from ..text.stream import TextFile, count_documents, documents_digest, read_line_range
 from ..text.tokenize import tokenize
 from ..text.vocabulary import Vocabulary
 
-__all__ = ["Shard", "read_shard", "shared_vocabulary", "agree", "gather_rows",
+__all__ = ["Shard", "read_shard", "same_corpus", "shared_vocabulary", "agree", "gather_rows",
            "corpus_identity"]
 
 
@@ -55,9 +58,7 @@ def read_shard(X, y, communicator, block: int = DOC_BLOCK) -> Shard:
     blocks of ``block`` documents (the sampler's: ``InferenceMode.shard_block``)."""
     rank, world = communicator.rank, communicator.world_size
     if isinstance(X, TextFile):
-        n_docs = count_documents(X)
-        start, stop = shard_range(n_docs, rank, world, block)
-        texts, labels = read_line_range(X, start, stop)
+        n_docs, digest = count_documents(X)
     elif isinstance(X, Corpus):
         raise CPGBNInputError("a distributed fit reads texts or a TextFile, not an encoded "
                               "Corpus (its vocabulary would be one worker's)")
@@ -66,14 +67,37 @@ def read_shard(X, y, communicator, block: int = DOC_BLOCK) -> Shard:
             raise CPGBNInputError("X must be a sequence of document strings or a "
                                   "cpgbn.text.TextFile")
         n_docs = len(X)
-        start, stop = shard_range(n_docs, rank, world, block)
-        texts, labels = list(X[start:stop]), None
+        digest = documents_digest(X).hexdigest()
     if y is not None:
         if len(y) != n_docs:
             raise CPGBNInputError(f"y must hold one label per document: {n_docs} documents, "
                                   f"{len(y)} labels")
+        digest = documents_digest([""] * n_docs, y).hexdigest() + digest
+    same_corpus(n_docs, digest, communicator)
+    start, stop = shard_range(n_docs, rank, world, block)
+    if isinstance(X, TextFile):
+        texts, labels = read_line_range(X, start, stop)
+    else:
+        texts, labels = list(X[start:stop]), None
+    if y is not None:
         labels = list(y[start:stop])
     return Shard(texts, labels, start, stop, n_docs)
+
+
+def same_corpus(n_docs: int, digest: str, communicator) -> None:
+    """Every worker raises one line unless all read the same documents (count and digest of
+    texts and labels): each takes its line range of what it read, so a machine with another
+    copy of the file would otherwise drop or repeat documents without a word."""
+    seen = communicator.gather((n_docs, digest))
+    message = None
+    if seen is not None and len(set(seen)) > 1:
+        ranks = ", ".join(f"rank {r}: {n:,} documents (digest {d[:12]})"
+                          for r, (n, d) in enumerate(seen))
+        message = (f"the workers read different corpora ({ranks}); give every worker the "
+                   "same data (the same file on every machine)")
+    message = communicator.broadcast_object(message)
+    if message is not None:
+        raise CPGBNInputError(message)
 
 
 def shared_vocabulary(shard: Shard, vocab_size: int | None,

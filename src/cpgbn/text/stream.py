@@ -21,7 +21,8 @@ from cpgbn.text.readers import read_labeled, read_line_blocks, read_lines
 from cpgbn.text.tokenize import tokenize
 from cpgbn.text.vocabulary import Vocabulary
 
-__all__ = ["TextFile", "FileScan", "scan_text_file", "count_documents", "read_line_range"]
+__all__ = ["TextFile", "FileScan", "scan_text_file", "count_documents", "documents_digest",
+           "read_line_range"]
 
 _FORMATS = ("auto", "tsv", "lines")
 
@@ -123,10 +124,27 @@ def scan_text_file(source: TextFile, vocab_size: int | None, *, block_lines: int
                     digest.hexdigest(), longest)
 
 
-def count_documents(source: TextFile, *, block_lines: int = 4096) -> int:
-    """The documents (lines) of ``source``, counted in one streaming pass (a worker of a
-    distributed fit needs the count to find its line range)."""
-    return sum(len(texts) for texts in source.blocks(block_lines))
+def documents_digest(texts, labels=None, digest=None):
+    """A BLAKE2b digest of documents and their labels (None: unlabelled), fed one document at
+    a time: what the workers of a distributed fit compare to know they read one corpus."""
+    digest = hashlib.blake2b(digest_size=16) if digest is None else digest
+    for text, label in zip(texts, [None] * len(texts) if labels is None else labels):
+        label = "" if label is None else str(label)
+        digest.update(f"{label}\t{text}\n".encode("utf-8", "surrogatepass"))
+    return digest
+
+
+def count_documents(source: TextFile, *, block_lines: int = 4096) -> tuple[int, str]:
+    """(the documents (lines) of ``source``, their digest with the labels:
+    :func:`documents_digest`), in one streaming pass (a worker of a distributed fit needs the
+    count to find its line range, and the digest to know that every worker read the same
+    file)."""
+    n_docs, digest = 0, hashlib.blake2b(digest_size=16)
+    for block in read_line_blocks(source.path, block_lines, labeled=source.labeled,
+                                  missing_labels=source.missing_labels):
+        documents_digest(block.texts, block.labels, digest)
+        n_docs += len(block.texts)
+    return n_docs, digest.hexdigest()
 
 
 def read_line_range(source: TextFile, start: int, stop: int, *,
