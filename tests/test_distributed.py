@@ -197,6 +197,23 @@ def test_workers_that_read_different_corpora_stop_with_one_line(tmp_path):
                for e in out), out
 
 
+def test_workers_given_different_settings_stop_with_one_line():
+    """A worker started with another command line (a pseudo-count, a layer size, a seed)
+    would draw its shard under other conditionals while the sums mix the two: every worker
+    names the settings that differ, rank by rank, before reading any document."""
+    from cpgbn import CPGBN
+    common = dict(layers=(4,), vocab_size=20, n_iter=2, burn_in=1)
+
+    def job(model, _, comm):
+        return model.fit(["w v u"] * 40, communicator=comm)
+    out = _two_workers(job, [(CPGBN(random_state=0, **common), 0),
+                             (CPGBN(random_state=None, token_count=200, **common), 0)])
+    assert all(isinstance(e, CPGBNInputError) for e in out), out
+    assert str(out[0]) == str(out[1]) == (
+        "the workers were given different settings: random_state (rank 0: 0, rank 1: None); "
+        "token_count (rank 0: 800, rank 1: 200); start every worker with the same command")
+
+
 def test_a_shard_document_past_the_int32_counts_stops_every_worker():
     """The second worker's shard holds a document of 3 tokens x 2^30 pseudo-counts (more than
     an int32 count holds): both workers refuse it with its one line, for a fit and for a

@@ -322,6 +322,10 @@ class CPGBN(TransformerMixin, BaseEstimator):
         seed = (int(np.random.SeedSequence().entropy % _MAX_SEED) if self.random_state is None
                 else _check_int("random_state", self.random_state, 0))
         if communicator is not None:
+            from .modes.sharded import same_settings
+            from .version import __version__
+            same_settings({**self._chain_params(mode), "cpgbn version": __version__},
+                          communicator)   # random_state included
             if self.random_state is None:   # one chain: the root's fresh seed on every worker
                 seed = communicator.broadcast_object(seed)
             training = self._shard_training(X, y, settings, seed, checkpointing, mode,

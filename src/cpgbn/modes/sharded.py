@@ -36,8 +36,8 @@ from ..text.stream import TextFile, count_documents, documents_digest, read_line
 from ..text.tokenize import tokenize
 from ..text.vocabulary import Vocabulary
 
-__all__ = ["Shard", "read_shard", "same_corpus", "shared_vocabulary", "agree", "gather_rows",
-           "corpus_identity"]
+__all__ = ["Shard", "read_shard", "same_corpus", "same_settings", "shared_vocabulary",
+           "root_verdict", "agree", "gather_rows", "corpus_identity"]
 
 
 @dataclass
@@ -88,16 +88,31 @@ def same_corpus(n_docs: int, digest: str, communicator) -> None:
     """Every worker raises one line unless all read the same documents (count and digest of
     texts and labels): each takes its line range of what it read, so a machine with another
     copy of the file would otherwise drop or repeat documents without a word."""
-    seen = communicator.gather((n_docs, digest))
-    message = None
-    if seen is not None and len(set(seen)) > 1:
+    def judge(seen):
+        if len(set(seen)) == 1:
+            return None
         ranks = ", ".join(f"rank {r}: {n:,} documents (digest {d[:12]})"
                           for r, (n, d) in enumerate(seen))
-        message = (f"the workers read different corpora ({ranks}); give every worker the "
-                   "same data (the same file on every machine)")
-    message = communicator.broadcast_object(message)
-    if message is not None:
-        raise CPGBNInputError(message)
+        return (f"the workers read different corpora ({ranks}); give every worker the same "
+                "data (the same file on every machine)")
+    root_verdict((n_docs, digest), judge, communicator)
+
+
+def same_settings(settings: dict, communicator) -> None:
+    """Every worker raises one line unless all were given the same ``settings`` (the
+    parameters that change the chain, the seed's included): a worker started with another
+    command line would draw its documents under other conditionals, and the sums would mix
+    two models without a word."""
+    def judge(seen):
+        names = sorted({name for one in seen for name in one}, key=str)
+        differ = [name for name in names if len({one.get(name) for one in seen}) > 1]
+        if not differ:
+            return None
+        return ("the workers were given different settings: " + "; ".join(
+            f"{name} (" + ", ".join(f"rank {r}: {one.get(name, 'unset')}"
+                                    for r, one in enumerate(seen)) + ")"
+            for name in differ) + "; start every worker with the same command")
+    root_verdict({name: repr(value) for name, value in settings.items()}, judge, communicator)
 
 
 def shared_vocabulary(shard: Shard, vocab_size: int | None,
@@ -135,6 +150,16 @@ def shared_vocabulary(shard: Shard, vocab_size: int | None,
     return Vocabulary.from_dict(vocabulary), int(n_total)
 
 
+def root_verdict(value, judge, communicator) -> None:
+    """Every worker's ``value`` goes to the root, whose ``judge(values)`` (rank order) gives
+    an error message or None; every worker then raises that one-line CPGBNInputError or
+    goes on, so none is left waiting in a collective for one that stopped."""
+    values = communicator.gather(value)
+    message = communicator.broadcast_object(None if values is None else judge(values))
+    if message is not None:
+        raise CPGBNInputError(message)
+
+
 def agree(check, communicator) -> None:
     """Run ``check()`` on every worker; if it raised a CPGBNInputError on any of them, every
     worker raises the first one's (in rank order).  For a check whose verdict may differ by
@@ -145,11 +170,8 @@ def agree(check, communicator) -> None:
         message = None
     except CPGBNInputError as error:
         message = str(error)
-    messages = communicator.gather(message)
-    first = None if messages is None else next((m for m in messages if m is not None), None)
-    first = communicator.broadcast_object(first)
-    if first is not None:
-        raise CPGBNInputError(first)
+    root_verdict(message, lambda messages: next((m for m in messages if m is not None), None),
+                 communicator)
 
 
 def gather_rows(array: np.ndarray, communicator) -> np.ndarray | None:
