@@ -212,6 +212,14 @@ def test_workers_given_different_settings_stop_with_one_line():
     assert str(out[0]) == str(out[1]) == (
         "the workers were given different settings: random_state (rank 0: 0, rank 1: None); "
         "token_count (rank 0: 800, rank 1: 200); start every worker with the same command")
+    # a transform: one worker holds a model fitted with another seed (a stale copy)
+    texts = ["w v u", "u w", "v v w"] * 20
+    models = [CPGBN(random_state=seed, **common).fit(texts) for seed in (0, 1)]
+    out = _two_workers(lambda model, _, comm: model.transform(texts, communicator=comm),
+                       [(models[0], 0), (models[1], 0)])
+    assert all(isinstance(e, CPGBNInputError) for e in out), out
+    assert str(out[0]).startswith("the workers were given different settings: model (rank 0: ")
+    assert "random_state (rank 0: 0, rank 1: 1)" in str(out[0])
 
 
 def test_a_shard_document_past_the_int32_counts_stops_every_worker():

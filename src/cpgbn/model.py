@@ -487,10 +487,18 @@ class CPGBN(TransformerMixin, BaseEstimator):
         mode = self._mode(settings)
         normalization = settings["feature_normalization"]
         if communicator is not None:
-            from .modes.sharded import gather_rows, read_shard
+            from .inference.checkpoint import fingerprint
+            from .modes.sharded import gather_rows, read_shard, same_settings
             refusal = mode.transform_refusal()
             if refusal is not None:
                 raise CPGBNInputError(refusal)
+            # one model and one way to infer on every worker (a stale copy of the model
+            # directory on one machine would mix two models' features)
+            g, params = self.globals_, self.get_params()
+            same_settings({**{name: value for name, value in params.items()
+                              if name not in ("n_threads", "progress", "memory_limit")},
+                           "model": fingerprint(g.D, *g.phi, g.r, self.seed_),
+                           "all_layers": all_layers}, communicator)
             shard = read_shard(X, None, communicator, mode.shard_block())
             return gather_rows(features(*self._thetas(shard.texts, mode, shard.start,
                                                       communicator),
