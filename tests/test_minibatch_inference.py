@@ -397,6 +397,33 @@ def test_text_file_minibatches_cover_each_document_once_per_epoch(tmp_path):
     assert any(order != [0, 1, 2] for order in orders)
 
 
+def test_a_file_edited_while_it_is_read_in_blocks_stops_the_run(tmp_path):
+    """Blocks are read at byte offsets found by one indexing pass: after an edit they would
+    start inside other lines (documents cut, dropped or repeated), so a block read after the
+    file's size or modification time changed is refused; the same edit in the same number
+    of bytes is caught by the time."""
+    import os
+    path = tmp_path / "docs.txt"
+    texts = [f"w{i % 7} w{(i * 3) % 7} end" for i in range(50)]
+    path.write_text("\n".join(texts) + "\n", encoding="utf-8")
+    vocab = Vocabulary.build([t.split() for t in texts], 20)
+    source = TextFileBlocks(path, text_encoder(vocab, 2), block_docs=20)
+    assert source.read_block(1).ids[0] == 20
+    with open(path, "a", encoding="utf-8") as fh:   # a line appended
+        fh.write("w1 w2 end\n")
+    with pytest.raises(CPGBNInputError, match=r"docs.txt changed while it was being read in "
+                                              r"blocks \(size 500 -> 510 bytes"):
+        source.read_block(2)
+    source = TextFileBlocks(path, text_encoder(vocab, 2), block_docs=20)
+    source.read_block(0)
+    same_size = path.read_text(encoding="utf-8").replace("w1 w2", "w2 w1", 1)
+    stat = path.stat()
+    path.write_text(same_size, encoding="utf-8")
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    with pytest.raises(CPGBNInputError, match="size 510 -> 510 bytes, or its modification"):
+        source.read_block(1)
+
+
 def test_text_file_errors_match_the_gibbs_path(tmp_path):
     vocab = Vocabulary.build([["a", "b"]], 5)
     empty_doc = tmp_path / "empty_doc.txt"

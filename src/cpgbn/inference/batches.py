@@ -142,7 +142,9 @@ class TextFileBlocks:
 
     The first use indexes the file in one streaming pass (:func:`~cpgbn.text.readers.
     index_line_blocks`: N for rho = N / |batch|, and one byte offset per block, so blocks can
-    be visited in any order).  ``max_block_docs`` records the most documents held at once.
+    be visited in any order); a block read after the file's size or modification time
+    changed is refused (its offsets would cut other lines).  ``max_block_docs`` records the
+    most documents held at once.
     """
 
     def __init__(self, path, encode, block_docs: int = 4096, *, labeled: bool = False,
@@ -160,8 +162,13 @@ class TextFileBlocks:
     def _indexed(self):
         if self._index is None:
             from ..text.readers import index_line_blocks
+            self._stamp = self._file_stamp()   # before the pass: an edit during it shows
             self._index = index_line_blocks(self.path, self.block_docs)
         return self._index
+
+    def _file_stamp(self) -> tuple[int, int]:
+        stat = self.path.stat()
+        return stat.st_size, stat.st_mtime_ns
 
     @property
     def n_docs(self) -> int:
@@ -181,6 +188,12 @@ class TextFileBlocks:
         ids (line - 1) and, for a labelled file, their labels."""
         from ..text.readers import read_line_blocks
         offsets, _ = self._indexed()
+        if self._file_stamp() != self._stamp:   # the byte offsets would cut other lines
+            size, _ = self._file_stamp()
+            raise CPGBNInputError(
+                f"{self.path} changed while it was being read in blocks (size {self._stamp[0]:,}"
+                f" -> {size:,} bytes, or its modification time): leave the file as it is "
+                "until the run ends, and start it again")
         first_doc = block * self.block_docs
         blocks = read_line_blocks(self.path, self.block_docs, labeled=self.labeled,
                                   start=offsets[block], first_line=first_doc + 1,
