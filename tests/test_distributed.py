@@ -189,6 +189,9 @@ def test_workers_that_read_different_corpora_stop_with_one_line(tmp_path):
     changed = labels[:-1] + ["a"]
     out = _two_workers(job, [(texts, labels), (texts, changed)])
     assert all(isinstance(e, CPGBNInputError) for e in out), out
+    out = _two_workers(job, [(texts, labels), (texts, labels[:-1])])   # one worker's y short
+    assert [str(e) for e in out] == ["y must hold one label per document: 70 documents, "
+                                     "69 labels"] * 2
     files = [TextFile(write_tsv(tmp_path / f"{name}.tsv", texts, y))
              for name, y in (("one", labels), ("same", labels), ("other", changed))]
     assert _two_workers(job, [(files[0], None), (files[1], None)]) == [64, 70]

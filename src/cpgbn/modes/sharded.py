@@ -68,12 +68,12 @@ def read_shard(X, y, communicator, block: int = DOC_BLOCK) -> Shard:
                                   "cpgbn.text.TextFile")
         n_docs = len(X)
         digest = documents_digest(X).hexdigest()
-    if y is not None:
-        if len(y) != n_docs:
-            raise CPGBNInputError(f"y must hold one label per document: {n_docs} documents, "
-                                  f"{len(y)} labels")
+    error = None
+    if y is not None and len(y) != n_docs:
+        error = f"y must hold one label per document: {n_docs} documents, {len(y)} labels"
+    elif y is not None:
         digest = documents_digest([""] * n_docs, y).hexdigest() + digest
-    same_corpus(n_docs, digest, communicator)
+    same_corpus(n_docs, digest, communicator, error)
     start, stop = shard_range(n_docs, rank, world, block)
     if isinstance(X, TextFile):
         texts, labels = read_line_range(X, start, stop)
@@ -84,18 +84,22 @@ def read_shard(X, y, communicator, block: int = DOC_BLOCK) -> Shard:
     return Shard(texts, labels, start, stop, n_docs)
 
 
-def same_corpus(n_docs: int, digest: str, communicator) -> None:
+def same_corpus(n_docs: int, digest: str, communicator, error: str | None = None) -> None:
     """Every worker raises one line unless all read the same documents (count and digest of
     texts and labels): each takes its line range of what it read, so a machine with another
-    copy of the file would otherwise drop or repeat documents without a word."""
+    copy of the file would otherwise drop or repeat documents without a word.  ``error``: a
+    worker's own objection to its data, which every worker raises (the first, by rank)."""
     def judge(seen):
+        errors = [e for _, _, e in seen if e is not None]
+        if errors:
+            return errors[0]
         if len(set(seen)) == 1:
             return None
         ranks = ", ".join(f"rank {r}: {n:,} documents (digest {d[:12]})"
-                          for r, (n, d) in enumerate(seen))
+                          for r, (n, d, _) in enumerate(seen))
         return (f"the workers read different corpora ({ranks}); give every worker the same "
                 "data (the same file on every machine)")
-    root_verdict((n_docs, digest), judge, communicator)
+    root_verdict((n_docs, digest, error), judge, communicator)
 
 
 def same_settings(settings: dict, communicator) -> None:
