@@ -125,17 +125,27 @@ def test_no_nan_or_inf_under_extreme_settings(settings):
 def test_a_gpu_gibbs_fit_checks_the_host_memory_it_holds(monkeypatch):
     """With a GPU the PyTorch sampler still holds 16 bytes a (position, K_1) entry on the
     host (its state and the copy written back): a Gibbs fit checks them before anything is
-    allocated (on IMDB about 21 GB).  The hybrid's estimate is of arrays a GPU would hold, so
-    it is not checked against the host.  No GPU is needed: the fit is refused first."""
+    allocated (on IMDB about 21 GB).  The GPU's free memory is checked against what the
+    sampler surely holds there (w and m with their next values: 16 bytes an entry, a lower
+    bound).  The hybrid's estimate is of arrays a GPU would hold, so it is not checked
+    against the host.  No GPU is needed: the fit is refused first."""
     torch = pytest.importorskip("torch")
     from cpgbn.modes.gibbs import GibbsMode
     from cpgbn.modes.hybrid import HybridMode
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    gpu = {"free": 2**40}
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (gpu["free"], 2**40))
     texts = random_texts(60, min_len=40, max_len=60)
     with pytest.raises(CPGBNInputError, match=r"needs about .* memory_limit"):
         CPGBN(layers=(50,), vocab_size=30, n_iter=2, burn_in=1, device="cuda",
               memory_limit=1000).fit(texts)
+    corpus_positions = sum(len(t.split()) - 2 for t in texts)
+    gpu["free"] = corpus_positions * 50 * 16 - 1   # one byte short of w, m and their next
+    with pytest.raises(CPGBNInputError, match=rf"needs more than .* GB of GPU memory "
+                                              rf"\({corpus_positions:,} positions x 50 kernels"):
+        CPGBN(layers=(50,), vocab_size=30, n_iter=2, burn_in=1, device="cuda").fit(texts)
+    gpu["free"] = 2**40
     data = from_token_sequences(*random_token_documents([40, 50], 30), 3, 800)
     sizes = (data.n_docs, data.n_positions, data.n_cells, 30, 3, (50,), 1)
     settings = dict(n_threads=1, device="cuda:0", refine_iter=0, batch_size=100)

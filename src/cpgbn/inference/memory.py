@@ -28,7 +28,8 @@ K_1 = 200 (527,175 positions), one thread, peaked at 4.02 GB against this estima
 includes the interpreter, torch and the texts: 0.45 GB more than the estimate for numba,
 1.52 against 1.07 GB).  While m was int64 on the device the same fit peaked at 5.21 GB.  With a
 GPU the host holds 16 bytes an entry and the GPU the rest (peak 34 GiB on IMDB's 25,000
-reviews with int64 m, docs/gpu.md), which is not checked here.
+reviews with int64 m, docs/gpu.md), of which
+:func:`cpgbn.backends.torch.devices.check_device_memory` checks a lower bound.
 
 The hybrid (:func:`estimate_hybrid_bytes`) never holds all positions' weights: its training
 holds the cells, D-sized arrays (D on the host and for torch, the encoder's first table, its

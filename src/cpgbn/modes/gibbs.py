@@ -95,11 +95,17 @@ class GibbsMode(InferenceMode):
         return self._gibbs_bytes(data, layers, vocab_size, training=False)
 
     def _gibbs_bytes(self, data: ConvData, layers, vocab_size: int, training: bool) -> int:
+        """The host's bytes; on a GPU its free memory is checked here too, against the lower
+        bound of what the sampler holds there (:func:`cpgbn.backends.torch.devices.
+        check_device_memory`), since the host's check cannot see it."""
         import numba
 
         from ..inference.memory import device_type, estimate_bytes
         n_threads = self.settings["n_threads"] or numba.get_num_threads()
         device = device_type(self.settings["device"])
+        if device == "cuda":
+            from ..backends.torch.devices import check_device_memory
+            check_device_memory(data.n_positions, layers[0], self.settings["device"])
         wide = training and device is None and data.largest_word_units() > COUNT_LIMIT
         return estimate_bytes(data.n_docs, data.n_positions, data.n_cells, vocab_size,
                               data.filter_width, layers, n_threads, training, device, wide)

@@ -12,7 +12,8 @@ import torch
 
 from ...errors import CPGBNInputError
 
-__all__ = ["resolve_device", "DOC_BLOCKS", "doc_block_for", "MAX_ELEMENTS"]
+__all__ = ["resolve_device", "DOC_BLOCKS", "doc_block_for", "MAX_ELEMENTS",
+           "DEVICE_POSITION_BYTES", "check_device_memory"]
 
 #: Documents per random-stream block by device type: multiples of the numba backend's
 #: 32-document block, so that shards of whole blocks hash as the corpus fingerprint does.  A
@@ -51,3 +52,28 @@ def doc_block_for(device) -> int:
     """The default random-stream block (documents) of the PyTorch backend on ``device``."""
     return DOC_BLOCKS[resolve_device(device).type]
 
+
+
+#: Device bytes per (position, K_1) entry that the PyTorch sampler holds at once in every
+#: sweep: w (float32) and m (int32), and the next w and m drawn beside them.  A lower bound:
+#: the cells, the chunked temporaries (``max_elements``) and the mixing copy come on top.
+DEVICE_POSITION_BYTES = 16
+
+
+def check_device_memory(n_positions: int, n_kernels: int, device) -> None:
+    """Refuse, before anything is uploaded, a PyTorch sampler on a GPU whose free memory
+    cannot hold even :data:`DEVICE_POSITION_BYTES` a (position, K_1) entry: such a run would
+    fail in its first sweep.  Only a certain failure is refused (the bound is a lower one);
+    a run above it may still run out, which the command line reports in one line."""
+    device = resolve_device(device)   # CUDA missing: that one-line error first
+    if device.type != "cuda":
+        return
+    needed = n_positions * n_kernels * DEVICE_POSITION_BYTES
+    free, total = torch.cuda.mem_get_info(device)
+    if needed > free:
+        raise CPGBNInputError(
+            f"this run needs more than {needed / 2**30:.2f} GB of GPU memory "
+            f"({n_positions:,} positions x {n_kernels} kernels: w and m with their next "
+            f"values) but {device} has {free / 2**30:.2f} GB free of {total / 2**30:.2f} GB; "
+            "use fewer kernels or documents, several GPUs (--distributed) or "
+            "inference='hybrid'")
