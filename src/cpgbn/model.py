@@ -279,8 +279,9 @@ class CPGBN(TransformerMixin, BaseEstimator):
         return data
 
     def _check_memory(self, needed: int | None) -> None:
-        """Refuse a run whose host-memory estimate does not fit (None: not estimated; the
-        GPU's own memory is not checked: torch's out-of-memory error is the CLI's one line)."""
+        """Refuse a run whose host-memory estimate does not fit (None: not estimated).  A
+        GPU's free memory is the Gibbs mode's to check, against a lower bound, when it
+        estimates (:meth:`cpgbn.modes.GibbsMode.training_bytes`)."""
         from .inference.memory import check_memory
         if needed is not None:
             check_memory(needed, self.memory_limit)
