@@ -281,7 +281,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
     def _check_memory(self, needed: int | None) -> None:
         """Refuse a run whose host-memory estimate does not fit (None: not estimated).  A
         GPU's free memory is the Gibbs mode's to check, against a lower bound, when it
-        estimates (:meth:`cpgbn.modes.GibbsMode.training_bytes`)."""
+        estimates (:meth:`cpgbn.modes.gibbs.GibbsMode.training_bytes`)."""
         from .inference.memory import check_memory
         if needed is not None:
             check_memory(needed, self.memory_limit)
