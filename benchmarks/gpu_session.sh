@@ -9,7 +9,8 @@
 #      a GPU chain reproduce itself? its per-document float sums are segment sums) and under
 #      torchrun (NCCL for CUDA tensors), the saved models compared;
 #   2. the CUDA tests of the PyTorch backend: a sweep, the segment sums repeated, and shards of
-#      32-document blocks swept apart on the GPU against the whole corpus;
+#      32-document blocks swept apart on the GPU against the whole corpus; the free-memory
+#      check of a fit against the real device (torch.cuda.mem_get_info);
 #   3. IMDB's 25,000 training reviews (two blocks on a GPU) timed against one stream for the
 #      corpus (--doc-block 1048576): what keying the streams by blocks costs on a GPU, with
 #      each kernel's time (--profile: the segment sums are inside draw_w and augment).
@@ -48,6 +49,18 @@ checks() {
     step "2. CUDA tests (60 s at most)"
     timeout 60 python3 -m pytest -q -p no:cacheprovider tests/test_torch_backend.py \
         -k "cuda or shards_swept or segment_sums"
+    echo "rc $?"
+    # the free-memory check through torch.cuda.mem_get_info on a real device: 1M positions
+    # x 20,000 kernels need 320 GB, so the fit is refused before anything is uploaded
+    timeout 30 python3 -c "
+from cpgbn.backends.torch.devices import check_device_memory
+from cpgbn.errors import CPGBNInputError
+check_device_memory(1000, 200, '$device')
+try:
+    check_device_memory(1_000_000, 20_000, '$device')
+    print('NOT REFUSED')
+except CPGBNInputError as e:
+    print('refused:', e)"
     echo "rc $?"
 
     step "3. IMDB, two blocks against one stream (2 x 75 s at most)"
