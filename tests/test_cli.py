@@ -127,6 +127,25 @@ def test_transform_lines_keeps_empty_line(tmp_path, capsys, model_dir):
     np.testing.assert_array_equal(x, expected)
 
 
+def test_a_torchrun_worker_without_distributed_is_refused(tmp_path, capsys, monkeypatch,
+                                                          corpus_file, model_dir):
+    """Under torchrun without --distributed, every worker would fit (or transform) the
+    whole data alone and write the same output: one line, status 2, nothing written."""
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    for argv in (["fit", str(corpus_file), "--out", str(tmp_path / "m"), *TINY],
+                 ["transform", str(model_dir), str(corpus_file), "--out",
+                  str(tmp_path / "f.npy")]):
+        assert main(argv) == 2
+        assert capsys.readouterr().err.strip() == (
+            f"cpgbn: error: this process is one of 2 workers started by torchrun "
+            f"(WORLD_SIZE=2) but --distributed is not set: each would {argv[0]} the whole "
+            f"data alone and write the same output; add --distributed")
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.setenv("WORLD_SIZE", "1")   # torchrun with one worker: a plain run
+    assert main(["transform", str(model_dir), str(corpus_file), "--out",
+                 str(tmp_path / "f.npy"), "--quiet"]) == 0
+
+
 def test_short_documents_are_padded_with_a_warning(tmp_path, capsys, monkeypatch):
     # Documents shorter than the filter width (3) are not an error: they are padded, and the
     # CLI says so in one "cpgbn: warning:" line.  pytest records warnings instead of printing
