@@ -129,17 +129,21 @@ def test_transform_lines_keeps_empty_line(tmp_path, capsys, model_dir):
 
 def test_a_torchrun_worker_without_distributed_is_refused(tmp_path, capsys, monkeypatch,
                                                           corpus_file, model_dir):
-    """Under torchrun without --distributed, every worker would fit (or transform) the
-    whole data alone and write the same output: one line, status 2, nothing written."""
+    """Under torchrun without --distributed, every worker would run the whole command alone
+    and write the same output: one line, status 2, nothing written (a command that does not
+    run distributed says to start it without torchrun)."""
     monkeypatch.setenv("WORLD_SIZE", "2")
-    for argv in (["fit", str(corpus_file), "--out", str(tmp_path / "m"), *TINY],
-                 ["transform", str(model_dir), str(corpus_file), "--out",
-                  str(tmp_path / "f.npy")]):
+    for argv, fix in (
+            (["fit", str(corpus_file), "--out", str(tmp_path / "m"), *TINY], "add --distributed"),
+            (["transform", str(model_dir), str(corpus_file), "--out", str(tmp_path / "f.npy")],
+             "add --distributed"),
+            (["evaluate", str(corpus_file), "--json", str(tmp_path / "e.json")],
+             "cpgbn evaluate runs in one process: start it without torchrun")):
         assert main(argv) == 2
         assert capsys.readouterr().err.strip() == (
             f"cpgbn: error: this process is one of 2 workers started by torchrun "
-            f"(WORLD_SIZE=2) but --distributed is not set: each would {argv[0]} the whole "
-            f"data alone and write the same output; add --distributed")
+            f"(WORLD_SIZE=2) but --distributed is not set: each would run `cpgbn {argv[0]}` on "
+            f"the whole data alone and write the same output; {fix}")
     assert list(tmp_path.iterdir()) == []
     monkeypatch.setenv("WORLD_SIZE", "1")   # torchrun with one worker: a plain run
     assert main(["transform", str(model_dir), str(corpus_file), "--out",

@@ -51,6 +51,19 @@ def _one_line_warning(message, category, filename, lineno, line=None):
     return f"cpgbn: warning: {message}\n"
 
 
+def _one_of_several_workers(args) -> str | None:
+    """The one-line error of a command run in one of several torchrun workers without
+    --distributed (each would run the whole job alone, all writing one output), else None."""
+    world = os.environ.get("WORLD_SIZE", "1")
+    if getattr(args, "distributed", False) or not world.isdigit() or int(world) < 2:
+        return None
+    fix = ("add --distributed" if hasattr(args, "distributed")
+           else f"cpgbn {args.command} runs in one process: start it without torchrun")
+    return (f"this process is one of {world} workers started by torchrun (WORLD_SIZE={world}) "
+            f"but --distributed is not set: each would run `cpgbn {args.command}` on the whole "
+            f"data alone and write the same output; {fix}")
+
+
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -64,6 +77,9 @@ def main(argv=None) -> int:
     previous_format = warnings.formatwarning
     warnings.formatwarning = _one_line_warning
     try:
+        refusal = _one_of_several_workers(args)
+        if refusal is not None:
+            raise CPGBNInputError(refusal)
         return args.func(args)
     except CPGBNInputError as exc:
         print(f"cpgbn: error: {exc}", file=sys.stderr)

@@ -32,7 +32,6 @@ def cmd_fit(args) -> int:
         raise CPGBNInputError("--semi-supervised is an option of --supervised")
     if args.distributed:
         return _fit_distributed(args, mode)
-    _check_single_process("fit")
     check_replaceable(args.out)
     # the minibatch modes read a file a block of lines at a time
     streamed = data_file(args.data, args.format) if mode.streams_files else None
@@ -158,17 +157,6 @@ def _summary(model, mode, args) -> tuple[str, str]:
             f"{mode.loss_name} {model.loss_trace_[-1]:.4g}")
 
 
-def _check_single_process(command: str) -> None:
-    """A command without --distributed in one of several torchrun workers would run the whole
-    job in each of them, all writing one output: refused with the option to add."""
-    world = os.environ.get("WORLD_SIZE", "1")
-    if world.isdigit() and int(world) > 1:
-        raise CPGBNInputError(f"this process is one of {world} workers started by torchrun "
-                              f"(WORLD_SIZE={world}) but --distributed is not set: each would "
-                              f"{command} the whole data alone and write the same output; add "
-                              "--distributed")
-
-
 def cmd_transform(args) -> int:
     from ..files import check_file_target
     from ..load import load_estimator
@@ -191,7 +179,6 @@ def cmd_transform(args) -> int:
         if comm.is_root:
             _write_features(args.out, features, f" ({comm.world_size} workers)")
         _leave_worker()
-    _check_single_process("transform")
     texts, _ = read_documents(args.data, args.split, args.data_dir, args.format)
     features = model.transform(texts, all_layers=args.all_layers)
     _write_features(args.out, features, "")
