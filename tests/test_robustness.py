@@ -125,7 +125,7 @@ def test_no_nan_or_inf_under_extreme_settings(settings):
 def test_a_gpu_gibbs_fit_checks_the_host_memory_it_holds(monkeypatch):
     """With a GPU the PyTorch sampler still holds 16 bytes a (position, K_1) entry on the
     host (its state and the copy written back): a Gibbs fit checks them before anything is
-    allocated (on IMDB about 21 GB).  The GPU's free memory is checked against what the
+    allocated (on IMDB about 20 GB).  The GPU's free memory is checked against what the
     sampler surely holds there (w and m with their next values: 16 bytes an entry, a lower
     bound).  The hybrid's estimate is of arrays a GPU would hold, so it is not checked
     against the host.  No GPU is needed: the fit is refused first."""
