@@ -260,3 +260,25 @@ def test_bad_input_from_the_real_command(files, tmp_path):
         assert len(lines) == 1 and lines[0].startswith("cpgbn: error: "), (case, stderr)
         for needle in BAD[case][1]:
             assert needle in lines[0], (case, needle, lines[0])
+
+
+def test_labels_that_differ_only_in_whitespace_are_flagged(tmp_path):
+    """'pos' and 'pos ' (a hand-edited file) stay two classes; a classifier fit, a streamed
+    classifier's file and `cpgbn evaluate` say so in one warning; distinct labels do not."""
+    from cpgbn.classifier import check_labels, file_classes
+    from cpgbn.text import TextFile
+    from cpgbn.evaluate.user_files import _check_classes
+    message = "the labels 'pos' and 'pos ' differ only in surrounding whitespace"
+    with pytest.warns(UserWarning, match=f"y: {message}"):
+        _, classes = check_labels(["pos", "neg", "pos "], 3, semi_supervised=False)
+    assert classes.tolist() == ["neg", "pos", "pos "]
+    with pytest.warns(UserWarning, match=f"mine.tsv: {message}"):
+        _check_classes(["pos", "neg", "pos "], "mine.tsv")
+    path = write_tsv(tmp_path / "edited.tsv", ["good film", "bad film", "fine film"],
+                     ["pos", "neg", "pos "])
+    with pytest.warns(UserWarning, match=f"edited.tsv: {message}"):
+        assert file_classes(TextFile(path))[0].tolist() == ["neg", "pos", "pos "]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_labels(["pos", "neg", " x"], 3, semi_supervised=False)
+        _check_classes(["pos", "neg"], "mine.tsv")

@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 from sklearn.base import ClassifierMixin
 
-from .errors import CPGBNInputError, one_line
+from .errors import CPGBNInputError, one_line, warn_whitespace_twins
 from .inference.checkpoint import fingerprint
 from .inference.labels import is_missing_label
 from .inference.shards import DOC_BLOCK
@@ -125,6 +125,7 @@ def _classes_of(known: list) -> np.ndarray:
         what = ("no labelled document" if len(classes) == 0
                 else f"one class ({classes.tolist()[0]!r})")
         raise CPGBNInputError(f"a classifier needs at least 2 classes in y, got {what}")
+    warn_whitespace_twins(classes.tolist(), "y")
     return classes
 
 
@@ -163,6 +164,7 @@ def file_classes(text_file: TextFile, *, block_lines: int = BLOCK_DOCS,
         what = "no labelled line" if len(classes) == 0 else f"one ({classes.tolist()[0]!r})"
         raise CPGBNInputError(f"a classifier needs at least 2 classes, {text_file.path} has "
                               f"{what}")
+    warn_whitespace_twins(classes.tolist(), str(text_file.path))
     shares = np.array(list(counts.values())) / max(n, 1)
     expected = (n - 1) * (1.0 - float(np.sum(shares ** 2)))   # in a shuffled file
     if n > 2 * block_lines and changes < 0.5 * expected:

@@ -72,3 +72,19 @@ def check_choice(name: str, value, choices) -> object:
         raise CPGBNInputError(f"{name} must be one of {', '.join(map(repr, choices))}, got "
                               f"{value!r}")
     return value
+
+
+def warn_whitespace_twins(classes, source: str) -> None:
+    """Warn (naming ``source``) when class labels differ only in surrounding whitespace,
+    such as 'pos' and 'pos ': they stay different classes, which a file rarely means."""
+    groups: dict[str, list[str]] = {}
+    for label in classes:
+        if isinstance(label, str):
+            groups.setdefault(label.strip(), []).append(label)
+    twins = [group for group in groups.values() if len(group) > 1]
+    if twins:
+        import warnings
+        warnings.warn(f"{source}: the labels " + "; ".join(
+            " and ".join(repr(label) for label in group) for group in twins)
+            + " differ only in surrounding whitespace and are different classes",
+            stacklevel=3)

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..datasets import fold_indices
-from ..errors import CPGBNInputError, check_int, empty_document_error
+from ..errors import CPGBNInputError, check_int, empty_document_error, warn_whitespace_twins
 from ..model import CPGBN, DEFAULT_TOKEN_COUNT
 from ..text.readers import read_labeled
 from ..text.tokenize import tokenize
@@ -125,6 +125,7 @@ def _check_classes(labels, name: str) -> Counter:
         [(label, n)] = counts.items()
         raise CPGBNInputError(f"{name}: every document has the label {label!r} ({n} "
                               f"document(s)); classification needs at least 2 classes")
+    warn_whitespace_twins(sorted(counts), name)
     return counts
 
 
