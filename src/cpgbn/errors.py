@@ -6,6 +6,7 @@ problem.  The command line prints that line and exits with status 2; anything el
 escapes is a bug.
 """
 
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -83,7 +84,6 @@ def warn_whitespace_twins(classes, source: str) -> None:
             groups.setdefault(label.strip(), []).append(label)
     twins = [group for group in groups.values() if len(group) > 1]
     if twins:
-        import warnings
         warnings.warn(f"{source}: the labels " + "; ".join(
             " and ".join(repr(label) for label in group) for group in twins)
             + " differ only in surrounding whitespace and are different classes",

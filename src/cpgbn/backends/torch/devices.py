@@ -53,7 +53,6 @@ def doc_block_for(device) -> int:
     return DOC_BLOCKS[resolve_device(device).type]
 
 
-
 #: Device bytes per (position, K_1) entry that the PyTorch sampler holds at once in every
 #: sweep: w (float32) and m (int32), and the next w and m drawn beside them.  A lower bound:
 #: the cells, the chunked temporaries (``max_elements``) and the mixing copy come on top.
