@@ -1,4 +1,5 @@
-"""Exceptions raised for bad user input, and the checks of parameter values that raise them.
+"""Exceptions raised for bad user input, the checks of parameter values that raise them, and
+the warning about class labels that look alike (:func:`warn_whitespace_twins`).
 
 Every error a user can cause by giving the library or the command line bad input is a
 :class:`CPGBNInputError` (a ``ValueError``), whose message is one line that names the
