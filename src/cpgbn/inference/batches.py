@@ -188,11 +188,11 @@ class TextFileBlocks:
         ids (line - 1) and, for a labelled file, their labels."""
         from ..text.readers import read_line_blocks
         offsets, _ = self._indexed()
-        if self._file_stamp() != self._stamp:   # the byte offsets would cut other lines
-            size, _ = self._file_stamp()
+        stamp = self._file_stamp()
+        if stamp != self._stamp:   # the byte offsets would cut other lines
             raise CPGBNInputError(
                 f"{self.path} changed while it was being read in blocks (size {self._stamp[0]:,}"
-                f" -> {size:,} bytes, or its modification time): leave the file as it is "
+                f" -> {stamp[0]:,} bytes, or its modification time): leave the file as it is "
                 "until the run ends, and start it again")
         first_doc = block * self.block_docs
         blocks = read_line_blocks(self.path, self.block_docs, labeled=self.labeled,

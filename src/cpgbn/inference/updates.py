@@ -38,7 +38,7 @@ from typing import Protocol
 import numpy as np
 
 from ..errors import CPGBNInputError
-from ..layers.cells import COUNT_LIMIT
+from ..layers.cells import counts_dtype
 from . import streams
 from .backend import Backend
 from .exact import ExactSum
@@ -323,7 +323,7 @@ def _sum_kernel_counts(backend, comm, total):
     if not backend.works_on_host:
         return comm.sum(total)
     peak = int(comm.sum(np.array(total.max(initial=0), dtype=np.int64)))
-    return comm.sum(np.asarray(total, dtype=np.int64 if peak > COUNT_LIMIT else np.int32))
+    return comm.sum(np.asarray(total, dtype=counts_dtype(peak)))
 
 
 def _is_float(array) -> bool:

@@ -27,6 +27,12 @@ from ..errors import CPGBNInputError
 #: GibbsState's), and a document's units bound both (m_jks <= A_jk <= the document's units).
 COUNT_LIMIT = int(np.iinfo(np.int32).max)
 
+
+def counts_dtype(largest: int):
+    """int32 while counts up to ``largest`` fit in it (:data:`COUNT_LIMIT`), else int64: the
+    kernel counts' dtype, which a word's units summed over a corpus may widen."""
+    return np.int64 if largest > COUNT_LIMIT else np.int32
+
 #: Observation models for a cell (see :class:`ConvData`); the numba kernels compare with these.
 BERNOULLI_POISSON = 0
 FIXED_COUNT = 1
@@ -70,14 +76,15 @@ class ObservationModel:
         """Observed counts multiplied by ``scale`` (bag-of-words data, ``PGBN(token_count=...)``)."""
         return cls(OBSERVED_COUNT, cls.of(scale).scale)
 
-    def check_document(self, n_tokens: int) -> None:
-        """CPGBNInputError when a document of ``n_tokens`` tokens carries more units than a
-        count holds (:data:`COUNT_LIMIT`; each token carries ``scale`` of them, or one drawn
-        zero-truncated Poisson count, mostly 1, under the link, which is not checked)."""
-        if self.mode == BERNOULLI_POISSON or n_tokens * self.scale <= COUNT_LIMIT:
+    def check_document(self, n_tokens: int, units: int | None = None) -> None:
+        """CPGBNInputError when a document of ``n_tokens`` tokens carries more ``units`` than
+        a count holds (:data:`COUNT_LIMIT`; by default ``scale`` a token; under the link a
+        token's count is drawn, mostly 1, and nothing is checked)."""
+        units = n_tokens * self.scale if units is None else units
+        if self.mode == BERNOULLI_POISSON or units <= COUNT_LIMIT:
             return
         raise CPGBNInputError(
-            f"a document of {n_tokens:,} tokens carries {n_tokens * self.scale:,} latent counts "
+            f"a document of {n_tokens:,} tokens carries {units:,} latent counts "
             f"({self.describe()}), more than the {COUNT_LIMIT:,} a count can hold (int32); "
             "split it into shorter documents or lower token_count")
 
@@ -180,11 +187,7 @@ def check_document_units(data: ConvData) -> ConvData:
     np.cumsum(data.cell_count, out=running[1:])
     units = running[data.doc_cells[1:]] - running[data.doc_cells[:-1]]
     j = int(np.argmax(units))
-    if units[j] > COUNT_LIMIT:
-        raise CPGBNInputError(
-            f"a document of {int(data.true_length[j]):,} tokens carries {int(units[j]):,} "
-            f"latent counts ({data.observation.describe()}), more than the {COUNT_LIMIT:,} "
-            "a count can hold (int32); split it into shorter documents or lower token_count")
+    data.observation.check_document(int(data.true_length[j]), int(units[j]))
     return data
 
 

@@ -23,7 +23,7 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from ...errors import CPGBNInputError
-from ...layers.cells import COUNT_LIMIT
+from ...layers.cells import counts_dtype
 from . import conv, gbn
 from .mixing import compare_assignments
 from .shared_shape import shared_shape_table
@@ -96,8 +96,7 @@ class NumbaBackend:
         self._data = data
         #: int32 slabs while no word's units can pass 2^31 in one (the tempered likelihood
         #: of a large corpus can), int64 past it: numba compiles the kernels for either.
-        self.kernel_count_dtype = (np.int64 if data.largest_word_units() > COUNT_LIMIT
-                                   else np.int32)
+        self.kernel_count_dtype = counts_dtype(data.largest_word_units())
 
     # ------------------------------------------------------------------ arrays
     def sweep_context(self):
@@ -249,8 +248,7 @@ class NumbaBackend:
     def kernel_counts_from_total(total: np.ndarray) -> np.ndarray:
         """A (V, F, K) total of whole counts as one slab for :meth:`draw_kernels` (int32 while
         every count fits)."""
-        wide = total.size and int(total.max()) > COUNT_LIMIT
-        return np.ascontiguousarray(total, dtype=np.int64 if wide else np.int32)[None]
+        return np.ascontiguousarray(total, dtype=counts_dtype(int(total.max(initial=0))))[None]
 
     @staticmethod
     def as_float(x) -> np.ndarray:
