@@ -4,8 +4,9 @@ For each dataset (the authors' training split, the paper's vocabulary size, F = 
 token_count) and each structure: ``--warmup`` sweeps, then the median of ``--sweeps`` timed
 full training sweeps (each ends with a device synchronisation).  With ``--profile`` one extra
 pass times every step of the sweep separately (synchronising around each one, so the steps'
-sum is a little above the sweep time).  Peak device memory is ``torch.cuda.max_memory_allocated``
-per configuration.  Writes ``results/speed/gpu_speed.json`` (or ``--out``) and prints a table; the last
+sum is a little above the sweep time) and records each step's peak device memory (what sets the
+configuration's peak).  Peak device memory is ``torch.cuda.max_memory_allocated`` per
+configuration.  Writes ``results/speed/gpu_speed.json`` (or ``--out``) and prints a table; the last
 line of stdout is JSON.
 
     python benchmarks/gpu_speed.py --datasets mr,trec,imdb [--layers 200,200-100-50] [--profile]
@@ -33,14 +34,22 @@ PROFILED_STEPS = (("conv", "draw_w"), ("conv", "draw_w_split"), ("conv", "augmen
                   ("gbn", "dirichlet_columns"))
 
 
-def _timed(fn, totals, name, sync):
+def _timed(fn, totals, peaks, name, sync, device):
+    import torch
+    cuda = device.type == "cuda"
+
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         sync()
+        if cuda:
+            torch.cuda.reset_peak_memory_stats(device)
         start = time.perf_counter()
         out = fn(*args, **kwargs)
         sync()
         totals[name] += time.perf_counter() - start
+        if cuda:
+            peaks[name] = max(peaks.get(name, 0.0),
+                              torch.cuda.max_memory_allocated(device) / 2**20)
         return out
     return wrapper
 
@@ -69,7 +78,8 @@ def time_configuration(corpus, layers, device, sweeps, warmup, token_count, prof
         sampler.sweep(state)
         sync()
         times.append(time.perf_counter() - start)
-    steps = {}
+    steps, step_peaks = {}, {}
+    peak_mb = torch.cuda.max_memory_allocated(device) / 2**20 if cuda else None
     if profile:
         totals = defaultdict(float)
         import importlib
@@ -77,7 +87,7 @@ def time_configuration(corpus, layers, device, sweeps, warmup, token_count, prof
                    for name, _ in PROFILED_STEPS}
         originals = {(m, f): getattr(modules[m], f) for m, f in PROFILED_STEPS}
         for (m, f), fn in originals.items():   # the backend calls them as module attributes
-            setattr(modules[m], f, _timed(fn, totals, f, sync))
+            setattr(modules[m], f, _timed(fn, totals, step_peaks, f, sync, device))
         try:
             sync()
             start = time.perf_counter()
@@ -88,8 +98,7 @@ def time_configuration(corpus, layers, device, sweeps, warmup, token_count, prof
             for (m, f), fn in originals.items():
                 setattr(modules[m], f, fn)
         steps = dict(totals)
-    return dict(times=times, steps=steps,
-                peak_gpu_mb=torch.cuda.max_memory_allocated(device) / 2**20 if cuda else None,
+    return dict(times=times, steps=steps, step_peak_gpu_mb=step_peaks, peak_gpu_mb=peak_mb,
                 n_cells=int(data.n_cells), n_positions=int(data.n_positions))
 
 
@@ -105,6 +114,8 @@ def main():
     ap.add_argument("--doc-block", type=int, default=None,
                     help="documents per random-stream block (default: the library's); a "
                          "block larger than the corpus draws each step from one stream")
+    ap.add_argument("--token-count", type=int, default=None,
+                    help="the cells' token count (default: the library's)")
     ap.add_argument("--out", default=None)
     ap.add_argument("--commit", default=None,
                     help="the source commit to record where git is absent (a copied tree)")
@@ -114,18 +125,20 @@ def main():
     from cpgbn.evaluate.provenance import provenance
     from cpgbn.model import DEFAULT_TOKEN_COUNT
     device = torch.device(args.device)
+    token_count = args.token_count or DEFAULT_TOKEN_COUNT
     rows = []
     for dataset in args.datasets.split(","):
         corpus = corpus_of(dataset, args.data_dir)
         for name in args.layers.split(","):
             layers = tuple(int(k) for k in name.split("-"))
             res = time_configuration(corpus, layers, device, args.sweeps, args.warmup,
-                                     DEFAULT_TOKEN_COUNT, args.profile, args.doc_block)
+                                     token_count, args.profile, args.doc_block)
             median = float(np.median(res["times"]))
             paper = PAPER_SECONDS.get((dataset, name))
             row = dict(dataset=dataset, layers=name, seconds_per_sweep=median,
                        sweep_seconds=res["times"], paper_gpu_seconds=paper,
                        peak_gpu_mb=res["peak_gpu_mb"], step_seconds=res["steps"],
+                       step_peak_gpu_mb=res["step_peak_gpu_mb"],
                        n_docs=len(corpus), n_tokens=int(corpus.lengths.sum()),
                        n_cells=res["n_cells"], n_positions=res["n_positions"],
                        vocab_size=len(corpus.vocabulary))
@@ -134,10 +147,12 @@ def main():
             print(f"{dataset:5s} {name:11s} {median:8.4f} s/sweep"
                   + (f" (paper GTX 1080Ti {paper:.2f})" if paper else "")
                   + (f" peak {row['peak_gpu_mb']:.0f} MiB" if row["peak_gpu_mb"] else "")
-                  + f" {steps}", flush=True)
+                  + f" {steps}"
+                  + "".join(f" {k}:peak={v:.0f}MiB" for k, v in res["step_peak_gpu_mb"].items()),
+                  flush=True)
     record = {"device": (torch.cuda.get_device_name(device) if device.type == "cuda"
                          else "cpu"), "torch": torch.__version__, "doc_block": args.doc_block,
-              "token_count": DEFAULT_TOKEN_COUNT, "warmup": args.warmup, "rows": rows,
+              "token_count": token_count, "warmup": args.warmup, "rows": rows,
               "command": "python " + " ".join(sys.argv), **provenance()}
     if args.commit and record["commit"] == "unknown":
         record["commit"] = args.commit
