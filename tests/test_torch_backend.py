@@ -133,24 +133,61 @@ def test_log_gamma_small_shapes():
     assert np.all(np.abs(z) < 4.5), z
 
 
+def _draw_unit_counts(cum, counts):
+    """unit_counts as a dense (rows, columns) count matrix."""
+    sampler = _sampler_for_draws()
+    r_u, c_u, amounts = sampler.backend.random.unit_counts(cum, torch.tensor(counts))
+    dense = np.zeros(tuple(cum.shape), dtype=np.int64)
+    np.add.at(dense, (r_u.numpy(), c_u.numpy()), amounts.numpy())
+    return dense, amounts.numpy()
+
+
 def test_multinomial_units_law():
     """Rows of varying counts (1..60, so every grouping path runs) split by their weights."""
-    sampler = _sampler_for_draws()
     rng = np.random.default_rng(3)
     weights = np.array([0.0, 2.0, 1e-9, 0.5, 0.0, 3.0, 1.5])
     rows = 3000
     counts = rng.integers(0, 61, size=rows)
     cum = torch.tensor(np.tile(np.cumsum(weights), (rows, 1)))
-    r_u, c_u = sampler.backend.random.units(cum, torch.tensor(counts))
-    per_row = np.bincount(r_u.numpy(), minlength=rows)
-    np.testing.assert_array_equal(per_row, counts)
-    totals = np.bincount(c_u.numpy(), minlength=len(weights))
+    dense, amounts = _draw_unit_counts(cum, counts)
+    assert (amounts > 0).all()
+    np.testing.assert_array_equal(dense.sum(axis=1), counts)
+    totals = dense.sum(axis=0)
     assert totals[weights == 0].sum() == 0
     p = weights / weights.sum()
     big = p * counts.sum() >= 5
     obs = np.append(totals[big], totals[~big].sum())
     exp = np.append(p[big], p[~big].sum()) * counts.sum()
     assert stats.chisquare(obs[exp > 0], exp[exp > 0]).pvalue > P_MIN
+
+
+@pytest.mark.parametrize("n", [1, 2, 37, 300])
+def test_multinomial_unit_counts_per_row(n):
+    """Each row's draw is Multinomial(n, p) jointly, not only in its column totals: a column's
+    count over rows follows Binomial(n, p_c) (chi-square over its values, for the first,
+    a middle and the last column with weight, where a wrong normalisation of the sorted
+    uniforms would show), and two columns' counts covary as -n p_a p_b."""
+    weights = np.array([0.7, 0.0, 1.3, 0.25, 2.0, 0.75])
+    p = weights / weights.sum()
+    rows = 6000
+    cum = torch.tensor(np.tile(np.cumsum(weights), (rows, 1)))
+    dense, _ = _draw_unit_counts(cum, np.full(rows, n))
+    np.testing.assert_array_equal(dense.sum(axis=1), n)
+    assert dense[:, 1].sum() == 0
+    for c in (0, 3, 5):
+        pmf = stats.binom.pmf(np.arange(n + 1), n, p[c])
+        keep = pmf * rows >= 5
+        obs = np.bincount(dense[:, c], minlength=n + 1)
+        obs = np.append(obs[keep], obs[~keep].sum())
+        exp = np.append(pmf[keep], pmf[~keep].sum()) * rows
+        assert stats.chisquare(obs[exp > 0], exp[exp > 0]).pvalue > P_MIN, c
+    if n > 1:
+        a, b = 2, 4
+        cov = np.cov(dense[:, a], dense[:, b])[0, 1]
+        expected = -n * p[a] * p[b]
+        # the sample covariance's standard error, from the multinomial's fourth moments
+        se = np.std((dense[:, a] - n * p[a]) * (dense[:, b] - n * p[b])) / np.sqrt(rows)
+        assert abs(cov - expected) < 4.5 * se, (cov, expected, se)
 
 
 # ---------------------------------------------------------------------- Geweke

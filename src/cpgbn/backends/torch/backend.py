@@ -369,9 +369,9 @@ class TorchBackend:
 
     def split_units(self, cum: torch.Tensor, units: torch.Tensor):
         """Multinomial(units[i]) over the candidates of every cell i (inclusive cumulative
-        weights ``cum``): (cell rows, candidate columns, amounts), one unit per entry."""
-        r_u, c_u = self.random.units(cum, units)
-        return r_u, c_u, torch.ones(r_u.shape, dtype=I64, device=self.device)
+        weights ``cum``): (cell rows, candidate columns, amounts), the draw's nonzero entries
+        (:meth:`~cpgbn.backends.torch.random.TorchRandom.unit_counts`)."""
+        return self.random.unit_counts(cum, units)
 
     def position_tables(self, m: torch.Tensor, shape: torch.Tensor,
                         block: Block | None = None) -> torch.Tensor:

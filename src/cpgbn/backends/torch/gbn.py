@@ -39,8 +39,7 @@ def split_tables(random: TorchRandom, tables: torch.Tensor, phi: torch.Tensor,
     for lo in range(0, j_all.numel(), step):
         j, k = j_all[lo:lo + step], k_all[lo:lo + step]
         cum = torch.cumsum(phi[k] * theta_above[j], dim=1)
-        r_u, c_u = random.units(cum, tables[j, k])
-        ones = torch.ones(r_u.shape, dtype=I64, device=random.device)
-        m_next.index_add_(0, j[r_u] * n_above + c_u, ones)
-        phi_counts.index_add_(0, k[r_u] * n_above + c_u, ones)
+        r_u, c_u, amounts = random.unit_counts(cum, tables[j, k])
+        m_next.index_add_(0, j[r_u] * n_above + c_u, amounts)
+        phi_counts.index_add_(0, k[r_u] * n_above + c_u, amounts)
     return m_next.reshape(n_docs, n_above), phi_counts.reshape(n_below, n_above)

@@ -6,7 +6,7 @@ One ``torch.Generator`` is re-seeded at every (seed, sweep, step, block of docum
 ``max_elements`` and the backend's ``doc_block``.  Only torch's uniform, exponential and
 ``_standard_gamma`` (for shapes >= 1) are used as primitives; everything else (small-shape
 gammas in log space, the floor-aware truncated gamma, zero-truncated Poisson, multinomial
-units by inverse CDF, CRT) is built on them here and tested against exact laws in
+units by inverse CDF over sorted uniforms, CRT) is built on them here and tested against exact laws in
 ``tests/test_torch_backend.py``.
 """
 
@@ -46,7 +46,7 @@ def _step_seed(seed: int, stream: int, block: int = 0) -> int:
 class TorchRandom:
     """Exact random variates on one device, from one generator re-seeded per step and block.
 
-    ``max_elements`` bounds the padded temporaries of :meth:`units` and :meth:`crt`.
+    ``max_elements`` bounds the padded temporaries of :meth:`unit_counts` and :meth:`crt`.
     """
 
     def __init__(self, seed: int, device: torch.device, max_elements: int):
@@ -185,40 +185,61 @@ class TorchRandom:
             active = active[~accept]
         return result
 
-    def units(self, cum: torch.Tensor, counts: torch.Tensor):
+    def unit_counts(self, cum: torch.Tensor, counts: torch.Tensor):
         """Multinomial(counts[i], w_i / sum w_i) for every row i of the INCLUSIVE cumulative
-        weights ``cum`` (R, C), as the list of units: (row, column) index tensors.
+        weights ``cum`` (R, C), as (rows, columns, amounts): the nonzero entries of the draw
+        (int64; a (row, column) pair may appear more than once, the amounts then add up).
 
-        Each unit is one categorical draw by inversion (first column with cum > u * total, as
-        distributions.categorical_cumulative; a u that rounds onto the total is redrawn), which
-        is the multinomial law.  Rows are grouped by ceil(log2(count)) so that the padded
-        (rows, max count) blocks waste at most half of their entries (see _blocks).
+        Each unit is a categorical draw by inversion (first column with cum > u * total, as
+        distributions.categorical_cumulative).  A row's n uniforms are drawn already sorted, as
+        the normalised partial sums S_1 / S_(n+1), ..., S_n / S_(n+1) of n + 1 standard
+        exponentials (the uniform order statistics), so its units come out column by column
+        and each run of one column is one entry: the callers' scatter-adds (atomics on a GPU)
+        get an entry per distinct column instead of one per unit.  A u that rounds onto the
+        total is redrawn on its own (a fresh uniform: the units are exchangeable, so this is
+        the rejection of an iid draw).  Rows are grouped by ceil(log2(count)) so that the
+        padded (rows, max count) blocks waste at most half of their entries (see blocks).
         """
-        rows_out, cols_out = [], []
+        rows_out, cols_out, amounts_out = [], [], []
         total = cum[:, -1]
         C = cum.shape[1]
         for rows, width in self.blocks(counts):
-            t = self.uniform(rows.numel(), width) * total[rows, None]
             block = cum if rows.numel() == cum.shape[0] else cum[rows]  # all rows: no copy
+            if width == 1:
+                t = self.uniform(rows.numel(), 1) * total[rows, None]
+            else:
+                n = counts[rows]
+                spacings = torch.empty((rows.numel(), width + 1), dtype=_F64,
+                                       device=self.device).exponential_(generator=self.generator)
+                partial = torch.cumsum(spacings, dim=1)
+                del spacings
+                scale = total[rows] / partial.gather(1, n[:, None])[:, 0]
+                t = partial[:, :width] * scale[:, None]
+                del partial
             cols = torch.searchsorted(block, t, right=True)
+            del t
             if width == 1:
                 r_u, c_u = rows, cols[:, 0]
             else:
-                mask = torch.arange(width, device=self.device) < counts[rows, None]
+                mask = torch.arange(width, device=self.device) < n[:, None]
                 r_u = rows[:, None].expand(-1, width)[mask]
                 c_u = cols[mask]
+            del cols
             bad = (c_u >= C).nonzero(as_tuple=True)[0]
             while bad.numel():
                 rb = r_u[bad]
                 c_u[bad] = torch.searchsorted(cum[rb], (self.uniform(bad.numel()) * total[rb])
                                               [:, None], right=True)[:, 0]
                 bad = bad[c_u[bad] >= C]
-            rows_out.append(r_u)
-            cols_out.append(c_u)
+            # (row, column) keys ascend within the block (rows ascend, each row's columns do)
+            keys, amounts = torch.unique_consecutive(r_u * C + c_u, return_counts=True)
+            rows_out.append(torch.div(keys, C, rounding_mode="floor"))
+            cols_out.append(keys - rows_out[-1] * C)
+            amounts_out.append(amounts)
         if not rows_out:
             empty = torch.zeros(0, dtype=_I64, device=self.device)
-            return empty, empty
-        return torch.cat(rows_out), torch.cat(cols_out)
+            return empty, empty, empty
+        return torch.cat(rows_out), torch.cat(cols_out), torch.cat(amounts_out)
 
     def blocks(self, sizes: torch.Tensor):
         """Yield (row indices, width) covering the rows with sizes > 0, width >= their sizes,
