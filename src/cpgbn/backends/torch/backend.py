@@ -46,7 +46,8 @@ Exactness
     shapes < 1 use the boost G(a) = G(a + 1) exp(-E / a) in log space (no underflow for tiny
     shapes), the zero-truncated Poisson is inversion (lam < 10) or Hormann's PTRS rejection,
     the multinomials are inverse-CDF categorical draws (binary search on cumulative weights) per
-    unit, and CRT(m, a) is the sum of its m - 1 Bernoulli(a / (a + i)) variables.  torch's own
+    unit, a row's uniforms drawn sorted so that its units come out as (column, amount) runs,
+    and CRT(m, a) is the sum of its m - 1 Bernoulli(a / (a + i)) variables.  torch's own
     Poisson/binomial are not used: on CUDA, ``torch.poisson`` goes through cuRAND, which
     uses float32 arithmetic above rate 64 and a normal approximation above 4000.
 
