@@ -208,7 +208,7 @@ class TorchRandom:
             if width == 1:
                 t = self.uniform(rows.numel(), 1) * total[rows, None]
             else:
-                n = counts[rows]
+                n = counts[rows].to(_I64)  # gather takes int64 indices
                 spacings = torch.empty((rows.numel(), width + 1), dtype=_F64,
                                        device=self.device).exponential_(generator=self.generator)
                 partial = torch.cumsum(spacings, dim=1)
