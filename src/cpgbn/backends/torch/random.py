@@ -6,8 +6,8 @@ One ``torch.Generator`` is re-seeded at every (seed, sweep, step, block of docum
 ``max_elements`` and the backend's ``doc_block``.  Only torch's uniform, exponential and
 ``_standard_gamma`` (for shapes >= 1) are used as primitives; everything else (small-shape
 gammas in log space, the floor-aware truncated gamma, zero-truncated Poisson, multinomial
-units by inverse CDF over sorted uniforms, CRT) is built on them here and tested against exact laws in
-``tests/test_torch_backend.py``.
+units by inverse CDF over sorted uniforms, CRT) is built on them here and tested against
+exact laws in ``tests/test_torch_backend.py``.
 """
 
 from __future__ import annotations
