@@ -6,7 +6,8 @@ full training sweeps (each ends with a device synchronisation).  With ``--profil
 pass times every step of the sweep separately (synchronising around each one, so the steps'
 sum is a little above the sweep time) and records each step's peak device memory (what sets the
 configuration's peak).  Peak device memory is ``torch.cuda.max_memory_allocated`` per
-configuration.  Writes ``results/speed/gpu_speed.json`` (or ``--out``) and prints a table; the last
+configuration, also apart for the set-up (the sampler, its first state, the upload) and the
+timed sweeps.  Writes ``results/speed/gpu_speed.json`` (or ``--out``) and prints a table; the last
 line of stdout is JSON.
 
     python benchmarks/gpu_speed.py --datasets mr,trec,imdb [--layers 200,200-100-50] [--profile]
@@ -69,6 +70,11 @@ def time_configuration(corpus, layers, device, sweeps, warmup, token_count, prof
                                 device=device, doc_block=doc_block)
     state = sampler.on_backend(sampler.initial_state(layers, len(corpus.vocabulary)))
     sync = functools.partial(torch.cuda.synchronize, device) if cuda else (lambda: None)
+    setup_mb = None
+    if cuda:   # the set-up's peak apart from the sweeps' (which step sets which)
+        sync()
+        setup_mb = torch.cuda.max_memory_allocated(device) / 2**20
+        torch.cuda.reset_peak_memory_stats(device)
     for _ in range(warmup):
         sampler.sweep(state)
     sync()
@@ -79,7 +85,8 @@ def time_configuration(corpus, layers, device, sweeps, warmup, token_count, prof
         sync()
         times.append(time.perf_counter() - start)
     steps, step_peaks = {}, {}
-    peak_mb = torch.cuda.max_memory_allocated(device) / 2**20 if cuda else None
+    sweeps_mb = torch.cuda.max_memory_allocated(device) / 2**20 if cuda else None
+    peak_mb = max(setup_mb, sweeps_mb) if cuda else None
     if profile:
         totals = defaultdict(float)
         import importlib
@@ -99,6 +106,7 @@ def time_configuration(corpus, layers, device, sweeps, warmup, token_count, prof
                 setattr(modules[m], f, fn)
         steps = dict(totals)
     return dict(times=times, steps=steps, step_peak_gpu_mb=step_peaks, peak_gpu_mb=peak_mb,
+                setup_peak_gpu_mb=setup_mb, sweeps_peak_gpu_mb=sweeps_mb,
                 n_cells=int(data.n_cells), n_positions=int(data.n_positions))
 
 
@@ -139,6 +147,8 @@ def main():
                        sweep_seconds=res["times"], paper_gpu_seconds=paper,
                        peak_gpu_mb=res["peak_gpu_mb"], step_seconds=res["steps"],
                        step_peak_gpu_mb=res["step_peak_gpu_mb"],
+                       setup_peak_gpu_mb=res["setup_peak_gpu_mb"],
+                       sweeps_peak_gpu_mb=res["sweeps_peak_gpu_mb"],
                        n_docs=len(corpus), n_tokens=int(corpus.lengths.sum()),
                        n_cells=res["n_cells"], n_positions=res["n_positions"],
                        vocab_size=len(corpus.vocabulary))
@@ -146,7 +156,8 @@ def main():
             steps = " ".join(f"{k}={v * 1000:.1f}ms" for k, v in res["steps"].items())
             print(f"{dataset:5s} {name:11s} {median:8.4f} s/sweep"
                   + (f" (paper GTX 1080Ti {paper:.2f})" if paper else "")
-                  + (f" peak {row['peak_gpu_mb']:.0f} MiB" if row["peak_gpu_mb"] else "")
+                  + (f" peak {row['peak_gpu_mb']:.0f} MiB (set-up {row['setup_peak_gpu_mb']:.0f}, "
+                     f"sweeps {row['sweeps_peak_gpu_mb']:.0f})" if row["peak_gpu_mb"] else "")
                   + f" {steps}"
                   + "".join(f" {k}:peak={v:.0f}MiB" for k, v in res["step_peak_gpu_mb"].items()),
                   flush=True)
