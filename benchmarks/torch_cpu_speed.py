@@ -72,7 +72,7 @@ def main() -> None:
                   f"{med['numba']:.3f} s, torch (CPU) {med['torch_cpu']:.3f} s, "
                   f"ratio {row['torch_over_numba']:.1f}", flush=True)
     record = dict(torch=torch.__version__, threads=1, warmup=args.warmup, sweeps=args.sweeps,
-                  rows=rows, command="python " + " ".join(sys.argv[0:1] + sys.argv[1:]),
+                  rows=rows, command="python " + " ".join(sys.argv),
                   load=os.getloadavg(), **provenance())
     write_record(Path(args.out), record)
 

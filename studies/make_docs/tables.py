@@ -76,10 +76,7 @@ def gpu_speed_table() -> str:
     medians of 7) and at the library's default (``gpu_speed_800.json``), one table each."""
     rows = []
     for name in ("gpu_speed.json", "gpu_speed_800.json"):
-        path = RESULTS / "speed" / name
-        if not path.exists():
-            continue
-        r = json.loads(path.read_text())
+        r = json.loads((RESULTS / "speed" / name).read_text())
         rows += [f"token_count {r['token_count']}, {r['warmup']} warm-up sweeps; {r['device']}, "
                  f"torch {r['torch']}, commit {r['commit']}, `{r['command']}`:", "",
                  "| dataset | CPGBN | s/sweep (GPU) | paper (GTX 1080Ti) | tokens | peak GPU memory GiB |",
