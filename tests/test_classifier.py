@@ -104,16 +104,18 @@ def test_integer_labels_and_a_seed_give_the_same_model_twice():
 
 def test_semi_supervised_documents_without_labels_still_train(tmp_path):
     """Half the documents unlabelled, in memory (None) and in a streamed file (an empty
-    label): both train; without semi_supervised both are refused."""
+    label): both train (the same model: a streamed fit holds out no validation split, so
+    neither does the one in memory here); without semi_supervised both are refused."""
     from helpers import write_tsv
 
     from cpgbn import TextFile
     texts, labels = order_corpus(400, seed=3)
     partial = [label if i % 4 in (0, 1) else None for i, label in enumerate(labels[:200])]
-    model = small(semi_supervised=True).fit(texts[:200], partial)
+    model = small(semi_supervised=True, validation_fraction=0).fit(texts[:200], partial)
     assert model.score(texts[200:], labels[200:]) >= 0.85
     path = write_tsv(tmp_path / "partial.tsv", texts[:200], [v or "" for v in partial])
-    streamed = small(semi_supervised=True).fit(TextFile(path, missing_labels=True))
+    streamed = small(semi_supervised=True, validation_fraction=0).fit(
+        TextFile(path, missing_labels=True))
     np.testing.assert_array_equal(streamed.predict_proba(texts[200:]),
                                   model.predict_proba(texts[200:]))
     with pytest.raises(CPGBNInputError, match="set semi_supervised=True"):

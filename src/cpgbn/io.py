@@ -117,6 +117,7 @@ def save_model(params: dict, fitted: FittedState, directory, *,
         if fitted.classes_ is not None:   # a classifier's classes, as JSON numbers or strings
             meta["classes"] = np.asarray(fitted.classes_).tolist()
             meta["paper_xi"] = fitted.paper_xi_
+            meta["best_epoch"] = fitted.best_epoch_
         with open(tmp / _META, "w", encoding="utf-8") as fh:
             json.dump(meta, fh)
         timings = {name: None if getattr(fitted, name) is None
@@ -229,6 +230,7 @@ def load_model(directory, *, estimator: str | None = None) -> tuple[dict, Fitted
             encoder_weights_=encoder_weights if encoder_config is not None else None,
             classes_=None if meta.get("classes") is None else np.asarray(meta["classes"]),
             paper_xi_=meta.get("paper_xi"),
+            best_epoch_=meta.get("best_epoch"),
             format_version_=meta["format_version"],
             saved_by_version_=meta.get("library_version"))
     except (KeyError, TypeError, ValueError, zipfile.BadZipFile, OSError) as exc:

@@ -90,7 +90,11 @@ PGBN_PARAMETERS = tuple(
 #: fixes (the inference mode, no Gibbs refinement) are not parameters.
 CLASSIFIER_PARAMETERS = (
     tuple(p for p in MODEL if p.name != "pooling_concentration")
-    + (Parameter("xi", 100.0), Parameter("global_statistics", "gibbs"),
+    + (Parameter("xi", 100.0), Parameter("classifier_input", "hidden+theta"),
+       Parameter("generative", True), Parameter("elbo_reaches_filters", True),
+       Parameter("global_statistics", "gibbs"),
+       Parameter("global_every", 1), Parameter("classifier_dropout", 0.0),
+       Parameter("validation_fraction", 0.1), Parameter("patience", 3),
        Parameter("semi_supervised", False))
     + tuple(p for p in MODES if p.name not in ("inference", "refine_iter"))
     + RUN)

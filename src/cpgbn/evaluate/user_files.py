@@ -21,7 +21,11 @@ The models, in the order of the table:
    training chain (``features="inductive"``, the authors' code) or are inferred again like the
    test ones (``"inferred"``);
 2. with ``supervised=True``, the supervised classifier :class:`cpgbn.classifier.CPGBNClassifier`
-   (``fit(texts, labels)``, ``predict``, ``predict_proba``);
+   (``fit(texts, labels)``, ``predict``, ``predict_proba``), and its discriminative baseline:
+   the same encoder network trained by the cross-entropy alone (``generative=False``,
+   ``classifier_input="hidden"``: a one-hot convolution, ReLU, mean over positions and a
+   softmax, Johnson & Zhang's one-hot CNN), so that the table shows what the generative half
+   adds;
 3. the n-gram baselines of :mod:`cpgbn.evaluate.text_baselines` (by default
    :data:`DEFAULT_BASELINES`).
 
@@ -108,6 +112,12 @@ def _features_classifier(new_model: Callable, classifier: str, features: str,
         accuracy, ece = _score_predictions(clf, f_test, test[1], n_bins)
         return accuracy, ece, fitted - start, time.perf_counter() - fitted
     return score
+
+
+#: The supervised CPGBN's settings that its discriminative baseline shares (the network and
+#: its training; not the generative model's)
+_NETWORK = ("n_epochs", "learning_rate", "batch_size", "vocab_size", "filter_width",
+            "validation_fraction", "patience", "classifier_dropout")
 
 
 def _supervised_class():
@@ -282,6 +292,17 @@ def evaluate_labeled(train, test=None, *, cv: int | None = None, seeds=(0,), lay
             f"cpgbn.classifier.CPGBNClassifier(layers={layers}"
             + "".join(f", {k}={v!r}" for k, v in params.items()) + ")",
             _text_classifier(new_classifier, n_bins)))
+
+        def new_discriminative(seed):
+            return supervised_class(layers=layers[:1], random_state=seed, n_threads=n_threads,
+                                    progress=progress, generative=False,
+                                    classifier_input="hidden",
+                                    **{k: v for k, v in params.items() if k in _NETWORK})
+        contenders.append(_Contender(
+            f"one-hot cnn-{layers[0]}", "supervised",
+            f"the classifier's network alone: CPGBNClassifier(layers=({layers[0]},), "
+            "generative=False, classifier_input='hidden'), trained by cross-entropy",
+            _text_classifier(new_discriminative, n_bins)))
     for name in baselines:
         contenders.append(_Contender(name, "baseline", BASELINES[name].description,
                                      _text_classifier(

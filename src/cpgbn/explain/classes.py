@@ -48,7 +48,8 @@ class ClassUnit:
     """One unit of the softmax's input and its weight towards a class."""
 
     layer: int
-    """1: a kernel (phrase topic of layer 1); t > 1: a topic of layer t."""
+    """0: a filter of the encoder (its pooled activation h^(1)); 1: a kernel (phrase topic of
+    layer 1); t > 1: a topic of layer t."""
     unit: int
     weight: float
     phrases: tuple[str, ...]
@@ -84,35 +85,64 @@ class DocumentExplanation:
 
 
 def _unit_weights(model) -> np.ndarray:
-    """(C, sum K_t): the softmax's weight of each unit towards each class, centred over the
-    classes (module docstring)."""
+    """(C, units): the softmax's weight of each input unit towards each class, centred over
+    the classes (module docstring)."""
     weight = np.asarray(model.encoder_weights_["classifier.weight"], dtype=np.float64)
     return weight - weight.mean(axis=0, keepdims=True)
 
 
+def _softmax_inputs(model) -> list:
+    """[(layer, number of units)] in the order of the softmax's input: layer 0 for the
+    encoder's filters (the pooled first hidden layer h^(1), when the softmax reads it), then
+    t = 1..T for theta^(t) (when it reads them)."""
+    read = (model.encoder_config_ or {}).get("classifier_input", "theta")
+    parts = [(0, model.layers_[0])] if read != "theta" else []
+    if read != "hidden":
+        parts += [(t, k) for t, k in enumerate(model.layers_, start=1)]
+    return parts
+
+
+def _filter_phrases(model, unit: int, top_n: int) -> list[str]:
+    """The windows that excite the encoder's filter ``unit`` most: its i-th phrase takes,
+    for every column f of the filter, the word of the i-th largest weight C_1[unit, v, f]."""
+    table = np.asarray(model.encoder_weights_["conv1.weight"])
+    V, F = len(model.vocabulary_), model.globals_.D.shape[1]
+    weights = table.reshape(V, F, -1)[:, :, unit]            # (V, F)
+    order = np.argsort(-weights, axis=0)[:top_n]              # (top_n, F)
+    return [" ".join(model.vocabulary_.decode(row.tolist())) for row in order]
+
+
 def class_units(model, *, top: int = 5, phrases: int = 2, layers=None) -> dict:
     """{class: [ClassUnit, ...]}: per class the ``top`` units with the largest weight towards
-    it (module docstring), among the layers ``layers`` (default all), each with ``phrases`` of
-    its most probable phrases."""
+    it (module docstring), among the layers ``layers`` (default all the softmax reads; 0 is
+    the encoder's filters, read through the pooled first hidden layer), each with ``phrases``
+    of its most probable phrases (a filter's: the words its columns weigh most)."""
     require_classifier(model)
     weights = _unit_weights(model)
-    sizes = list(model.layers_)
-    layers = range(1, len(sizes) + 1) if layers is None else [int(t) for t in layers]
-    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    parts = _softmax_inputs(model)
+    known = [t for t, _ in parts]
+    layers = known if layers is None else [int(t) for t in layers]
+    for t in layers:
+        if t not in known:
+            raise CPGBNInputError(f"layer must be one of {known} (0: the encoder's filters), "
+                                  f"got {t}")
+    offsets = dict(zip(known, np.concatenate([[0], np.cumsum([k for _, k in parts])])))
+    sizes = dict(parts)
     out = {}
     for c, label in enumerate(model.classes_.tolist()):
         candidates = []
         for t in layers:
-            if not 1 <= t <= len(sizes):
-                raise CPGBNInputError(f"layer must be in 1..{len(sizes)}, got {t}")
-            for unit in range(sizes[t - 1]):
-                candidates.append((weights[c, offsets[t - 1] + unit], t, unit))
+            for unit in range(sizes[t]):
+                candidates.append((weights[c, offsets[t] + unit], t, unit))
         candidates.sort(key=lambda item: -item[0])
         units = []
         for weight, t, unit in candidates[:top]:
-            found = best_phrases(phrase_matrix(model.globals_, t, unit), model.vocabulary_,
-                                 top_n=phrases)
-            units.append(ClassUnit(t, unit, float(weight), tuple(p.text for p in found)))
+            if t == 0:
+                texts = _filter_phrases(model, unit, phrases)
+            else:
+                texts = [p.text for p in best_phrases(phrase_matrix(model.globals_, t, unit),
+                                                      model.vocabulary_, top_n=phrases)]
+            units.append(ClassUnit(t, unit, float(weight), tuple(texts)))
         out[label] = units
     return out
 
@@ -172,7 +202,8 @@ def format_class_units(units: dict) -> str:
     for label, rows in units.items():
         lines.append(f"class {label}:")
         for u in rows:
-            name = f"kernel {u.unit}" if u.layer == 1 else f"layer {u.layer} topic {u.unit}"
+            name = ({0: f"filter {u.unit}", 1: f"kernel {u.unit}"}.get(u.layer)
+                    or f"layer {u.layer} topic {u.unit}")
             lines.append(f"  {u.weight:+7.3f}  {name:<20} {' | '.join(u.phrases)}")
     return "\n".join(lines)
 

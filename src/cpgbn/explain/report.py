@@ -265,13 +265,16 @@ def _coherence_html(coherence: CoherenceResult) -> str:
 def _classes_html(model, top: int, phrases: int) -> str:
     """The classifier's units per class (:func:`cpgbn.explain.classes.class_units`)."""
     from .classes import class_units
-    parts = ['<p class="muted">For each class, the kernels (layer 1) and topics (deeper '
-             "layers) whose activation raises its log-odds most: the softmax's weight, centred "
-             "over the classes, on ln(1 + theta / S_j).</p>"]
+    parts = ['<p class="muted">For each class, the units of the softmax\'s input whose '
+             "activation raises its log-odds most: the encoder's filters (their mean "
+             "activation h^(1) over the document, when the softmax reads it), the kernels "
+             "(layer 1) and topics (deeper layers), by the softmax's weight, centred over the "
+             "classes, on ln(1 + h^(1)) or ln(1 + theta / S_j).</p>"]
     for label, units in class_units(model, top=top, phrases=phrases).items():
         rows = "".join(
             f"<tr><td class=\"num\">{u.weight:+.3f}</td><td>"
             + (f'<a href="#kernel-{u.unit}">kernel {u.unit}</a>' if u.layer == 1
+               else f"filter {u.unit}" if u.layer == 0
                else f"layer {u.layer}, topic {u.unit}")
             + f"</td><td>{escape(' | '.join(u.phrases))}</td></tr>" for u in units)
         parts.append(f"<h3>class {escape(str(label))}</h3><table class=\"class-units\">"

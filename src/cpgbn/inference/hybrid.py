@@ -85,7 +85,7 @@ from .minibatch import MinibatchGibbs
 from .updates import DistributedGlobalUpdate, TLASGRGlobalUpdate
 
 __all__ = ["GLOBAL_STATISTICS", "PRIOR_RATES", "ENCODER_PRECISIONS", "HybridTrainer",
-           "HybridResult",
+           "HybridResult", "Validation",
            "fit_hybrid", "encoder_features", "refine_with_gibbs", "build_encoder"]
 
 #: Positions per group of documents in the encoder's step: the batch's loss and gradient are
@@ -125,6 +125,30 @@ ENCODER_PRECISIONS = ("float32", "bfloat16")
 
 
 @dataclass
+class Validation:
+    """Model selection inside a supervised fit: held-out training documents scored at the end
+    of every epoch (:class:`HybridTrainer`'s ``validation``).
+
+    data : ConvData -- the held-out documents (never in a minibatch).
+    codes : (N_val,) int64 -- their class indices.
+    every : int -- steps between two scores (one epoch of the fitted part).
+    patience : int or None -- stop after this many scores in a row without a better
+        accuracy (None: run every epoch; the best is kept all the same).
+    """
+
+    data: object
+    codes: np.ndarray
+    every: int
+    patience: int | None = None
+
+    def __post_init__(self):
+        if int(self.every) < 1:
+            raise CPGBNInputError(f"validation every must be >= 1 step, got {self.every}")
+        if self.patience is not None and int(self.patience) < 1:
+            raise CPGBNInputError(f"patience must be >= 1 or None, got {self.patience}")
+
+
+@dataclass
 class HybridResult:
     """What a hybrid run returns (everything a saved model needs is in the first three).
 
@@ -135,7 +159,11 @@ class HybridResult:
         filter_width, pooling, w_shape_above): JSON-able.
     trace : TrainingTrace -- per step: negative ELBO and KL per document, seconds.
     tlasgr : dict of numpy arrays -- TLASGR state (to continue training).
-    n_steps : int
+    n_steps : int -- the steps run (fewer than asked when validation stopped the run early).
+    gradient_norms : (n_steps,) the encoder gradient's norm before the clip, per step.
+    validation_curve : (epochs scored,) validation accuracy at the end of each epoch (empty
+        without validation); the returned encoder and globals are those of the best.
+    best_epoch : int or None -- the epoch (1-based) whose state is returned.
     """
 
     globals: GlobalParameters
@@ -144,6 +172,9 @@ class HybridResult:
     trace: TrainingTrace
     tlasgr: dict
     n_steps: int
+    gradient_norms: np.ndarray = None
+    validation_curve: np.ndarray = None
+    best_epoch: int | None = None
 
 
 def _torch_encoder():
@@ -186,6 +217,19 @@ class HybridTrainer:
         document to its loss (:meth:`EncoderBackend.gradient`'s ``supervision``).  None: the
         unsupervised model.
     xi : float -- the weight of the cross-entropy, L = L_g + xi L_c (per document).
+    elbo : bool -- False: the loss is xi L_c alone and the globals are never updated (the
+        discriminative baseline: the encoder's network trained by cross-entropy alone).
+    loss_scale : float -- the loss is multiplied by it before the gradient (the optimiser's
+        step is the same for any scale but the clip, which reads the gradient's norm): the
+        supervised fit passes 1 / (mean units of a document), so L_g enters per unit.
+    elbo_reaches_filters : bool -- False: the ELBO's gradient stops at the first hidden layer,
+        whose filters learn from the cross-entropy alone (a classifier's; the unsupervised
+        model's filters always learn from the ELBO).
+    global_every : int -- the globals' step (3-4 of the module docstring) every this many
+        steps (1: every step, Algorithm 1); the others train the encoder alone.
+    validation : :class:`Validation` or None -- held-out documents scored at the end of every
+        epoch; the best epoch's encoder and globals are returned, and the run stops when
+        ``patience`` scores in a row bring no better one.
     communicator : one of several data-parallel workers, each with minibatches of its shard:
         the encoder's gradients are averaged over the workers' batches
         (:meth:`EncoderBackend.average_gradients`) before every worker takes the same Adam
@@ -207,7 +251,9 @@ class HybridTrainer:
                  globals_: GlobalParameters | None = None, max_grad_norm: float | None = 10.0,
                  global_statistics: str = "gibbs", local_sweeps: tuple[int, int] = (5, 5),
                  prior_rates: str = "conditional", classes=None, xi: float = 1.0,
-                 communicator=None):
+                 elbo: bool = True, loss_scale: float = 1.0, global_every: int = 1,
+                 elbo_reaches_filters: bool = True,
+                 validation: Validation | None = None, communicator=None):
         from .minibatch import check_globals, initial_globals
 
         self.communicator = (communicator if communicator is not None
@@ -240,6 +286,25 @@ class HybridTrainer:
         if not (np.isfinite(xi) and xi >= 0):
             raise CPGBNInputError(f"xi must be a number >= 0, got {xi}")
         self.xi = float(xi)
+        self.elbo = bool(elbo)
+        self.elbo_reaches_filters = bool(elbo_reaches_filters)
+        if not self.elbo and self.labels is None:
+            raise CPGBNInputError("elbo=False trains by the cross-entropy alone: it needs "
+                                  "classes")
+        if not (np.isfinite(loss_scale) and loss_scale > 0):
+            raise CPGBNInputError(f"loss_scale must be a positive number, got {loss_scale}")
+        self.loss_scale = float(loss_scale)
+        if int(global_every) < 1:
+            raise CPGBNInputError(f"global_every must be >= 1, got {global_every}")
+        self.global_every = int(global_every)
+        if validation is not None and (self.labels is None or communicator is not None
+                                       and communicator.world_size > 1):
+            raise CPGBNInputError("validation needs classes and one process")
+        self.validation = validation
+        self.gradient_norms: list = []
+        self.validation_curve: list = []
+        self.best = None          # (epoch, encoder weights, host globals) of the best score
+        self.finished = False     # validation's patience ran out: the loop stops
         # every option written out, so that a saved model says what its encoder was
         self.encoder_config = {"vocab_size": self.vocab_size, "layers": list(self.layers),
                                "filter_width": self.filter_width,
@@ -293,7 +358,16 @@ class HybridTrainer:
                 "global_statistics": self.global_statistics,
                 "local_sweeps": list(self.local_sweeps), "prior_rates": self.prior_rates,
                 **({} if self.labels is None else
-                   {"classes": [str(c) for c in self.labels.classes], "xi": self.xi})}
+                   {"classes": [str(c) for c in self.labels.classes], "xi": self.xi}),
+                # the newer options, written only when they differ from Algorithm 1's, so
+                # that the checkpoints of earlier runs keep their fingerprints
+                **({} if self.elbo else {"elbo": False}),
+                **({} if self.loss_scale == 1.0 else {"loss_scale": self.loss_scale}),
+                **({} if self.global_every == 1 else {"global_every": self.global_every}),
+                **({} if self.elbo_reaches_filters else {"elbo_reaches_filters": False}),
+                **({} if self.validation is None else
+                   {"validation": [int(self.validation.data.n_docs), int(self.validation.every),
+                                   self.validation.patience]})}
 
     def sampler_for(self, batch):
         """The Gibbs schedule on the encoder's device (the PyTorch backend) over ``batch``, with
@@ -312,7 +386,7 @@ class HybridTrainer:
     def step(self, i: int, record: Batch) -> StepReport:
         """One step of Algorithm 1 on the batch ``record`` (module docstring)."""
         batch = record.data
-        if self._local_chain is not None:
+        if self._local_chain is not None or not self.elbo:
             groups = document_groups(batch.doc_positions, ENCODER_CHUNK_POSITIONS)
         else:     # the encoder's statistics need the whole batch's draw at once
             groups = [np.arange(batch.n_docs)]
@@ -321,7 +395,8 @@ class HybridTrainer:
             supervision = (self.labels.codes(record.labels, batch.n_docs), self.xi)
         loss, kl, draw = self.encoder_backend.gradient(
             batch, groups, derived_seed(self.seed, _ENCODER_DRAW, i), self.globals,
-            self.rate_prior, supervision)
+            self.rate_prior, supervision, elbo=self.elbo, loss_scale=self.loss_scale,
+            elbo_reaches_filters=self.elbo_reaches_filters)
         n_docs = batch.n_docs
         if self.communicator is not None:   # before the check: every worker must agree
             loss, kl, n_docs = self.encoder_backend.average_gradients(
@@ -329,14 +404,30 @@ class HybridTrainer:
         report = StepReport(loss, kl, n_docs)
         if not (np.isfinite(report.loss) and np.isfinite(report.kl)):
             return report                      # the driver stops; nothing is changed
-        self.encoder_backend.apply_gradient(self.max_grad_norm)
+        self.gradient_norms.append(self.encoder_backend.apply_gradient(self.max_grad_norm))
 
-        if self._local_chain is not None:
-            self._local_chain.step(i, record)
-            self._set_globals(self._local_chain.globals)
-            return report
-        self._encoder_statistics_step(i, batch, draw)
+        if self.elbo and i % self.global_every == 0:
+            if self._local_chain is not None:
+                self._local_chain.step(i, record)
+                self._set_globals(self._local_chain.globals)
+            else:
+                self._encoder_statistics_step(i, batch, draw)
+        if self.validation is not None and i % self.validation.every == 0:
+            self._score_validation(i // self.validation.every)
         return report
+
+    def _score_validation(self, epoch: int) -> None:
+        """Score the held-out documents at the end of ``epoch``; keep the state of the best
+        epoch (the first of equal scores); stop when ``patience`` epochs in a row were not
+        better."""
+        v = self.validation
+        p = self.encoder_backend.class_probabilities(self.globals.phi, v.data)
+        accuracy = float(np.mean(np.argmax(p, axis=1) == v.codes))
+        self.validation_curve.append(accuracy)
+        if self.best is None or accuracy > max(self.validation_curve[:-1]):
+            self.best = (epoch, self.encoder_weights(), self.host_globals())
+        elif v.patience is not None and epoch - self.best[0] >= int(v.patience):
+            self.finished = True
 
     def _encoder_statistics_step(self, i: int, batch, draw) -> None:
         """``global_statistics="encoder"``: the statistics of the globals from the encoder's
@@ -375,11 +466,21 @@ class HybridTrainer:
         for index, named in moments.items():
             for key, value in named.items():
                 arrays[f"optimizer/{index}/{key}"] = value
+        arrays["gradient_norms"] = np.asarray(self.gradient_norms, dtype=np.float64)
+        if self.validation is not None:
+            arrays["validation_curve"] = np.asarray(self.validation_curve, dtype=np.float64)
+        if self.best is not None:
+            _, weights, g = self.best
+            arrays.update({f"best/encoder/{k}": v for k, v in weights.items()})
+            arrays.update({"best/D": g.D, "best/r": g.r})
+            arrays.update({f"best/phi_{t}": p for t, p in enumerate(g.phi)})
         return arrays
 
     def meta(self) -> dict:
         _, groups = self.encoder_backend.optimizer_state()
-        return {"mode": "hybrid", "n_layers": len(self.layers), "param_groups": groups}
+        return {"mode": "hybrid", "n_layers": len(self.layers), "param_groups": groups,
+                "best_epoch": None if self.best is None else self.best[0],
+                "finished": self.finished}
 
     def load(self, arrays, meta) -> None:
         T = int(meta["n_layers"])
@@ -392,6 +493,17 @@ class HybridTrainer:
                                                arrays["r"]))
             self.update.load_arrays(arrays, T)
         weights = {k[len("encoder/"):]: v for k, v in arrays.items() if k.startswith("encoder/")}
+        self.gradient_norms = list(np.asarray(arrays.get("gradient_norms", [])).tolist())
+        self.validation_curve = list(np.asarray(arrays.get("validation_curve", [])).tolist())
+        self.finished = bool(meta.get("finished", False))
+        self.best = None
+        if meta.get("best_epoch") is not None:
+            self.best = (int(meta["best_epoch"]),
+                         {k[len("best/encoder/"):]: v for k, v in arrays.items()
+                          if k.startswith("best/encoder/")},
+                         GlobalParameters(arrays["best/D"],
+                                          [arrays[f"best/phi_{t}"] for t in range(T - 1)],
+                                          arrays["best/r"]))
         moments: dict = {}
         for key, value in arrays.items():
             if key.startswith("optimizer/"):
@@ -400,9 +512,14 @@ class HybridTrainer:
         self.encoder_backend.load(weights, moments, meta["param_groups"])
 
     def result(self, trace: TrainingTrace) -> HybridResult:
-        return HybridResult(self.host_globals(), self.encoder_weights(),
-                            dict(self.encoder_config), trace, self.update.to_arrays(),
-                            len(trace.loss))
+        """The run's result: the last state, or with validation the best epoch's."""
+        globals_, weights, best_epoch = self.host_globals(), self.encoder_weights(), None
+        if self.best is not None:
+            best_epoch, weights, globals_ = self.best
+        return HybridResult(globals_, weights, dict(self.encoder_config), trace,
+                            self.update.to_arrays(), len(trace.loss),
+                            np.asarray(self.gradient_norms, dtype=np.float64),
+                            np.asarray(self.validation_curve, dtype=np.float64), best_epoch)
 
 
 def fit_hybrid(source, layers, vocab_size: int, hyper: Hyperparameters, *, seed: int,
@@ -411,8 +528,9 @@ def fit_hybrid(source, layers, vocab_size: int, hyper: Hyperparameters, *, seed:
                globals_: GlobalParameters | None = None,
                max_grad_norm: float | None = 10.0, global_statistics: str = "gibbs",
                local_sweeps: tuple[int, int] = (5, 5), prior_rates: str = "conditional",
-               classes=None, xi: float = 1.0, checkpoint_dir=None,
-               checkpoint_every: int = 50, resume: bool = False,
+               classes=None, xi: float = 1.0, elbo: bool = True, loss_scale: float = 1.0,
+               global_every: int = 1, elbo_reaches_filters: bool = True,
+               validation: Validation | None = None, checkpoint_dir=None, checkpoint_every: int = 50, resume: bool = False,
                progress=None, on_step=None, communicator=None,
                n_docs_total: int | None = None) -> HybridResult:
     """Fit the globals and the encoder by Algorithm 1 (module docstring).
@@ -433,8 +551,10 @@ def fit_hybrid(source, layers, vocab_size: int, hyper: Hyperparameters, *, seed:
                               encoder_options=encoder_options, schedule=schedule,
                               globals_=globals_, max_grad_norm=max_grad_norm,
                               global_statistics=global_statistics, local_sweeps=local_sweeps,
-                              prior_rates=prior_rates, classes=classes, xi=xi,
-                              communicator=communicator)
+                              prior_rates=prior_rates, classes=classes, xi=xi, elbo=elbo,
+                              loss_scale=loss_scale, global_every=global_every,
+                              elbo_reaches_filters=elbo_reaches_filters,
+                              validation=validation, communicator=communicator)
     trace = train(algorithm, Minibatches(source, batch_size, seed), n_steps,
                   checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every,
                   resume=resume, progress=progress, on_step=on_step,

@@ -152,8 +152,10 @@ def train(algorithm, batches, n_steps: int, *, checkpoint_dir=None, checkpoint_e
         algorithm.load(saved.arrays, saved.meta)
     last_saved = step if resume else None
     bar = _progress_bar(progress, n_steps, step, desc, unit)
+    # an algorithm may end the run before n_steps (validation's patience): ``finished``
+    stopped = lambda: bool(getattr(algorithm, "finished", False))  # noqa: E731
     try:
-        while step < n_steps:
+        while step < n_steps and not stopped():
             i = step + 1
             batch = batches.next()
             start = time.perf_counter()
@@ -171,8 +173,9 @@ def train(algorithm, batches, n_steps: int, *, checkpoint_dir=None, checkpoint_e
             trace.loss.append(report.loss)
             trace.kl.append(math.nan if report.kl is None else report.kl)
             trace.seconds.append(seconds)
-            if checkpoint_dir is not None and ((step % checkpoint_every == 0 and step < n_steps)
-                                               or (step == n_steps and save_at_end)):
+            last = step == n_steps or stopped()
+            if checkpoint_dir is not None and ((step % checkpoint_every == 0 and not last)
+                                               or (last and save_at_end)):
                 # every worker of a group takes part: its cursor, and its rows when the
                 # algorithm deals rows, go to the root (the others' state is the root's)
                 if writes or (group and deals_rows):

@@ -76,6 +76,13 @@ class FittedState:
     paper_xi_: float | None = None
     """A supervised fit: the weight of the cross-entropy per document, the paper's xi
     (:mod:`cpgbn.modes.supervised`)."""
+    validation_curve_: np.ndarray | None = field(default=None, metadata={"saved_as": "array"})
+    """A supervised fit with a validation split: its accuracy at the end of each epoch."""
+    best_epoch_: int | None = None
+    """A supervised fit with a validation split: the epoch (1-based) whose encoder and
+    globals the model keeps."""
+    gradient_norms_: np.ndarray | None = field(default=None, metadata={"saved_as": "array"})
+    """A supervised fit: the encoder gradient's norm before the clip, per step."""
     format_version_: int | None = None
     """A loaded model: the format version of its directory."""
     saved_by_version_: str | None = None

@@ -32,12 +32,26 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import CPGBNInputError, check_choice, check_positive
+import dataclasses
+import warnings
+
+from ..errors import CPGBNInputError, check_choice, check_int, check_positive
 from ..inference.hybrid import GLOBAL_STATISTICS
+from ..inference.labels import LabelCodes
+from ..inference.streams import derived_seed
 from ..layers.cells import ConvData
 from .base import FittedState, Training
 from .hybrid import HybridMode, require_torch, torch_threads
-from .minibatch import block_source
+from .minibatch import block_source, steps_per_epoch
+
+#: What the softmax reads (:data:`cpgbn.backends.torch.encoder.CLASSIFIER_INPUTS`, repeated
+#: here so that checking a parameter does not import torch).
+CLASSIFIER_INPUTS = ("theta", "hidden+theta", "hidden")
+#: Clip of the encoder gradient's norm in a supervised fit, whose loss is per unit of a
+#: document (``loss_scale``).
+MAX_GRAD_NORM = 10.0
+#: The stream of the validation split's draw (:func:`cpgbn.inference.streams.derived_seed`).
+_VALIDATION_SPLIT = 7301
 
 __all__ = ["SupervisedMode"]
 
@@ -46,7 +60,10 @@ class SupervisedMode(HybridMode):
     """sCPGBN's fit and class probabilities (module docstring)."""
 
     name = "supervised"
-    chain_parameters = HybridMode.chain_parameters + ("xi", "global_statistics")
+    chain_parameters = HybridMode.chain_parameters + (
+        "xi", "global_statistics", "classifier_input", "generative", "elbo_reaches_filters",
+        "global_every",
+        "classifier_dropout", "validation_fraction", "patience")
     #: as the hybrid; the classes are the whole corpus' (:func:`cpgbn.classifier.shared_labels`)
     distributes = True
     loss_name = ("negative ELBO plus xi times the cross-entropy, per document of the "
@@ -54,17 +71,65 @@ class SupervisedMode(HybridMode):
 
     @staticmethod
     def check_parameters(params: dict) -> dict:
+        fraction = params["validation_fraction"]
+        if not (isinstance(fraction, (int, float)) and 0.0 <= float(fraction) < 0.5):
+            raise CPGBNInputError(f"validation_fraction must be a number in [0, 0.5), got "
+                                  f"{fraction!r}")
+        dropout = params["classifier_dropout"]
+        if not (isinstance(dropout, (int, float)) and 0.0 <= float(dropout) < 1.0):
+            raise CPGBNInputError(f"classifier_dropout must be a number in [0, 1), got "
+                                  f"{dropout!r}")
+        patience = params["patience"]
+        if not isinstance(params["generative"], (bool, np.bool_)):
+            raise CPGBNInputError(f"generative must be True or False, got "
+                                  f"{params['generative']!r}")
         return dict(xi=check_positive("xi", params["xi"]),
+                    classifier_input=check_choice("classifier_input",
+                                                  params["classifier_input"],
+                                                  CLASSIFIER_INPUTS),
+                    generative=bool(params["generative"]),
+                    elbo_reaches_filters=bool(params["elbo_reaches_filters"]),
                     global_statistics=check_choice("global_statistics",
                                                    params["global_statistics"],
-                                                   GLOBAL_STATISTICS))
+                                                   GLOBAL_STATISTICS),
+                    global_every=check_int("global_every", params["global_every"], 1),
+                    classifier_dropout=float(dropout),
+                    validation_fraction=float(fraction),
+                    patience=None if patience is None else check_int("patience", patience, 1))
 
     def fit(self, training: Training) -> FittedState:
         if training.classes is None:
             raise CPGBNInputError("a supervised fit needs the classes of its labels")
+        self._split = self._validation_split(training)
         fitted = super().fit(training)
         fitted.classes_ = np.asarray(training.classes)
         return fitted
+
+    def _validation_split(self, training: Training):
+        """(fitted documents, held-out documents) as index arrays, or None: a stratified
+        share ``validation_fraction`` of the labelled documents, drawn from the fit's seed,
+        for a corpus in memory fitted by one process.  A streamed file or a distributed fit
+        has none (the last epoch is kept); so does a corpus too small to hold out one
+        document of each class twice, with a warning."""
+        fraction = self.settings["validation_fraction"]
+        if fraction == 0 or training.data is None or training.communicator is not None:
+            return None
+        codes = LabelCodes(training.classes).codes(training.labels, training.data.n_docs)
+        known = np.flatnonzero(codes >= 0)
+        counts = np.bincount(codes[known], minlength=len(training.classes))
+        n_held = int(round(fraction * len(known)))
+        if n_held < len(counts) or counts.min() < 2 or len(known) - n_held < len(counts):
+            warnings.warn(f"validation_fraction={fraction}: too few labelled documents to hold "
+                          f"out one of each class ({len(known)} labelled, classes of "
+                          f"{counts.min()} to {counts.max()}); the fit keeps its last epoch",
+                          UserWarning, stacklevel=2)
+            return None
+        from sklearn.model_selection import train_test_split
+        seed = derived_seed(training.seed, _VALIDATION_SPLIT) % (2 ** 32)
+        fitted, held = train_test_split(known, test_size=n_held, stratify=codes[known],
+                                        random_state=seed)
+        fitted = np.sort(np.concatenate([fitted, np.flatnonzero(codes < 0)]))
+        return fitted, np.sort(held)
 
     def block_source(self, training: Training):
         """A corpus in memory as one block, so that every minibatch is drawn from the whole
@@ -72,23 +137,51 @@ class SupervisedMode(HybridMode):
         documents then give minibatches of one class for a whole block, after which the
         softmax predicts the last block's class for everything (seen on SUBJ: one class for
         every test document).  A streamed file is read in blocks; :func:`cpgbn.classifier.
-        file_classes` warns when its labels come in runs."""
+        file_classes` warns when its labels come in runs.  With a validation split, the
+        fitted documents only."""
         if training.data is None:
             return block_source(training)
+        split = getattr(self, "_split", None)
+        if split is not None:
+            from ..layers.batches import subset_cells
+            fitted = split[0]
+            training = dataclasses.replace(training, data=subset_cells(training.data, fitted),
+                                           labels=np.asarray(training.labels)[fitted])
         return block_source(training, memory_block_docs=max(training.data.n_docs, 1))
 
     def learn(self, training: Training, source, common: dict):
-        from ..inference.hybrid import fit_hybrid
+        from ..inference.hybrid import Validation, fit_hybrid
         s = self.settings
         # the corpus' mean units per document: over every worker's documents
-        paper_xi = self.paper_xi(training.n_tokens, common.get("n_docs_total", source.n_docs))
+        paper_xi = self.paper_xi(training.n_tokens, training.data.n_docs
+                                 if training.data is not None and training.communicator is None
+                                 else common.get("n_docs_total", source.n_docs))
+        validation = None
+        split = getattr(self, "_split", None)
+        if split is not None:
+            from ..layers.batches import subset_cells
+            held = split[1]
+            codes = LabelCodes(training.classes).codes(np.asarray(training.labels)[held],
+                                                       len(held))
+            validation = Validation(subset_cells(training.data, held), codes,
+                                    every=steps_per_epoch(source.n_docs, s["batch_size"],
+                                                          source.block_docs),
+                                    patience=s["patience"])
         with torch_threads(s["n_threads"]):
             run = fit_hybrid(source, training.layers, len(training.vocabulary), training.hyper,
                              device=s["device"] or "cpu", learning_rate=s["learning_rate"],
                              classes=training.classes, xi=paper_xi,
-                             global_statistics=s["global_statistics"], **common)
+                             global_statistics=s["global_statistics"],
+                             encoder_options=dict(classifier_input=s["classifier_input"],
+                                                  classifier_dropout=s["classifier_dropout"]),
+                             elbo=s["generative"], loss_scale=s["xi"] / paper_xi,
+                             global_every=s["global_every"], validation=validation,
+                             elbo_reaches_filters=s["elbo_reaches_filters"],
+                             max_grad_norm=MAX_GRAD_NORM, **common)
         return run, dict(encoder_config_=run.encoder_config,
-                         encoder_weights_=run.encoder_weights, paper_xi_=paper_xi)
+                         encoder_weights_=run.encoder_weights, paper_xi_=paper_xi,
+                         validation_curve_=run.validation_curve if validation else None,
+                         best_epoch_=run.best_epoch, gradient_norms_=run.gradient_norms)
 
     def paper_xi(self, n_tokens: int, n_docs: int) -> float:
         """The paper's xi (the weight of L_c against L_g per document) for the estimator's
@@ -106,13 +199,12 @@ class SupervisedMode(HybridMode):
 
     def probabilities(self, fitted: FittedState, data: ConvData) -> np.ndarray:
         """(N, C) class probabilities of the documents ``data``: the softmax of the encoder's
-        mean path (module docstring), one encoder built for both."""
+        mean path (module docstring)."""
         s = self.settings
         backend = self._encoder(fitted)
         with torch_threads(s["n_threads"]):
-            _, thetas = backend.mean_path(fitted.globals_.phi, data, batch_size=512,
-                                          head_precision=s["encoder_precision"], with_w=False)
-            return backend.class_probabilities(thetas, np.diff(data.doc_positions))
+            return backend.class_probabilities(fitted.globals_.phi, data, batch_size=512,
+                                               head_precision=s["encoder_precision"])
 
     def attributions(self, fitted: FittedState, data: ConvData, targets) -> np.ndarray:
         """(P, K_1): how much each position and kernel of the documents ``data`` moved them

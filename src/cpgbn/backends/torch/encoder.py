@@ -71,7 +71,7 @@ from .packed import PackedDocuments, gather_rows, segment_sum
 from .weibull import weibull_mean, weibull_rsample
 
 __all__ = ["WeibullConvEncoder", "EncoderOutput", "WeibullSample", "SHAPE_RANGE",
-           "LOG_SCALE_RANGE", "W_SHAPE_ABOVE"]
+           "LOG_SCALE_RANGE", "W_SHAPE_ABOVE", "CLASSIFIER_INPUTS"]
 
 #: Bounds of the encoder's Weibull shapes (Sigma, sigma^(t)).  Below: a draw is
 #: lambda E^(1/k), so k >= 0.1 keeps the exponent <= 10 (the draw spans at most
@@ -92,6 +92,10 @@ W_SHAPE_ABOVE = ("paper", "pooled")
 LOG_SCALE_RANGE = (-40.0, 20.0)
 _LOG_SHAPE_RANGE = (math.log(SHAPE_RANGE[0]), math.log(SHAPE_RANGE[1]))
 _POOLINGS = ("mean", "max")
+#: What sCPGBN's softmax reads (:meth:`WeibullConvEncoder.class_logits`): "theta", the paper's
+#: theta^(1..T); "hidden+theta", the pooled first hidden layer h^(1) beside them; "hidden",
+#: h^(1) alone (the one-hot CNN that the discriminative baseline trains).
+CLASSIFIER_INPUTS = ("theta", "hidden+theta", "hidden")
 
 
 @dataclass
@@ -101,12 +105,18 @@ class EncoderOutput:
     position_shape, position_scale : (P, K_1) -- Sigma and Lambda of q(w), per position row.
     layer_shape, layer_scale : lists of (B, K_t) for t = 2..T (index t - 2) -- sigma^(t),
         lambda^(t).
+    pooled_hidden : (B, K_1) -- h^(1) = pool(H), what the upper layers read (and the softmax
+        with ``classifier_input`` "hidden+theta" or "hidden").
+    padded_hidden : (P + 1, K_1) -- H with its zero sentinel row: every path from a
+        document's words to the outputs goes through it (explanations differentiate by it).
     """
 
     position_shape: torch.Tensor
     position_scale: torch.Tensor
     layer_shape: list
     layer_scale: list
+    pooled_hidden: torch.Tensor | None = None
+    padded_hidden: torch.Tensor | None = None
 
 
 @dataclass
@@ -164,7 +174,8 @@ class WeibullConvEncoder(nn.Module):
     """
 
     def __init__(self, vocab_size: int, layers, filter_width: int, *, pooling: str = "mean",
-                 w_shape_above: str = "pooled", n_classes: int = 0):
+                 w_shape_above: str = "pooled", n_classes: int = 0,
+                 classifier_input: str = "theta", classifier_dropout: float = 0.0):
         super().__init__()
         layers = tuple(int(k) for k in layers)
         if int(vocab_size) < 1:
@@ -195,8 +206,30 @@ class WeibullConvEncoder(nn.Module):
         if int(n_classes) < 0 or int(n_classes) == 1:
             raise CPGBNInputError(f"n_classes must be 0 (no classifier) or >= 2, got {n_classes}")
         self.n_classes = int(n_classes)
-        # sCPGBN (paper section 2.3): a softmax on the concatenation of theta^(1..T)
-        self.classifier = nn.Linear(sum(layers), self.n_classes) if self.n_classes else None
+        if classifier_input not in CLASSIFIER_INPUTS:
+            raise CPGBNInputError(f"classifier_input must be one of {CLASSIFIER_INPUTS}, got "
+                                  f"{classifier_input!r}")
+        if not 0.0 <= float(classifier_dropout) < 1.0:
+            raise CPGBNInputError(f"classifier_dropout must be in [0, 1), got "
+                                  f"{classifier_dropout!r}")
+        self.classifier_input = classifier_input
+        self.classifier_dropout = float(classifier_dropout)
+        # sCPGBN (paper section 2.3): a softmax on the concatenation of theta^(1..T) (and of
+        # the pooled first hidden layer, by classifier_input)
+        width = {"theta": sum(layers), "hidden+theta": K1 + sum(layers), "hidden": K1}
+        self.classifier = (nn.Linear(width[classifier_input], self.n_classes)
+                           if self.n_classes else None)
+
+    @property
+    def reads_hidden(self) -> bool:
+        """Whether the softmax reads h^(1) (``classifier_input`` "hidden+theta" or "hidden")."""
+        return self.classifier_input != "theta"
+
+    @property
+    def reads_theta(self) -> bool:
+        """Whether the softmax reads theta^(1..T) (``classifier_input`` "theta" or
+        "hidden+theta")."""
+        return self.classifier_input != "hidden"
 
     # ------------------------------------------------------------------ deterministic part
     @property
@@ -262,28 +295,38 @@ class WeibullConvEncoder(nn.Module):
         return self.position_head(self._position_window(padded, batch, rows))
 
     def _document_path(self, H: torch.Tensor, batch: PackedDocuments):
-        """sigma^(t), lambda^(t) for t = 2..T from h^(1) = pool(H): two lists of (B, K_t)."""
-        h = self.pool(H, batch)
+        """sigma^(t), lambda^(t) for t = 2..T from h^(1) = pool(H): two lists of (B, K_t), and
+        h^(1) itself, (B, K_1)."""
+        h = pooled = self.pool(H, batch)
         layer_shape, layer_scale = [], []
         for hidden, head, K in zip(self.hidden, self.heads, self.layers[1:]):
             h = torch.relu(hidden(h))
             shape, scale = self._shape_and_scale(head(h), K)
             layer_shape.append(shape)
             layer_scale.append(scale)
-        return layer_shape, layer_scale
+        return layer_shape, layer_scale, pooled
 
-    def forward(self, batch: PackedDocuments) -> EncoderOutput:
-        """Sigma, Lambda (per position) and sigma^(t), lambda^(t) (per document)."""
+    def forward(self, batch: PackedDocuments, *, hidden_gradient: bool = True) -> EncoderOutput:
+        """Sigma, Lambda (per position), sigma^(t), lambda^(t) and h^(1) (per document).
+
+        ``hidden_gradient=False``: the heads (Sigma, Lambda and the upper layers) read H
+        detached, so a loss of theirs (the ELBO) sends no gradient into the first layer's
+        filters C_1, b_1; ``pooled_hidden`` keeps its gradient (the softmax's path)."""
         padded = self._padded_hidden(batch)
-        H = padded[:-1]
-        pre = self._position_pre(padded, batch)
+        heads = padded if hidden_gradient else padded.detach()
+        pre = self._position_pre(heads, batch)
         position_shape, position_scale = self._shape_and_scale(pre, self.layers[0])
-        return EncoderOutput(position_shape, position_scale, *self._document_path(H, batch))
+        layer_shape, layer_scale, pooled = self._document_path(heads[:-1], batch)
+        if not hidden_gradient:
+            pooled = self.pool(padded[:-1], batch)
+        return EncoderOutput(position_shape, position_scale, layer_shape, layer_scale, pooled,
+                             padded)
 
     @torch.no_grad()
     def mean_thetas(self, batch: PackedDocuments, phi=(), *, chunk_positions: int = 2048,
                     w_out: torch.Tensor | None = None,
-                    head_dtype: torch.dtype | None = None) -> list:
+                    head_dtype: torch.dtype | None = None,
+                    hidden_out: torch.Tensor | None = None) -> list:
         """theta^(1..T) of ``sample(batch, phi, mean=True)`` (equal up to float rounding)
         without its (P, K_1) tensors: a list of (B, K_t), no gradient.  With ``w_out``, a
         (P, K_1) tensor, the Weibull means of w (``sample``'s ``w``) are also written into it
@@ -304,6 +347,9 @@ class WeibullConvEncoder(nn.Module):
         has bfloat16 dot products (AVX512-BF16, AMX) or on a GPU; emulated, and slower,
         elsewhere.  ``benchmarks/hybrid_imdb.py`` measures its time and its features'
         accuracy.
+
+        ``hidden_out``, a (B, K_1) tensor, receives h^(1) = pool(H) (what the softmax reads
+        beside the thetas with ``classifier_input`` "hidden+theta").
         """
         phi = self._check_phi(phi)
         K1 = self.layers[0]
@@ -312,7 +358,9 @@ class WeibullConvEncoder(nn.Module):
                                   f"{tuple(w_out.shape)}")
         padded = self._padded_hidden(batch)
         H = padded[:-1]
-        layer_shape, layer_scale = self._document_path(H, batch)
+        layer_shape, layer_scale, pooled = self._document_path(H, batch)
+        if hidden_out is not None:
+            hidden_out.copy_(pooled)
         phi = [torch.as_tensor(p, dtype=H.dtype, device=H.device) for p in phi]
         upper, _, _ = self._top_down(layer_shape, layer_scale, phi, weibull_mean)
         from_above = self._w_shape_from_above(upper, phi, batch)     # (B, K_1) or None
@@ -346,22 +394,43 @@ class WeibullConvEncoder(nn.Module):
         return [theta1] + upper
 
     # ------------------------------------------------------------------ the classifier
-    def class_logits(self, thetas, n_positions: torch.Tensor) -> torch.Tensor:
-        """sCPGBN's softmax layer (paper section 2.3) on theta^(1..T) of B documents: (B, C)
-        logits = W z_j + b, z_j = [ln(1 + theta^(t)_j / S_j)]_{t = 1..T} concatenated.
+    def class_logits(self, thetas, n_positions: torch.Tensor, hidden: torch.Tensor | None = None,
+                     *, generator: torch.Generator | None = None) -> torch.Tensor:
+        """sCPGBN's softmax layer (paper section 2.3) on B documents: (B, C) logits
+        = W z_j + b, z_j the concatenation of what ``classifier_input`` names:
+        ln(1 + h^(1)_j) for the pooled first hidden layer (``hidden``, (B, K_1)) and
+        ln(1 + theta^(t)_j / S_j), t = 1..T (``thetas``).
 
         The paper feeds the concatenation of the thetas and says no more.  theta^(1)_j sums
         w over the document's S_j positions and grows with its length (and with the
         observation model's pseudo-count per token), the upper layers with it, so the raw
         values span orders of magnitude across a corpus of 5-word questions and 1000-word
         reviews; divided by S_j (as the unsupervised features are divided by the length) and
-        log-compressed, every unit enters the softmax on one scale.  Differentiable in the
-        encoder's parameters (the reparameterised draw) and in W, b."""
+        log-compressed, every unit enters the softmax on one scale.  h^(1), the mean over
+        positions of relu(C_1 * X + b_1), is on one scale already and log-compressed alike.
+
+        ``generator``: in training mode with ``classifier_dropout`` p > 0, each entry of z is
+        zeroed with probability p (the rest scaled by 1 / (1 - p)), the mask drawn from this
+        generator (so a step's mask is a function of its seed); none in evaluation mode.
+        Differentiable in the encoder's parameters (the reparameterised draw) and in W, b."""
         if self.classifier is None:
             raise CPGBNInputError("this encoder has no classifier (n_classes = 0)")
-        per_position = n_positions.to(thetas[0].dtype)[:, None]
-        z = torch.cat([torch.log1p(theta / per_position) for theta in thetas], dim=1)
-        return self.classifier(z.to(self.classifier.weight.dtype))
+        parts = []
+        if self.reads_hidden:
+            if hidden is None:
+                raise CPGBNInputError("this classifier reads the pooled hidden layer h^(1): "
+                                      "pass hidden")
+            parts.append(torch.log1p(hidden))
+        if self.reads_theta:
+            per_position = n_positions.to(thetas[0].dtype)[:, None]
+            parts += [torch.log1p(theta / per_position) for theta in thetas]
+        dtype = self.classifier.weight.dtype
+        z = torch.cat([part.to(dtype) for part in parts], dim=1)
+        if self.training and self.classifier_dropout > 0:
+            keep = 1.0 - self.classifier_dropout
+            mask = torch.rand(z.shape, generator=generator, device=z.device) < keep
+            z = z * mask.to(z.dtype) / keep
+        return self.classifier(z)
 
     # ------------------------------------------------------------------ top-down draws
     def _check_phi(self, phi) -> list:

@@ -119,13 +119,15 @@ class TorchEncoderBackend:
 
     # ------------------------------------------------------------------ training
     def gradient(self, batch, groups: list, seed: int, globals_, rate_prior=None,
-                 supervision=None):
+                 supervision=None, *, elbo: bool = True, loss_scale: float = 1.0,
+                 elbo_reaches_filters: bool = True):
         """Zero the gradient; for each group of documents of ``batch`` (index arrays; one
         group: the batch as it is), draw from q with the step's generator (seeded by ``seed``,
-        so the groups draw in turn) and add the group's share of the batch's mean negative
-        ELBO to the gradient.  Returns (loss, KL) per document as floats and the last
-        group's :class:`EncoderDraw`.  The documents are independent given the globals, so the
-        batch's gradient is the sum of its groups', whatever the grouping.
+        so the groups draw in turn) and add the group's share of the batch's mean loss
+        (times ``loss_scale``) to the gradient.  Returns (loss, KL) per document as floats
+        (unscaled) and the last group's :class:`EncoderDraw`.  The documents are independent
+        given the globals, so the batch's gradient is the sum of its groups', whatever the
+        grouping.
 
         ``rate_prior``: (e0, f0), the prior of the rates c: the KL terms take the rates'
         conditional means at the draw (:func:`~.elbo.conditional_rates`); None: rates 1.
@@ -135,12 +137,19 @@ class TorchEncoderBackend:
         L_g + xi L_c (paper section 2.3), L_c the cross-entropy of the softmax
         (:meth:`~.encoder.WeibullConvEncoder.class_logits`) on the encoder's mean path's
         theta^(1..T) (the Weibull means, top-down, from the same forward pass as the draw)
-        for a labelled document, 0 for an unlabelled one.  The mean path and not the draw:
+        and its pooled first hidden layer, by the encoder's ``classifier_input``, for a
+        labelled document, 0 for an unlabelled one.  The mean path and not the draw:
         predictions read the mean path, and with the small Weibull shapes of text (down to
         0.1) a draw's theta is typically orders of magnitude below its mean (the median of
         Weibull(0.1, lambda) is 7e-9 of its mean), so a softmax trained on draws predicted one
-        class for every SUBJ test document from the means (docs/classifier.md).  :attr:`last_cross_entropy` keeps the batch's
-        (sum of L_c, labelled documents, correct predictions at the draw)."""
+        class for every SUBJ test document from the means (docs/classifier.md).
+        :attr:`last_cross_entropy` keeps the batch's (sum of L_c, labelled documents, correct
+        predictions at the mean path).  ``elbo=False``: the cross-entropy alone, no draw
+        (the discriminative baseline: the same network without its generative half; the
+        returned KL is 0 and the draw None).  ``elbo_reaches_filters=False``: the ELBO's
+        gradient stops at the first layer's output H (``forward(hidden_gradient=False)``), so
+        the filters C_1 learn from the cross-entropy alone and the generative half trains the
+        layers above them."""
         generator = torch.Generator(device=self.device)
         generator.manual_seed(seed)
         self.encoder.train()
@@ -154,44 +163,54 @@ class TorchEncoderBackend:
             if supervision is not None:
                 codes, xi = supervision
                 labels = (torch.as_tensor(np.asarray(codes)[docs], device=self.device), xi)
-            draw, part_loss, part_kl = self._loss_and_gradient(packed, generator, batch.n_docs,
-                                                               globals_, rate_prior, labels)
+            draw, part_loss, part_kl = self._loss_and_gradient(
+                packed, generator, batch.n_docs, globals_, rate_prior, labels, elbo=elbo,
+                loss_scale=loss_scale, elbo_reaches_filters=elbo_reaches_filters)
             loss, kl = loss + part_loss, kl + part_kl
         if supervision is not None:
             self.last_cross_entropy = tuple(self.last_cross_entropy)
         return loss, kl, draw
 
     def _loss_and_gradient(self, packed, generator, n_batch: int, globals_, rate_prior,
-                           labels=None):
+                           labels=None, *, elbo: bool = True, loss_scale: float = 1.0,
+                           elbo_reaches_filters: bool = True):
         """Draw from q for the documents ``packed`` (part of a batch of ``n_batch``) and add
         their share of the batch's mean loss to the gradient; returns (the draw, their share
         of the loss, of the KL).  ``labels``: (class codes of these documents, xi) or None."""
         g = globals_
-        output = self.encoder(packed)
-        sample = self.encoder.sample(packed, g.phi, generator=generator, output=output)
-        rates = None if rate_prior is None else conditional_rates(sample, g.r, *rate_prior)
-        terms = elbo_terms(packed, sample, g.D, g.phi, g.r, rates)
-        loss = terms.negative_elbo.sum()
+        output = self.encoder(packed, hidden_gradient=elbo_reaches_filters or labels is None)
+        draw, loss, kl = None, None, 0.0
+        if elbo:
+            sample = self.encoder.sample(packed, g.phi, generator=generator, output=output)
+            rates = None if rate_prior is None else conditional_rates(sample, g.r, *rate_prior)
+            terms = elbo_terms(packed, sample, g.D, g.phi, g.r, rates)
+            loss = terms.negative_elbo.sum()
+            kl = float(torch.stack(terms.kl).sum(dim=0).sum().detach()) / n_batch
+            draw = EncoderDraw(packed, sample, rates)
         if labels is not None:
             codes, xi = labels
             known = codes >= 0
             if bool(known.any()):
                 # the softmax reads the encoder's mean path, as it does at prediction time
-                mean = self.encoder.sample(packed, g.phi, mean=True, output=output)
-                logits = self.encoder.class_logits(mean.theta, packed.n_positions)[known]
+                thetas = (self.encoder.sample(packed, g.phi, mean=True, output=output).theta
+                          if self.encoder.reads_theta else None)
+                logits = self.encoder.class_logits(thetas, packed.n_positions,
+                                                   output.pooled_hidden,
+                                                   generator=generator)[known]
                 target = codes[known]
                 cross_entropy = torch.nn.functional.cross_entropy(
                     logits.to(torch.float64), target, reduction="sum")
-                loss = loss + xi * cross_entropy
+                loss = xi * cross_entropy if loss is None else loss + xi * cross_entropy
                 tally = self.last_cross_entropy
                 tally[0] += float(cross_entropy.detach())
                 tally[1] += int(known.sum())
                 tally[2] += int((logits.detach().argmax(dim=1) == target).sum())
+        if loss is None:    # no ELBO and no labelled document: nothing to learn from
+            return draw, 0.0, kl
         loss = loss / n_batch
-        kl = float(torch.stack(terms.kl).sum(dim=0).sum().detach()) / n_batch
         if torch.isfinite(loss):
-            loss.backward()
-        return EncoderDraw(packed, sample, rates), float(loss.detach()), kl
+            (loss * loss_scale).backward()
+        return draw, float(loss.detach()), kl
 
     def average_gradients(self, communicator, n_docs: int, loss: float,
                           kl: float) -> tuple[float, float, int]:
@@ -222,11 +241,14 @@ class TorchEncoderBackend:
             offset += size
         return loss_sum / n_total, kl_sum / n_total, int(round(n_total))
 
-    def apply_gradient(self, max_grad_norm: float | None) -> None:
-        """Clip the gradient's norm at ``max_grad_norm`` (None: no clip), then Adam's step."""
-        if max_grad_norm is not None:
-            torch.nn.utils.clip_grad_norm_(self.encoder.parameters(), max_grad_norm)
+    def apply_gradient(self, max_grad_norm: float | None) -> float:
+        """Clip the gradient's norm at ``max_grad_norm`` (None: no clip), then Adam's step.
+        Returns the gradient's norm before the clip."""
+        params = [p for p in self.encoder.parameters() if p.grad is not None]
+        norm = torch.nn.utils.clip_grad_norm_(
+            params, float("inf") if max_grad_norm is None else max_grad_norm)
         self.optimizer.step()
+        return float(norm)
 
     @staticmethod
     def draw_locals(draw: EncoderDraw) -> tuple:
@@ -277,39 +299,55 @@ class TorchEncoderBackend:
                 w[positions[lo]:positions[hi]] = w_batch.cpu().numpy()
         return w, thetas
 
-    def class_probabilities(self, thetas, n_positions, *, batch_size: int = 4096) -> np.ndarray:
-        """sCPGBN's softmax (:meth:`~.encoder.WeibullConvEncoder.class_logits`) on theta^(1..T)
-        given as numpy arrays ((N, K_t) each) with S_j per document: (N, C) float64
-        probabilities, no randomness."""
-        n = len(n_positions)
-        out = np.empty((n, self.encoder.n_classes))
+    def class_probabilities(self, phi, data, *, batch_size: int = 512,
+                            head_precision: str = "float32") -> np.ndarray:
+        """sCPGBN's softmax (:meth:`~.encoder.WeibullConvEncoder.class_logits`) on the mean
+        path of the documents ``data`` (theta^(1..T) and h^(1), ``batch_size`` documents at a
+        time): (N, C) float64 probabilities, no randomness."""
+        encoder = self.encoder
+        head_dtype = torch.bfloat16 if head_precision == "bfloat16" else None
+        out = np.empty((data.n_docs, encoder.n_classes))
+        encoder.eval()
         with torch.no_grad():
-            for lo in range(0, n, batch_size):
-                hi = min(n, lo + batch_size)
-                part = [torch.as_tensor(t[lo:hi], device=self.device) for t in thetas]
-                logits = self.encoder.class_logits(
-                    part, torch.as_tensor(np.asarray(n_positions[lo:hi]), device=self.device))
+            for lo in range(0, data.n_docs, batch_size):
+                hi = min(data.n_docs, lo + batch_size)
+                batch = pack(data, np.arange(lo, hi), device=self.device)
+                hidden = batch.position_doc.new_empty((hi - lo, encoder.layers[0]),
+                                                      dtype=torch.float32)
+                thetas = encoder.mean_thetas(batch, phi, head_dtype=head_dtype,
+                                             hidden_out=hidden)
+                logits = encoder.class_logits([t.double() for t in thetas], batch.n_positions,
+                                              hidden)
                 out[lo:hi] = torch.softmax(logits.double(), dim=1).cpu().numpy()
         return out
 
     def class_attributions(self, phi, data, targets) -> np.ndarray:
-        """How much each (position, kernel) of the documents ``data`` moved them towards the
+        """How much each (position, unit) of the documents ``data`` moved them towards the
         classes ``targets`` (one index per document): (P, K_1) float64, the gradient of the
         target's log-odds, ln p(c | doc) - ln(1 - p(c | doc)) = z_c - logsumexp_{c' != c} z_c'
-        (z the logits), with respect to w_jks, times w_jks, at the encoder's mean path
-        (gradient times input).  The softmax reads theta^(1)_jk = sum_s w_jks, so a
-        position's entries say how much of the decision its window's kernels carry (to first
-        order; the upper layers' theta, computed from the pooled first hidden layer, do not
-        depend on w).  The log-odds, not ln p(c | doc): where the softmax is sure, the latter
-        is flat and every gradient vanishes."""
+        (z the logits), times the input, at the encoder's mean path.  The log-odds, not
+        ln p(c | doc): where the softmax is sure, the latter is flat and every gradient
+        vanishes.
+
+        The input is what carries a window's words to the softmax: for a softmax on theta
+        alone (``classifier_input="theta"``), the weights w_jks (theta^(1)_jk = sum_s w_jks;
+        the upper layers' theta, computed from the pooled first hidden layer, do not depend
+        on w), so a unit is a kernel; when the softmax also reads h^(1), the first hidden
+        layer H_js = relu(C_1 * X + b_1) at the window, through which every path from the
+        window's words runs (to h^(1) and to w), so a unit is a filter of the encoder."""
         batch = pack(data, device=self.device)
-        sample = self.encoder.sample(batch, phi, mean=True)
-        logits = self.encoder.class_logits(sample.theta, batch.n_positions).double()
+        self.encoder.eval()
+        output = self.encoder(batch)
+        sample = self.encoder.sample(batch, phi, mean=True, output=output)
+        logits = self.encoder.class_logits(sample.theta, batch.n_positions,
+                                           output.pooled_hidden).double()
         index = torch.as_tensor(np.asarray(targets), device=logits.device)[:, None]
         others = logits.scatter(1, index, float("-inf"))
         log_odds = logits.gather(1, index)[:, 0] - torch.logsumexp(others, dim=1)
-        (grad_w,) = torch.autograd.grad(log_odds.sum(), [sample.w])
-        return (grad_w * sample.w).detach().double().cpu().numpy()
+        by = output.padded_hidden if self.encoder.reads_hidden else sample.w
+        (grad,) = torch.autograd.grad(log_odds.sum(), [by])
+        contribution = (grad * by)[:batch.n_total_positions]
+        return contribution.detach().double().cpu().numpy()
 
     # ------------------------------------------------------------------ checkpoints
     def weights(self) -> dict:
