@@ -39,7 +39,7 @@ def phase_train(args, model_dir: Path) -> dict:
         keep = np.sort(np.random.default_rng(0).choice(len(texts), args.docs, replace=False))
         texts, labels = [texts[i] for i in keep], [labels[i] for i in keep]
     model = CPGBNClassifier(layers=LAYERS, n_epochs=args.epochs, random_state=0,
-                            n_threads=args.threads, device=args.device)
+                            n_threads=args.threads, device=args.device, **_settings(args))
     start = time.perf_counter()
     model.fit(texts, labels)
     seconds = time.perf_counter() - start
@@ -49,6 +49,19 @@ def phase_train(args, model_dir: Path) -> dict:
                 seconds_per_epoch=round(seconds / args.epochs, 1),
                 seconds_per_step=round(float(sum(model.step_seconds_)) / steps, 3),
                 n_steps=steps, paper_xi=model.paper_xi_)
+
+
+def _settings(args) -> dict:
+    """``--set name=value`` pairs as the classifier's parameters (values read as JSON where
+    they parse: numbers, booleans; strings otherwise)."""
+    out = {}
+    for item in args.set or []:
+        name, _, value = item.partition("=")
+        try:
+            out[name] = json.loads(value)
+        except json.JSONDecodeError:
+            out[name] = value
+    return out
 
 
 def phase_predict(args, model_dir: Path) -> dict:
@@ -84,6 +97,8 @@ def main(argv=None):
                    help="train on N reviews drawn at random (seed 0) only")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--device", default=None)
+    p.add_argument("--set", action="append", default=None, metavar="NAME=VALUE",
+                   help="a parameter of the classifier other than its default (repeatable)")
     p.add_argument("--out", default=None)
     p.add_argument("--phase", default=None, help=argparse.SUPPRESS)
     p.add_argument("--model-dir", default=None, help=argparse.SUPPRESS)
@@ -100,10 +115,12 @@ def main(argv=None):
     passed += [f"--data-dir={args.data_dir}"] if args.data_dir else []
     passed += [f"--docs={args.docs}"] if args.docs else []
     passed += [f"--device={args.device}"] if args.device else []
+    passed += [f"--set={item}" for item in args.set or []]
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = Path(tmp) / "model"
         phases = [run_phase(name, passed, model_dir) for name in ("train", "predict")]
     record = dict(benchmark="classifier_imdb", layers=list(LAYERS), threads=args.threads,
+                  settings=_settings(args),
                   device=args.device or "cpu", phases=phases,
                   command="python benchmarks/classifier_imdb.py " + " ".join(
                       (argv if argv is not None else sys.argv[1:])), **provenance())

@@ -173,8 +173,10 @@ def test_the_discriminative_baseline_learns_by_the_cross_entropy_alone():
 
 def test_the_fitted_classifier_records_its_model_selection(tmp_path):
     texts, labels = phrase_corpus(160, seed=2)
-    model = small(n_epochs=6, validation_fraction=0.2, patience=None).fit(texts, labels)
+    model = small(n_epochs=6, validation_fraction=0.2, patience=None, batch_size=32).fit(
+        texts, labels)
     assert len(model.validation_curve_) == 6
+    assert len(model.loss_trace_) == 6 * 4     # 128 fitted documents (32 held out), 4 batches
     assert model.best_epoch_ == int(np.argmax(model.validation_curve_)) + 1
     assert len(model.gradient_norms_) == len(model.loss_trace_)
     model.save(tmp_path / "m")

@@ -2,7 +2,8 @@
 model that is also a classifier, with scikit-learn's conventions.
 
 ``CPGBNClassifier(layers=(200, 100, 50)).fit(texts, labels)`` trains CPGBN's Weibull
-convolutional encoder with a softmax on the concatenation of theta^(1..T), on the loss
+convolutional encoder with a softmax (on the concatenation of theta^(1..T) in the paper; by
+default here on its pooled first hidden layer too: ``classifier_input``), on the loss
 L = L_g + xi L_c per document (negative ELBO plus xi times the cross-entropy), and the globals
 (kernels D, Phi^(2..T)) by TLASGR-MCMC (:mod:`cpgbn.modes.supervised`).  ``predict_proba`` is the
 softmax of the encoder's mean path: deterministic, one forward pass per document.  Everything
@@ -177,8 +178,9 @@ def file_classes(text_file: TextFile, *, block_lines: int = BLOCK_DOCS,
 
 
 class CPGBNClassifier(ClassifierMixin, CPGBN):
-    """sCPGBN: CPGBN with a softmax on theta^(1..T), trained on L = L_g + xi L_c (paper
-    section 2.3) by the hybrid inference (Weibull encoder + TLASGR-MCMC).
+    """sCPGBN: CPGBN with a softmax on its encoder, trained on L = L_g + xi L_c (paper
+    section 2.3) by the hybrid inference (Weibull encoder + TLASGR-MCMC), the best epoch on a
+    validation split of the training data kept.
 
     Parameters
     ----------
@@ -189,16 +191,42 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
         Weight of the cross-entropy per unit of a document's observed counts: the loss per
         document is L_g + xi' L_c with the paper's xi' = ``xi`` times the mean units of a
         training document (tokens times ``token_count``'s pseudo-count), because L_g grows
-        with them (:mod:`cpgbn.modes.supervised`); ``paper_xi_`` records xi'.
+        with them (:mod:`cpgbn.modes.supervised`); ``paper_xi_`` records xi'.  The gradient
+        is taken of the loss per unit (the clip at norm 10 reads it).
+    classifier_input : {"hidden+theta", "theta", "hidden"}, default "hidden+theta"
+        What the softmax reads: "theta", the paper's theta^(1..T) (ln(1 + theta / S_j));
+        "hidden", the pooled first hidden layer of the encoder h^(1) (ln(1 + h^(1)), the
+        mean over positions of relu(C_1 * X + b_1): a one-hot convolution); "hidden+theta",
+        both.
+    generative : bool, default True
+        False: the encoder's network trained by the cross-entropy alone, the globals left at
+        their random start: the discriminative baseline of the same network (`cpgbn
+        evaluate --supervised` shows it beside the classifier).
+    elbo_reaches_filters : bool, default True
+        False: the ELBO's gradient stops at the first hidden layer, so the filters C_1 the
+        softmax reads through h^(1) learn from the cross-entropy alone and the generative
+        half trains the layers above them.
     global_statistics : {"gibbs", "encoder"}, default "gibbs"
         Where the TLASGR step's statistics of the globals come from
         (:mod:`cpgbn.modes.supervised`): local Gibbs chains (the globals are the unsupervised
         model's) or the encoder's draw (the paper's Algorithm 1; the labels reach the kernels).
+    global_every : int, default 1
+        The globals' step every this many minibatches (1: every one, Algorithm 1).
+    classifier_dropout : float, default 0.0
+        Dropout on the softmax's input during training.
+    validation_fraction : float, default 0.1
+        Share of the labelled training documents held out (stratified, drawn from the seed)
+        and scored after every epoch; the encoder and globals of the best epoch are kept.
+        0: none, the last epoch is kept (as for a streamed file or a distributed fit, which
+        hold none out).
+    patience : int or None, default 3
+        Stop after this many epochs without a better validation accuracy (None: run every
+        epoch of ``n_epochs``).
     semi_supervised : bool, default False
         Whether documents without a label (None, "" or NaN in ``y``) are allowed: they add
         their negative ELBO alone.  False: a missing label is an error.
     batch_size, n_epochs, learning_rate, encoder_precision, device
-        The hybrid inference's (:class:`~cpgbn.model.CPGBN`).
+        The hybrid inference's (:class:`~cpgbn.model.CPGBN`); ``n_epochs`` is the most epochs.
     feature_normalization, random_state, n_threads, memory_limit, progress
         As :class:`~cpgbn.model.CPGBN`'s.
 
@@ -208,6 +236,12 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
         The classes, in the order of ``predict_proba``'s columns.
     paper_xi_ : float
         The paper's xi of the fit: the weight of L_c against L_g per document.
+    validation_curve_ : ndarray (epochs run,)
+        The validation accuracy after each epoch (absent without a validation split).
+    best_epoch_ : int
+        The epoch (1-based) whose state the model keeps (absent without a validation split).
+    gradient_norms_ : ndarray (steps,)
+        The encoder gradient's norm before the clip, per step.
     Every fitted attribute of a hybrid CPGBN (``vocabulary_``, ``globals_``, ``encoder_*``,
     ``loss_trace_``, ...).
     """
@@ -265,7 +299,8 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
     # ------------------------------------------------------------------ prediction
     def predict_proba(self, X) -> np.ndarray:
         """(N, C) class probabilities, columns in ``classes_`` order: the softmax of the
-        encoder's mean theta^(1..T), the same on every call."""
+        encoder's mean path (theta^(1..T), h^(1), as ``classifier_input`` says), the same on
+        every call."""
         self._check_fitted()
         settings = self._run_settings()
         mode = self._mode(settings)

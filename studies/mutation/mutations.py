@@ -46,6 +46,14 @@ def glue(id, path, old, new, description, target, tests) -> Mutation:
     return Mutation(id, path, old, new, description, target, "issue 35", tests)
 
 
+#: issue 47's mutations: the classifier's training, caught by its tests
+CLASSIFIER_TESTS = ("tests/test_classifier_training.py", "tests/test_classifier.py")
+
+
+def classifier(id, path, old, new, description, target) -> Mutation:
+    return Mutation(id, path, old, new, description, target, "issue 47", CLASSIFIER_TESTS)
+
+
 MUTATIONS = [
     Mutation("w_shape_no_1_over_S", "backends/numba/weights.py",
              "alpha[k] = prior_shape[k] * per_position",
@@ -220,7 +228,7 @@ MUTATIONS = [
          "the optimiser's step left out: the encoder never learns", "hybrid trainer",
          TRAINER_TESTS),
     glue("encoder_reads_stale_globals", "inference/hybrid.py",
-         "self._local_chain.step(i, record)\n            "
+         "self._local_chain.step(i, record)\n                "
          "self._set_globals(self._local_chain.globals)",
          "self._local_chain.step(i, record)",
          "the encoder keeps its first copy of the globals (\"gibbs\")", "hybrid trainer",
@@ -236,8 +244,8 @@ MUTATIONS = [
          "the sampled kernel counts instead of their expectation given w and D",
          "hybrid trainer (\"encoder\" statistics)", TRAINER_TESTS),
     glue("loss_sign_flipped", "backends/torch/hybrid.py",
-         "loss.backward()",
-         "(-loss).backward()",
+         "(loss * loss_scale).backward()",
+         "(-loss * loss_scale).backward()",
          "the gradient of the ELBO instead of the negative ELBO", "encoder step",
          TRAINER_TESTS),
     glue("gradient_not_zeroed", "backends/torch/hybrid.py",
@@ -245,11 +253,10 @@ MUTATIONS = [
          "pass",
          "the gradient accumulates over steps", "encoder step", TRAINER_TESTS),
     glue("clip_after_step", "backends/torch/hybrid.py",
-         "if max_grad_norm is not None:\n            torch.nn.utils.clip_grad_norm_("
-         "self.encoder.parameters(), max_grad_norm)\n        self.optimizer.step()",
-         "self.optimizer.step()\n        if max_grad_norm is not None:\n            "
-         "torch.nn.utils.clip_grad_norm_(self.encoder.parameters(), max_grad_norm)",
-         "the optimiser's step line above the clip: Adam takes the unclipped gradient",
+         "norm = float(torch.nn.utils.clip_grad_norm_([p for _, p in named], limit))",
+         "self.optimizer.step()\n            "
+         "norm = float(torch.nn.utils.clip_grad_norm_([p for _, p in named], limit))",
+         "Adam steps before the clip: it takes the unclipped gradient",
          "encoder step", TRAINER_TESTS),
     glue("elbo_rates_not_passed", "backends/torch/hybrid.py",
          "terms = elbo_terms(packed, sample, g.D, g.phi, g.r, rates)",
@@ -271,4 +278,42 @@ MUTATIONS = [
          "return weibull_rsample(shape, scale)",
          "the encoder's draws from torch's global generator, not the step's",
          "encoder draws", ENCODER_TESTS),
+    classifier("cross_entropy_without_xi", "backends/torch/hybrid.py",
+               "else loss + xi * cross_entropy",
+               "else loss + cross_entropy",
+               "L_g + L_c: the cross-entropy's weight xi dropped beside the ELBO",
+               "classifier loss"),
+    classifier("softmax_reads_the_draw", "backends/torch/hybrid.py",
+               "thetas = (self.encoder.sample(packed, g.phi, mean=True, output=output).theta",
+               "thetas = (self.encoder.sample(packed, g.phi, generator=generator, "
+               "output=output).theta",
+               "the softmax trained on a draw's theta, not the mean path it predicts from",
+               "classifier loss"),
+    classifier("hidden_not_log_compressed", "backends/torch/encoder.py",
+               "parts.append(torch.log1p(hidden))",
+               "parts.append(hidden)",
+               "the softmax reads h^(1) raw instead of ln(1 + h^(1))", "classifier input"),
+    classifier("loss_scale_ignored", "backends/torch/hybrid.py",
+               "(loss * loss_scale).backward()",
+               "loss.backward()",
+               "the gradient of the loss per document, not per unit (the clip sees another "
+               "norm)", "classifier loss"),
+    classifier("validation_keeps_the_last_epoch", "inference/hybrid.py",
+               "if self.best is None or accuracy > max(self.validation_curve[:-1]):",
+               "if True:",
+               "every epoch replaces the kept state: the last, not the best", "model selection"),
+    classifier("patience_ignored", "inference/hybrid.py",
+               "elif v.patience is not None and epoch - self.best[0] >= int(v.patience):",
+               "elif False:",
+               "the run never stops early", "model selection"),
+    classifier("validation_split_leaks", "modes/supervised.py",
+               "fitted = split[0]",
+               "fitted = np.arange(training.data.n_docs)",
+               "the held-out documents are fitted too", "model selection"),
+    classifier("classes_sorted_as_strings", "classifier.py",
+               "classes = np.unique(np.asarray(known))",
+               "classes = np.unique(np.asarray(known).astype(str))",
+               "integer labels sorted and returned as strings ('10' before '2')",
+               "labels"),
 ]
+

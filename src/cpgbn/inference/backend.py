@@ -197,8 +197,9 @@ class EncoderBackend(Protocol):
         workers' batches (each weighted by its ``n_docs``), the same on every worker; returns
         (loss, KL) per document over all the batches and their number of documents."""
 
-    def apply_gradient(self, max_grad_norm: float | None) -> None:
-        """One optimiser step (Adam) on the accumulated gradient, its norm clipped first."""
+    def apply_gradient(self, max_grad_norm: float | None, *, separate: bool = False) -> float:
+        """One optimiser step (Adam) on the accumulated gradient, its norm clipped first (the
+        softmax's path and the rest apart with ``separate``); the norm before the clip."""
 
     def draw_locals(self, draw) -> tuple:
         """A draw's w (float32 (P, K_1)) and theta^(1..T) (float64), detached: the local

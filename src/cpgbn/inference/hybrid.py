@@ -404,7 +404,9 @@ class HybridTrainer:
         report = StepReport(loss, kl, n_docs)
         if not (np.isfinite(report.loss) and np.isfinite(report.kl)):
             return report                      # the driver stops; nothing is changed
-        self.gradient_norms.append(self.encoder_backend.apply_gradient(self.max_grad_norm))
+        # a classifier clips its softmax's path and the generative heads apart
+        self.gradient_norms.append(self.encoder_backend.apply_gradient(
+            self.max_grad_norm, separate=self.labels is not None))
 
         if self.elbo and i % self.global_every == 0:
             if self._local_chain is not None:

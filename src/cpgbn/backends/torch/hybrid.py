@@ -241,14 +241,30 @@ class TorchEncoderBackend:
             offset += size
         return loss_sum / n_total, kl_sum / n_total, int(round(n_total))
 
-    def apply_gradient(self, max_grad_norm: float | None) -> float:
+    #: The parameters of the softmax's own path (the first layer's filters and the softmax):
+    #: with ``apply_gradient(..., separate=True)`` they are clipped apart from the rest
+    SOFTMAX_PATH = ("conv1.weight", "bias1", "classifier.weight", "classifier.bias")
+
+    def apply_gradient(self, max_grad_norm: float | None, *, separate: bool = False) -> float:
         """Clip the gradient's norm at ``max_grad_norm`` (None: no clip), then Adam's step.
-        Returns the gradient's norm before the clip."""
-        params = [p for p in self.encoder.parameters() if p.grad is not None]
-        norm = torch.nn.utils.clip_grad_norm_(
-            params, float("inf") if max_grad_norm is None else max_grad_norm)
+        Returns the gradient's norm before the clip.
+
+        ``separate=True`` (a classifier): the parameters of the softmax's path
+        (:data:`SOFTMAX_PATH`) and the generative heads are clipped each on its own, so that
+        the cross-entropy's gradient on the first path does not shrink the ELBO's on the
+        heads to nothing (or the reverse): one clip of the whole scales every parameter by
+        the larger loss's norm."""
+        named = [(n, p) for n, p in self.encoder.named_parameters() if p.grad is not None]
+        limit = float("inf") if max_grad_norm is None else max_grad_norm
+        if not separate:
+            norm = float(torch.nn.utils.clip_grad_norm_([p for _, p in named], limit))
+        else:
+            norms = [float(torch.nn.utils.clip_grad_norm_(group, limit)) if group else 0.0
+                     for group in ([p for n, p in named if n in self.SOFTMAX_PATH],
+                                   [p for n, p in named if n not in self.SOFTMAX_PATH])]
+            norm = float(np.hypot(*norms))
         self.optimizer.step()
-        return float(norm)
+        return norm
 
     @staticmethod
     def draw_locals(draw: EncoderDraw) -> tuple:
@@ -303,7 +319,8 @@ class TorchEncoderBackend:
                             head_precision: str = "float32") -> np.ndarray:
         """sCPGBN's softmax (:meth:`~.encoder.WeibullConvEncoder.class_logits`) on the mean
         path of the documents ``data`` (theta^(1..T) and h^(1), ``batch_size`` documents at a
-        time): (N, C) float64 probabilities, no randomness."""
+        time): (N, C) float64 probabilities, no randomness.  A softmax on h^(1) alone needs
+        the first layer only (an embedding sum per position and a mean per document)."""
         encoder = self.encoder
         head_dtype = torch.bfloat16 if head_precision == "bfloat16" else None
         out = np.empty((data.n_docs, encoder.n_classes))
@@ -312,12 +329,14 @@ class TorchEncoderBackend:
             for lo in range(0, data.n_docs, batch_size):
                 hi = min(data.n_docs, lo + batch_size)
                 batch = pack(data, np.arange(lo, hi), device=self.device)
-                hidden = batch.position_doc.new_empty((hi - lo, encoder.layers[0]),
-                                                      dtype=torch.float32)
-                thetas = encoder.mean_thetas(batch, phi, head_dtype=head_dtype,
-                                             hidden_out=hidden)
-                logits = encoder.class_logits([t.double() for t in thetas], batch.n_positions,
-                                              hidden)
+                if encoder.reads_theta:
+                    hidden = batch.position_doc.new_empty((hi - lo, encoder.layers[0]),
+                                                          dtype=torch.float32)
+                    thetas = [t.double() for t in encoder.mean_thetas(
+                        batch, phi, head_dtype=head_dtype, hidden_out=hidden)]
+                else:   # h^(1) alone: the first layer and its pooling, no Weibull head
+                    thetas, hidden = None, encoder.pool(encoder.first_hidden(batch), batch)
+                logits = encoder.class_logits(thetas, batch.n_positions, hidden)
                 out[lo:hi] = torch.softmax(logits.double(), dim=1).cpu().numpy()
         return out
 
