@@ -187,17 +187,20 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
     layers, filter_width, vocab_size, token_count, padding, eta, e0, f0, sample_r
         The model's, as :class:`~cpgbn.model.CPGBN`'s (``pooling_concentration`` is not
         offered: the encoder is written for the tied pooling prior).
-    xi : float, default 100.0
+    xi : float, default 1000.0
         Weight of the cross-entropy per unit of a document's observed counts: the loss per
         document is L_g + xi' L_c with the paper's xi' = ``xi`` times the mean units of a
         training document (tokens times ``token_count``'s pseudo-count), because L_g grows
         with them (:mod:`cpgbn.modes.supervised`); ``paper_xi_`` records xi'.  The gradient
         is taken of the loss per unit (the clip at norm 10 reads it).
-    classifier_input : {"hidden+theta", "theta", "hidden"}, default "hidden+theta"
+    classifier_input : {"hidden", "hidden+theta", "theta"}, default "hidden"
         What the softmax reads: "theta", the paper's theta^(1..T) (ln(1 + theta / S_j));
         "hidden", the pooled first hidden layer of the encoder h^(1) (ln(1 + h^(1)), the
         mean over positions of relu(C_1 * X + b_1): a one-hot convolution); "hidden+theta",
         both.
+    classifier_pooling : {"mean", "max"}, default "mean"
+        How the softmax pools the first hidden layer over a document's positions (the mean
+        is the h^(1) the upper layers read; the max, a one-hot CNN's usual pooling).
     generative : bool, default True
         False: the encoder's network trained by the cross-entropy alone, the globals left at
         their random start: the discriminative baseline of the same network (`cpgbn
@@ -210,10 +213,13 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
         Where the TLASGR step's statistics of the globals come from
         (:mod:`cpgbn.modes.supervised`): local Gibbs chains (the globals are the unsupervised
         model's) or the encoder's draw (the paper's Algorithm 1; the labels reach the kernels).
-    global_every : int, default 1
+    global_every : int, default 4
         The globals' step every this many minibatches (1: every one, Algorithm 1).
     classifier_dropout : float, default 0.0
         Dropout on the softmax's input during training.
+    max_grad_norm : float or None, default 10.0
+        The clip of the encoder gradient's norm (of the loss per unit), applied to the
+        softmax's path and to the generative heads apart; None: no clip.
     validation_fraction : float, default 0.1
         Share of the labelled training documents held out (stratified, drawn from the seed)
         and scored after every epoch; the encoder and globals of the best epoch are kept.
@@ -226,7 +232,8 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
         Whether documents without a label (None, "" or NaN in ``y``) are allowed: they add
         their negative ELBO alone.  False: a missing label is an error.
     batch_size, n_epochs, learning_rate, encoder_precision, device
-        The hybrid inference's (:class:`~cpgbn.model.CPGBN`); ``n_epochs`` is the most epochs.
+        The hybrid inference's (:class:`~cpgbn.model.CPGBN`), with a batch of 50 and at most
+        30 epochs (``patience`` usually stops the fit earlier).
     feature_normalization, random_state, n_threads, memory_limit, progress
         As :class:`~cpgbn.model.CPGBN`'s.
 

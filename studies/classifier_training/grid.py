@@ -31,8 +31,21 @@ from studies.scpgbn_levers import levers
 CELLS_DIR = RESULTS / "classifier_training" / "cells"
 TABLE = RESULTS / "classifier_training.md"
 BASE = dict(layers=(200,), random_state=0, n_threads=1)
-#: name -> settings changed from the library's defaults (BASE aside)
+#: The study's reference: the classifier's defaults when the study began (commit a1060cf)
+#: written out, so that a cell means the same when the library's defaults change
+REFERENCE = dict(classifier_input="hidden+theta", xi=100.0, global_every=1, batch_size=100,
+                 n_epochs=10, validation_fraction=0.1, patience=3, classifier_pooling="mean",
+                 max_grad_norm=10.0)
+#: Cells that take the library's defaults at their commit (BASE aside), not the reference
+DEFAULT_CELLS = {
+    "default": dict(),
+    "default-3-layers": dict(layers=(200, 100, 50)),
+    # the discriminative baseline of the defaults: the same network and training
+    "discriminative": dict(generative=False),
+}
+#: name -> settings changed from the reference
 CELLS = {
+    **DEFAULT_CELLS,
     # the paper's form as trained before this study: softmax on theta, xi 100, last epoch
     "paper": dict(classifier_input="theta", xi=100.0, validation_fraction=0.0),
     "paper-validated": dict(classifier_input="theta", xi=100.0),
@@ -70,6 +83,19 @@ CELLS = {
                                             n_epochs=20),
     "discriminative-hidden-dropout-0.5": dict(generative=False, classifier_input="hidden",
                                               classifier_dropout=0.5, n_epochs=20),
+    "discriminative-hidden-30-epochs-batch-50": dict(generative=False,
+                                                     classifier_input="hidden", n_epochs=30,
+                                                     batch_size=50),
+    "discriminative-hidden-30-epochs-lr-3e-3": dict(generative=False, classifier_input="hidden",
+                                                    n_epochs=30, learning_rate=3e-3),
+    "discriminative-hidden-30-epochs-no-clip": dict(generative=False, classifier_input="hidden",
+                                                    n_epochs=30, max_grad_norm=None),
+    "discriminative-max-30-epochs-batch-50": dict(generative=False, classifier_input="hidden",
+                                                  classifier_pooling="max", n_epochs=30,
+                                                  batch_size=50),
+    "discriminative-max-30-epochs-batch-50-patience-5": dict(
+        generative=False, classifier_input="hidden", classifier_pooling="max", n_epochs=30,
+        batch_size=50, patience=5),
     "discriminative-hidden-400": dict(generative=False, classifier_input="hidden",
                                       layers=(400,), n_epochs=20),
     "discriminative-hidden+theta": dict(generative=False),
@@ -88,21 +114,25 @@ def _gradient_summary(norms, clip=10.0) -> dict:
 
 def validation_split(dataset: str, data_dir=None):
     """(fit texts, labels), (scored texts, labels): SUBJ's is studies.scpgbn_levers' (fold 0's
-    training documents); another dataset's is its training split, 80% / 20% stratified,
-    seed 0 (its test split never read)."""
+    training documents, 80% / 20%); MR's the same cut of its own fold 0; TREC's its training
+    split, 80% / 20% stratified, seed 0 (test documents never read)."""
     if dataset == "subj":
         return levers.validation_split(data_dir)
     from sklearn.model_selection import train_test_split
 
     from cpgbn.datasets import load_dataset
-    texts, labels = load_dataset(dataset, "train", data_dir=data_dir)
+    if dataset == "mr":   # no official split: fold 0's training documents, as SUBJ's
+        _, (texts, labels), _ = next(iter(levers.splits("mr", data_dir, 0)))
+    else:
+        texts, labels = load_dataset(dataset, "train", data_dir=data_dir)
     fit_x, val_x, fit_y, val_y = train_test_split(list(texts), list(labels), test_size=0.2,
                                                   stratify=list(labels), random_state=0)
     return (fit_x, fit_y), (val_x, val_y)
 
 
 def run_cell(name, data_dir=None, dataset="subj") -> dict:
-    settings = dict(BASE, **CELLS[name])
+    settings = dict(BASE, **CELLS[name]) if name in DEFAULT_CELLS else \
+        dict(BASE, **REFERENCE, **CELLS[name])
     (fit_x, fit_y), (val_x, val_y) = validation_split(dataset, data_dir)
     model = CPGBNClassifier(**settings)
     start = time.perf_counter()
@@ -147,7 +177,8 @@ def write_table() -> str:
         "results/classifier_training/cells/ (the study's docstring has the protocol).  SUBJ, "
         "fold 0's training documents of the 10-fold protocol: 80% (7,200) given to the fit, "
         "20% (1,800) scored; TREC: its training questions, 80% (4,361) fitted and 20% (1,091) "
-        "scored; 1 layer of 200 kernels unless named, seed 0, one thread per fit.  "
+        "scored; MR: fold 0's training documents cut as SUBJ's, 80% (7,676) fitted and 20% "
+        "(1,919) scored; 1 layer of 200 kernels unless named, seed 0, one thread per fit.  "
         "One seed: the binomial standard error of an accuracy near 0.9 on 1,800 documents is "
         "0.7 points.  Seconds are wall time with two fits sharing the 2 cores (or on the "
         "machine named in the cell's record): a rough cost.  Gradient norms: the encoder's, "
@@ -166,8 +197,14 @@ def write_table() -> str:
         lines.append(f"| {c.get('dataset', 'subj')} | {c['name']} | {100 * c['accuracy']:.1f} | {c['fit_seconds']:.0f} | "
                      f"{c.get('n_steps', 0)} | {c.get('best_epoch') or '-'} | {curve} | {grad} | "
                      f"{clipped} |")
-    lines += ["", "Settings per cell (changed from the defaults): see `CELLS` in "
-              "studies/classifier_training/grid.py.  Commits:", ""]
+    lines += ["", "Settings per cell: `CELLS` in studies/classifier_training/grid.py, each a change "
+              "of the study's reference (the classifier's defaults when the study began: "
+              "softmax on h^(1) and theta, xi 100 per unit, globals every step, batch 100, 10 "
+              "epochs, validation 10% with patience 3, clip 10), except `default`, "
+              "`default-3-layers` and `discriminative`, which take the library's defaults at "
+              "their commit.  The cells before the `two-clips` ones clipped the whole gradient "
+              "at once (commit a1060cf and its working tree, a0f2826+dirty); from 697e79d the "
+              "softmax's path and the heads are clipped apart.  Commits:", ""]
     lines += sorted({f"    {c.get('dataset', 'subj')} {c['name']}: {c['commit']}  "
                      f"({c['command']})" for c in cells})
     text = "\n".join(lines) + "\n"

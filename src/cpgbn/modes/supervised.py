@@ -47,9 +47,6 @@ from .minibatch import block_source, steps_per_epoch
 #: What the softmax reads (:data:`cpgbn.backends.torch.encoder.CLASSIFIER_INPUTS`, repeated
 #: here so that checking a parameter does not import torch).
 CLASSIFIER_INPUTS = ("theta", "hidden+theta", "hidden")
-#: Clip of the encoder gradient's norm in a supervised fit, whose loss is per unit of a
-#: document (``loss_scale``).
-MAX_GRAD_NORM = 10.0
 #: The stream of the validation split's draw (:func:`cpgbn.inference.streams.derived_seed`).
 _VALIDATION_SPLIT = 7301
 
@@ -62,7 +59,7 @@ class SupervisedMode(HybridMode):
     name = "supervised"
     chain_parameters = HybridMode.chain_parameters + (
         "xi", "global_statistics", "classifier_input", "generative", "elbo_reaches_filters",
-        "global_every",
+        "global_every", "max_grad_norm", "classifier_pooling",
         "classifier_dropout", "validation_fraction", "patience")
     #: as the hybrid; the classes are the whole corpus' (:func:`cpgbn.classifier.shared_labels`)
     distributes = True
@@ -87,6 +84,9 @@ class SupervisedMode(HybridMode):
                     classifier_input=check_choice("classifier_input",
                                                   params["classifier_input"],
                                                   CLASSIFIER_INPUTS),
+                    classifier_pooling=check_choice("classifier_pooling",
+                                                    params["classifier_pooling"],
+                                                    ("mean", "max")),
                     generative=bool(params["generative"]),
                     elbo_reaches_filters=bool(params["elbo_reaches_filters"]),
                     global_statistics=check_choice("global_statistics",
@@ -94,6 +94,8 @@ class SupervisedMode(HybridMode):
                                                    GLOBAL_STATISTICS),
                     global_every=check_int("global_every", params["global_every"], 1),
                     classifier_dropout=float(dropout),
+                    max_grad_norm=(None if params["max_grad_norm"] is None else
+                                   check_positive("max_grad_norm", params["max_grad_norm"])),
                     validation_fraction=float(fraction),
                     patience=None if patience is None else check_int("patience", patience, 1))
 
@@ -173,11 +175,12 @@ class SupervisedMode(HybridMode):
                              classes=training.classes, xi=paper_xi,
                              global_statistics=s["global_statistics"],
                              encoder_options=dict(classifier_input=s["classifier_input"],
-                                                  classifier_dropout=s["classifier_dropout"]),
+                                                  classifier_dropout=s["classifier_dropout"],
+                                                  classifier_pooling=s["classifier_pooling"]),
                              elbo=s["generative"], loss_scale=s["xi"] / paper_xi,
                              global_every=s["global_every"], validation=validation,
                              elbo_reaches_filters=s["elbo_reaches_filters"],
-                             max_grad_norm=MAX_GRAD_NORM, **common)
+                             max_grad_norm=s["max_grad_norm"], **common)
         return run, dict(encoder_config_=run.encoder_config,
                          encoder_weights_=run.encoder_weights, paper_xi_=paper_xi,
                          validation_curve_=run.validation_curve if validation else None,

@@ -105,8 +105,9 @@ class EncoderOutput:
     position_shape, position_scale : (P, K_1) -- Sigma and Lambda of q(w), per position row.
     layer_shape, layer_scale : lists of (B, K_t) for t = 2..T (index t - 2) -- sigma^(t),
         lambda^(t).
-    pooled_hidden : (B, K_1) -- h^(1) = pool(H), what the upper layers read (and the softmax
-        with ``classifier_input`` "hidden+theta" or "hidden").
+    pooled_hidden : (B, K_1) -- H pooled over the positions as the softmax reads it
+        (``classifier_pooling``; with ``classifier_input`` "hidden+theta" or "hidden"); the
+        mean, h^(1), is what the upper layers read.
     padded_hidden : (P + 1, K_1) -- H with its zero sentinel row: every path from a
         document's words to the outputs goes through it (explanations differentiate by it).
     """
@@ -175,7 +176,8 @@ class WeibullConvEncoder(nn.Module):
 
     def __init__(self, vocab_size: int, layers, filter_width: int, *, pooling: str = "mean",
                  w_shape_above: str = "pooled", n_classes: int = 0,
-                 classifier_input: str = "theta", classifier_dropout: float = 0.0):
+                 classifier_input: str = "theta", classifier_dropout: float = 0.0,
+                 classifier_pooling: str = "mean"):
         super().__init__()
         layers = tuple(int(k) for k in layers)
         if int(vocab_size) < 1:
@@ -214,6 +216,10 @@ class WeibullConvEncoder(nn.Module):
                                   f"{classifier_dropout!r}")
         self.classifier_input = classifier_input
         self.classifier_dropout = float(classifier_dropout)
+        if classifier_pooling not in _POOLINGS:
+            raise CPGBNInputError(f"classifier_pooling must be one of {_POOLINGS}, got "
+                                  f"{classifier_pooling!r}")
+        self.classifier_pooling = classifier_pooling
         # sCPGBN (paper section 2.3): a softmax on the concatenation of theta^(1..T) (and of
         # the pooled first hidden layer, by classifier_input)
         width = {"theta": sum(layers), "hidden+theta": K1 + sum(layers), "hidden": K1}
@@ -269,10 +275,12 @@ class WeibullConvEncoder(nn.Module):
         padded[:P] += self.bias1
         return padded.relu_()
 
-    def pool(self, H: torch.Tensor, batch: PackedDocuments) -> torch.Tensor:
-        """h^(1)_j = pool(H_j), (B, K_1): mean or max over the document's S_j >= 1 positions."""
+    def pool(self, H: torch.Tensor, batch: PackedDocuments, how: str | None = None
+             ) -> torch.Tensor:
+        """h^(1)_j = pool(H_j), (B, K_1): mean or max (``how``; default the encoder's
+        ``pooling``) over the document's S_j >= 1 positions."""
         B = batch.n_docs
-        if self.pooling == "mean":
+        if (how or self.pooling) == "mean":
             total = segment_sum(H, batch.position_doc, B)
             return total / batch.n_positions.to(H.dtype)[:, None]
         index = batch.position_doc[:, None].expand_as(H)
@@ -293,6 +301,15 @@ class WeibullConvEncoder(nn.Module):
     def _position_pre(self, padded: torch.Tensor, batch: PackedDocuments, rows=slice(None)):
         """[C_2; C_3] * pad(H) + [b_2; b_3] at the positions ``rows``: (n, 2 K_1)."""
         return self.position_head(self._position_window(padded, batch, rows))
+
+    def classifier_hidden(self, H: torch.Tensor, batch: PackedDocuments,
+                          pooled: torch.Tensor | None = None) -> torch.Tensor:
+        """What the softmax reads of H, (B, K_1): its pooling over the positions by
+        ``classifier_pooling`` (``pooled``: the document path's h^(1), reused when the two
+        poolings agree)."""
+        if pooled is not None and self.classifier_pooling == self.pooling:
+            return pooled
+        return self.pool(H, batch, self.classifier_pooling)
 
     def _document_path(self, H: torch.Tensor, batch: PackedDocuments):
         """sigma^(t), lambda^(t) for t = 2..T from h^(1) = pool(H): two lists of (B, K_t), and
@@ -317,8 +334,8 @@ class WeibullConvEncoder(nn.Module):
         pre = self._position_pre(heads, batch)
         position_shape, position_scale = self._shape_and_scale(pre, self.layers[0])
         layer_shape, layer_scale, pooled = self._document_path(heads[:-1], batch)
-        if not hidden_gradient:
-            pooled = self.pool(padded[:-1], batch)
+        pooled = self.classifier_hidden(padded[:-1], batch,
+                                        pooled if hidden_gradient else None)
         return EncoderOutput(position_shape, position_scale, layer_shape, layer_scale, pooled,
                              padded)
 
@@ -360,7 +377,7 @@ class WeibullConvEncoder(nn.Module):
         H = padded[:-1]
         layer_shape, layer_scale, pooled = self._document_path(H, batch)
         if hidden_out is not None:
-            hidden_out.copy_(pooled)
+            hidden_out.copy_(self.classifier_hidden(H, batch, pooled))
         phi = [torch.as_tensor(p, dtype=H.dtype, device=H.device) for p in phi]
         upper, _, _ = self._top_down(layer_shape, layer_scale, phi, weibull_mean)
         from_above = self._w_shape_from_above(upper, phi, batch)     # (B, K_1) or None

@@ -335,7 +335,8 @@ class TorchEncoderBackend:
                     thetas = [t.double() for t in encoder.mean_thetas(
                         batch, phi, head_dtype=head_dtype, hidden_out=hidden)]
                 else:   # h^(1) alone: the first layer and its pooling, no Weibull head
-                    thetas, hidden = None, encoder.pool(encoder.first_hidden(batch), batch)
+                    thetas = None
+                    hidden = encoder.classifier_hidden(encoder.first_hidden(batch), batch)
                 logits = encoder.class_logits(thetas, batch.n_positions, hidden)
                 out[lo:hi] = torch.softmax(logits.double(), dim=1).cpu().numpy()
         return out
