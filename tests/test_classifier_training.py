@@ -188,3 +188,28 @@ def test_the_fitted_classifier_records_its_model_selection(tmp_path):
         tiny = small(n_epochs=2, validation_fraction=0.1).fit(texts[:8], labels[:8])
     # (a fitted attribute that a fit does not set is absent, as scikit-learn's)
     assert not hasattr(tiny, "best_epoch_") and not hasattr(tiny, "validation_curve_")
+
+
+def test_a_classifier_clips_its_softmax_path_and_its_heads_apart():
+    """With the clip far below both parts' norms, after one step the gradient left on the
+    softmax's path (filters, softmax) has norm 1e-6 and so has the heads' (one clip of the
+    whole would leave the smaller part far below it); the reported norm is the whole's before
+    the clip."""
+    texts, labels = order_corpus(30, seed=4)
+    corpus, data = encoded(texts)
+    trainer = hybrid.HybridTrainer((4, 3), len(corpus.vocabulary), 3,
+                                   Hyperparameters(eta=(0.05, 0.05)), n_docs_total=30, seed=3,
+                                   classes=["back", "fwd"], xi=1e4, max_grad_norm=1e-6,
+                                   encoder_options=dict(classifier_input="hidden"))
+    trainer.step(1, Batch(data, np.arange(30), labels=np.asarray(labels, dtype=object)))
+    path = TorchEncoderBackend.SOFTMAX_PATH
+
+    def norm(params):
+        return float(torch.sqrt(sum((p.grad.double() ** 2).sum() for p in params)))
+
+    named = [(n, p) for n, p in trainer.encoder.named_parameters() if p.grad is not None]
+    on_path = norm([p for n, p in named if n in path])
+    on_heads = norm([p for n, p in named if n not in path])
+    assert on_path == pytest.approx(1e-6, rel=1e-3)
+    assert on_heads == pytest.approx(1e-6, rel=1e-3)
+    assert trainer.gradient_norms[0] > 1e3 * 1e-6

@@ -213,8 +213,10 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
         Where the TLASGR step's statistics of the globals come from
         (:mod:`cpgbn.modes.supervised`): local Gibbs chains (the globals are the unsupervised
         model's) or the encoder's draw (the paper's Algorithm 1; the labels reach the kernels).
-    global_every : int, default 4
-        The globals' step every this many minibatches (1: every one, Algorithm 1).
+    generative_every : int, default 8
+        The generative half every this many minibatches: on those the loss is L_g + xi L_c
+        and the globals take their TLASGR step; on the others, the cross-entropy alone
+        trains the softmax's path (1: every minibatch, Algorithm 1).
     classifier_dropout : float, default 0.0
         Dropout on the softmax's input during training.
     max_grad_norm : float or None, default 10.0

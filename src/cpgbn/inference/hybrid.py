@@ -225,8 +225,10 @@ class HybridTrainer:
     elbo_reaches_filters : bool -- False: the ELBO's gradient stops at the first hidden layer,
         whose filters learn from the cross-entropy alone (a classifier's; the unsupervised
         model's filters always learn from the ELBO).
-    global_every : int -- the globals' step (3-4 of the module docstring) every this many
-        steps (1: every step, Algorithm 1); the others train the encoder alone.
+    generative_every : int -- a classifier's generative half every this many steps (1: every
+        step, Algorithm 1): on step i with i % generative_every == 0 the loss is
+        L_g + xi L_c and the globals take their step (3-4 of the module docstring); on the
+        others the loss is xi L_c alone (the softmax's path, no draw) and the globals rest.
     validation : :class:`Validation` or None -- held-out documents scored at the end of every
         epoch; the best epoch's encoder and globals are returned, and the run stops when
         ``patience`` scores in a row bring no better one.
@@ -251,7 +253,7 @@ class HybridTrainer:
                  globals_: GlobalParameters | None = None, max_grad_norm: float | None = 10.0,
                  global_statistics: str = "gibbs", local_sweeps: tuple[int, int] = (5, 5),
                  prior_rates: str = "conditional", classes=None, xi: float = 1.0,
-                 elbo: bool = True, loss_scale: float = 1.0, global_every: int = 1,
+                 elbo: bool = True, loss_scale: float = 1.0, generative_every: int = 1,
                  elbo_reaches_filters: bool = True,
                  validation: Validation | None = None, communicator=None):
         from .minibatch import check_globals, initial_globals
@@ -294,9 +296,11 @@ class HybridTrainer:
         if not (np.isfinite(loss_scale) and loss_scale > 0):
             raise CPGBNInputError(f"loss_scale must be a positive number, got {loss_scale}")
         self.loss_scale = float(loss_scale)
-        if int(global_every) < 1:
-            raise CPGBNInputError(f"global_every must be >= 1, got {global_every}")
-        self.global_every = int(global_every)
+        if int(generative_every) < 1 or (int(generative_every) > 1 and self.labels is None):
+            raise CPGBNInputError(f"generative_every must be >= 1 (and 1 without classes: the "
+                                  f"steps between are the cross-entropy's), got "
+                                  f"{generative_every}")
+        self.generative_every = int(generative_every)
         if validation is not None and (self.labels is None or communicator is not None
                                        and communicator.world_size > 1):
             raise CPGBNInputError("validation needs classes and one process")
@@ -363,7 +367,7 @@ class HybridTrainer:
                 # that the checkpoints of earlier runs keep their fingerprints
                 **({} if self.elbo else {"elbo": False}),
                 **({} if self.loss_scale == 1.0 else {"loss_scale": self.loss_scale}),
-                **({} if self.global_every == 1 else {"global_every": self.global_every}),
+                **({} if self.generative_every == 1 else {"generative_every": self.generative_every}),
                 **({} if self.elbo_reaches_filters else {"elbo_reaches_filters": False}),
                 **({} if self.validation is None else
                    {"validation": [int(self.validation.data.n_docs), int(self.validation.every),
@@ -393,9 +397,10 @@ class HybridTrainer:
         supervision = None
         if self.labels is not None:
             supervision = (self.labels.codes(record.labels, batch.n_docs), self.xi)
+        generative = self.elbo and i % self.generative_every == 0
         loss, kl, draw = self.encoder_backend.gradient(
             batch, groups, derived_seed(self.seed, _ENCODER_DRAW, i), self.globals,
-            self.rate_prior, supervision, elbo=self.elbo, loss_scale=self.loss_scale,
+            self.rate_prior, supervision, elbo=generative, loss_scale=self.loss_scale,
             elbo_reaches_filters=self.elbo_reaches_filters)
         n_docs = batch.n_docs
         if self.communicator is not None:   # before the check: every worker must agree
@@ -408,7 +413,7 @@ class HybridTrainer:
         self.gradient_norms.append(self.encoder_backend.apply_gradient(
             self.max_grad_norm, separate=self.labels is not None))
 
-        if self.elbo and i % self.global_every == 0:
+        if generative:
             if self._local_chain is not None:
                 self._local_chain.step(i, record)
                 self._set_globals(self._local_chain.globals)
@@ -531,7 +536,7 @@ def fit_hybrid(source, layers, vocab_size: int, hyper: Hyperparameters, *, seed:
                max_grad_norm: float | None = 10.0, global_statistics: str = "gibbs",
                local_sweeps: tuple[int, int] = (5, 5), prior_rates: str = "conditional",
                classes=None, xi: float = 1.0, elbo: bool = True, loss_scale: float = 1.0,
-               global_every: int = 1, elbo_reaches_filters: bool = True,
+               generative_every: int = 1, elbo_reaches_filters: bool = True,
                validation: Validation | None = None, checkpoint_dir=None, checkpoint_every: int = 50, resume: bool = False,
                progress=None, on_step=None, communicator=None,
                n_docs_total: int | None = None) -> HybridResult:
@@ -554,7 +559,7 @@ def fit_hybrid(source, layers, vocab_size: int, hyper: Hyperparameters, *, seed:
                               globals_=globals_, max_grad_norm=max_grad_norm,
                               global_statistics=global_statistics, local_sweeps=local_sweeps,
                               prior_rates=prior_rates, classes=classes, xi=xi, elbo=elbo,
-                              loss_scale=loss_scale, global_every=global_every,
+                              loss_scale=loss_scale, generative_every=generative_every,
                               elbo_reaches_filters=elbo_reaches_filters,
                               validation=validation, communicator=communicator)
     trace = train(algorithm, Minibatches(source, batch_size, seed), n_steps,

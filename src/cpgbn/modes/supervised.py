@@ -59,7 +59,7 @@ class SupervisedMode(HybridMode):
     name = "supervised"
     chain_parameters = HybridMode.chain_parameters + (
         "xi", "global_statistics", "classifier_input", "generative", "elbo_reaches_filters",
-        "global_every", "max_grad_norm", "classifier_pooling",
+        "generative_every", "max_grad_norm", "classifier_pooling",
         "classifier_dropout", "validation_fraction", "patience")
     #: as the hybrid; the classes are the whole corpus' (:func:`cpgbn.classifier.shared_labels`)
     distributes = True
@@ -92,7 +92,7 @@ class SupervisedMode(HybridMode):
                     global_statistics=check_choice("global_statistics",
                                                    params["global_statistics"],
                                                    GLOBAL_STATISTICS),
-                    global_every=check_int("global_every", params["global_every"], 1),
+                    generative_every=check_int("generative_every", params["generative_every"], 1),
                     classifier_dropout=float(dropout),
                     max_grad_norm=(None if params["max_grad_norm"] is None else
                                    check_positive("max_grad_norm", params["max_grad_norm"])),
@@ -178,7 +178,7 @@ class SupervisedMode(HybridMode):
                                                   classifier_dropout=s["classifier_dropout"],
                                                   classifier_pooling=s["classifier_pooling"]),
                              elbo=s["generative"], loss_scale=s["xi"] / paper_xi,
-                             global_every=s["global_every"], validation=validation,
+                             generative_every=s["generative_every"], validation=validation,
                              elbo_reaches_filters=s["elbo_reaches_filters"],
                              max_grad_norm=s["max_grad_norm"], **common)
         return run, dict(encoder_config_=run.encoder_config,
