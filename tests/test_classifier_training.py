@@ -213,3 +213,13 @@ def test_a_classifier_clips_its_softmax_path_and_its_heads_apart():
     assert on_path == pytest.approx(1e-6, rel=1e-3)
     assert on_heads == pytest.approx(1e-6, rel=1e-3)
     assert trainer.gradient_norms[0] > 1e3 * 1e-6
+
+
+def test_summary_names_the_classifiers_loss_and_its_kept_epoch():
+    from cpgbn.explain.summary import summary_facts
+    texts, labels = phrase_corpus(160, seed=2)
+    model = small(n_epochs=4, validation_fraction=0.2, patience=None).fit(texts, labels)
+    assert "cross-entropy" in model.loss_name and "ELBO" in model.loss_name
+    facts = dict(summary_facts(model))
+    assert "cross-entropy" in facts["training loss"]
+    assert facts["model selection"].startswith(f"epoch {model.best_epoch_} of 4 kept")

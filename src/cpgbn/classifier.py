@@ -265,6 +265,11 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
     n_iter, burn_in = _FIXED["n_iter"], _FIXED["burn_in"]
     transform_iter, transform_burn_in = _FIXED["transform_iter"], _FIXED["transform_burn_in"]
 
+    @property
+    def loss_name(self) -> str:
+        """What ``loss_trace_`` holds (the supervised fit's loss, not the hybrid's ELBO)."""
+        return SupervisedMode.loss_name
+
     def _mode_parameters(self) -> dict:
         return {**_FIXED, **self.get_params()}
 

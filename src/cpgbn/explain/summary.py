@@ -70,6 +70,14 @@ def _training_facts(model) -> list[tuple[str, str]]:
         facts.append(("training loss", f"{name}: {trace[-1]:.4g} at the last step "
                                        f"(first step {trace[0]:.4g}; last 10% of steps "
                                        f"{tail.mean():.4g} +- {tail.std():.4g})"))
+    curve = getattr(model, "validation_curve_", None)
+    if curve is not None and len(curve) and getattr(model, "best_epoch_", None) is not None:
+        best = int(model.best_epoch_)
+        facts.append(("model selection", f"epoch {best} of {len(curve)} kept: validation "
+                                         f"accuracy {100 * curve[best - 1]:.1f}% on "
+                                         f"{100 * float(model.validation_fraction):g}% of the "
+                                         "training documents held out (by epoch: "
+                                         + " ".join(f"{100 * a:.1f}" for a in curve) + ")"))
     mixing = getattr(model, "mixing_", None)  # None for a model saved before it was measured
     if mixing is not None:
         facts.extend(mixing.describe())

@@ -63,8 +63,9 @@ class SupervisedMode(HybridMode):
         "classifier_dropout", "validation_fraction", "patience")
     #: as the hybrid; the classes are the whole corpus' (:func:`cpgbn.classifier.shared_labels`)
     distributes = True
-    loss_name = ("negative ELBO plus xi times the cross-entropy, per document of the "
-                 "minibatch")
+    loss_name = ("loss per document of the minibatch: the negative ELBO plus xi times the "
+                 "cross-entropy on the generative steps (every generative_every-th), xi times "
+                 "the cross-entropy alone on the others")
 
     @staticmethod
     def check_parameters(params: dict) -> dict:
