@@ -182,10 +182,14 @@ def test_supervised_row_built_as_the_classifier_api_says(files, tmp_path, capsys
                  "--epochs", "7", "--baselines", "none", "--no-unsupervised", "--seeds", "0,1",
                  *TINY, "--json", str(out)])
     assert code == 0 and "supervised cpgbn-4" in capsys.readouterr().out
-    assert _StandIn.built == [dict(layers=(4,), random_state=seed, n_threads=1, progress=False,
-                                   n_epochs=7) for seed in (0, 1)]
+    common = [dict(layers=(4,), random_state=seed, n_threads=1, progress=False, n_epochs=7)
+              for seed in (0, 1)]
+    # beside it, its network trained by the cross-entropy alone (the discriminative baseline)
+    network = [dict(c, generative=False, classifier_input="hidden") for c in common]
+    assert sorted(_StandIn.built, key=repr) == sorted(common + network, key=repr)
     models = _models(_json(out))
-    assert list(models) == ["supervised cpgbn-4"]   # --no-unsupervised, --baselines none
+    # --no-unsupervised, --baselines none
+    assert list(models) == ["supervised cpgbn-4", "one-hot cnn-4"]
     supervised = models["supervised cpgbn-4"]
     assert supervised["kind"] == "supervised" and supervised["accuracy_mean"] > 0.9
     assert 0 <= supervised["ece_mean"] <= 1
