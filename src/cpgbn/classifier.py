@@ -213,7 +213,7 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
         Where the TLASGR step's statistics of the globals come from
         (:mod:`cpgbn.modes.supervised`): local Gibbs chains (the globals are the unsupervised
         model's) or the encoder's draw (the paper's Algorithm 1; the labels reach the kernels).
-    generative_every : int, default 8
+    generative_every : int, default 16
         The generative half every this many minibatches: on those the loss is L_g + xi L_c
         and the globals take their TLASGR step; on the others, the cross-entropy alone
         trains the softmax's path (1: every minibatch, Algorithm 1).
