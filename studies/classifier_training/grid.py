@@ -205,6 +205,10 @@ def main(argv=None):
     p.add_argument("--dataset", default="subj", choices=("subj", "trec", "mr"))
     p.add_argument("--report", action="store_true", help="write the table only")
     args = p.parse_args(argv)
+    # the commit of the code this process loads (cached): not of a later commit made while
+    # its cells run
+    from cpgbn.evaluate.provenance import source_commit
+    source_commit()
     if not args.report:
         CELLS_DIR.mkdir(parents=True, exist_ok=True)
         for name in args.cells.split(","):
