@@ -90,12 +90,12 @@ PGBN_PARAMETERS = tuple(
 #: fixes (the inference mode, no Gibbs refinement) are not parameters.
 #: Its defaults were chosen on validation splits of SUBJ, TREC and MR's training documents
 #: (studies/classifier_training, results/classifier_training.md): the softmax on the pooled
-#: first hidden layer (theta cost 4-8 points), xi 1e3 per unit (1e3 to 1e6 level, 100 lower),
-#: the generative half (the ELBO's gradient and the globals' step) every 16 minibatches and
-#: the cross-entropy alone on the others (the same accuracy at a fraction of the time: the
-#: globals' step every 4 with the ELBO every step took 8 times the discriminative network's
-#: time on TREC, both every 8 steps 4.7 times), minibatches of 50 and up to 30 epochs with early stopping (TREC was still
-#: improving after 10 epochs of 100).
+#: first hidden layer (on SUBJ, reading theta as well cost 4-8 points), xi 1e3 per unit (1e3
+#: to 1e6 level, 100 0.4 points lower), the generative half (the ELBO's gradient and the
+#: globals' step) every 16 minibatches and the cross-entropy alone on the others (the same
+#: accuracy; the fit takes 1.9 times the network alone on SUBJ,
+#: benchmarks/classifier_fit_ratio.py), minibatches of 50 and up to 30 epochs with early
+#: stopping (TREC was still improving after 10 epochs of 100).
 CLASSIFIER_PARAMETERS = (
     tuple(p for p in MODEL if p.name != "pooling_concentration")
     + (Parameter("xi", 1e3), Parameter("classifier_input", "hidden"),

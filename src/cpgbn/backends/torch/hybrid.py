@@ -60,9 +60,9 @@ def build_encoder(encoder_config: dict, weights: dict | None = None, device="cpu
 
 def adam(params, learning_rate: float):
     """Adam over ``params``, its fused implementation where torch has one for the device
-    (one pass over each tensor instead of a dozen: on the CPU a step over the first layer's
-    V F K_1 weights took 6 times less time; its arithmetic is per entry, so a seed still gives
-    the same model on every run); the plain one elsewhere."""
+    (one pass over each tensor instead of a dozen, which on the CPU made a step over the first
+    layer's V F K_1 weights several times faster; its arithmetic is per entry, so a seed still
+    gives the same model on every run); the plain one elsewhere."""
     params = list(params)
     try:
         return torch.optim.Adam(params, lr=learning_rate, fused=True)
