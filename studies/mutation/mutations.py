@@ -223,8 +223,9 @@ MUTATIONS = [
          "batch, groups, derived_seed(self.seed, _ENCODER_DRAW), self.globals,",
          "the encoder's draw seeded alike at every step", "hybrid trainer", TRAINER_TESTS),
     glue("trainer_never_steps", "inference/hybrid.py",
-         "self.encoder_backend.apply_gradient(self.max_grad_norm)",
-         "None",
+         "self.encoder_backend.apply_gradient(\n            self.max_grad_norm, "
+         "separate=self.labels is not None)",
+         "0.0",
          "the optimiser's step left out: the encoder never learns", "hybrid trainer",
          TRAINER_TESTS),
     glue("encoder_reads_stale_globals", "inference/hybrid.py",
