@@ -139,11 +139,12 @@ def main(argv=None):
             f"{train['seconds_per_step']} | {train['peak_rss_mb']} |\n"
             f"| predict_proba | {predict['n_docs']} | {predict['seconds']} | - | - | "
             f"{predict['peak_rss_mb']} |\n\n"
-            f"At {train['seconds_per_step']} s per step of 100 reviews, an epoch of the 25,000 "
-            f"training reviews (250 steps) takes about {250 * train['seconds_per_step'] / 60:.1f} "
-            f"minutes and the default ten epochs about {2500 * train['seconds_per_step'] / 60:.0f} "
-            "(an extrapolation when fewer reviews were trained on).  The accuracy after this "
-            f"training: {100 * predict['accuracy']:.1f} % (not the model's: see "
+            f"Scaled from the {train['n_docs']} reviews trained on, an epoch of the 25,000 "
+            "training reviews takes about "
+            f"{train['seconds_per_epoch'] * 25000 / train['n_docs'] / 60:.1f} minutes (an "
+            "extrapolation when fewer reviews were trained on; a fit with a validation split "
+            "trains on 90% of them and stops when it no longer improves).  The accuracy after "
+            f"this training: {100 * predict['accuracy']:.1f} % (not the model's: see "
             "results/table4.md).\n")
     print(json.dumps(record))
 
