@@ -223,3 +223,20 @@ def test_summary_names_the_classifiers_loss_and_its_kept_epoch():
     facts = dict(summary_facts(model))
     assert "cross-entropy" in facts["training loss"]
     assert facts["model selection"].startswith(f"epoch {model.best_epoch_} of 4 kept")
+
+
+@pytest.mark.parametrize("params, message", [
+    (dict(generative="yes"), "generative must be True or False"),
+    (dict(elbo_reaches_filters=1), "elbo_reaches_filters must be True or False"),
+    (dict(validation_fraction=0.7), "validation_fraction must be a number in"),
+    (dict(classifier_input="words"), "classifier_input must be one of"),
+    (dict(classifier_pooling="sum"), "classifier_pooling must be one of"),
+    (dict(generative_every=0), "generative_every must be"),
+    (dict(max_grad_norm=-1), "max_grad_norm must be a positive number"),
+    (dict(classifier_dropout=1.0), "classifier_dropout must be a number in"),
+    (dict(patience=0), "patience"),
+])
+def test_bad_training_settings_are_one_line_errors(params, message):
+    from cpgbn.errors import CPGBNInputError
+    with pytest.raises(CPGBNInputError, match=message):
+        CPGBNClassifier(**params).fit(["a b c"] * 4, ["x", "y"] * 2)

@@ -30,10 +30,10 @@ refinement (``refine_iter`` is 0: the softmax was trained on the encoder's theta
 
 from __future__ import annotations
 
-import numpy as np
-
 import dataclasses
 import warnings
+
+import numpy as np
 
 from ..errors import CPGBNInputError, check_choice, check_int, check_positive
 from ..inference.hybrid import GLOBAL_STATISTICS
@@ -78,9 +78,9 @@ class SupervisedMode(HybridMode):
             raise CPGBNInputError(f"classifier_dropout must be a number in [0, 1), got "
                                   f"{dropout!r}")
         patience = params["patience"]
-        if not isinstance(params["generative"], (bool, np.bool_)):
-            raise CPGBNInputError(f"generative must be True or False, got "
-                                  f"{params['generative']!r}")
+        for name in ("generative", "elbo_reaches_filters"):
+            if not isinstance(params[name], (bool, np.bool_)):
+                raise CPGBNInputError(f"{name} must be True or False, got {params[name]!r}")
         return dict(xi=check_positive("xi", params["xi"]),
                     classifier_input=check_choice("classifier_input",
                                                   params["classifier_input"],
