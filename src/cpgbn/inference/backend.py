@@ -183,13 +183,18 @@ class EncoderBackend(Protocol):
     def gibbs_backend(self, data, seed: int) -> Backend:
         """The Gibbs draws (:class:`Backend`) on the encoder's device over ``data``."""
 
-    def gradient(self, batch, groups: list, seed: int, globals_, rate_prior=None):
+    def gradient(self, batch, groups: list, seed: int, globals_, rate_prior=None,
+                 supervision=None, *, elbo: bool = True, loss_scale: float = 1.0,
+                 elbo_reaches_filters: bool = True):
         """Algorithm 1, steps 1-2 before the update: zero the gradient, then, group of
         documents by group (index arrays into ``batch``, drawing from one generator seeded by
         ``seed`` in turn), draw w and theta^(2..T) from q and add the group's share of the
         batch's mean negative ELBO to the gradient, its prior rates c the conditional means
         at the draw for ``rate_prior`` = (e0, f0) (None: 1).  Returns (loss, KL) per document
-        of the batch as floats and the last group's draw."""
+        of the batch as floats and the last group's draw.  ``supervision`` = (class codes, xi)
+        adds xi times the cross-entropy (sCPGBN); ``elbo=False`` leaves the ELBO out (no
+        draw); the loss's gradient is taken times ``loss_scale``; ``elbo_reaches_filters=
+        False`` stops the ELBO's gradient at the first hidden layer."""
 
     def average_gradients(self, communicator, n_docs: int, loss: float,
                           kl: float) -> tuple[float, float, int]:
