@@ -17,9 +17,9 @@ vocabulary; building their cells and packing the batches), and torch's profile o
 position is visible.
 
 Both are measured in two fresh processes that differ only in what starts first: torch, as
-``import cpgbn`` arranges, or numba's thread pool (``numba.get_num_threads()`` before torch is
+cpgbn arranges, or numba's thread pool (``numba.get_num_threads()`` before torch is
 imported), the order that made the features 20x slower (the OpenMP note in
-``cpgbn/__init__.py``).
+``cpgbn/backends/openmp.py``).
 
     python benchmarks/encoder_features.py --data-dir ../shared/data --out results/speed/encoder_features.json
 """
@@ -124,7 +124,7 @@ def main(argv=None) -> None:
         if args.order == "numba-first":
             import numba
             numba.get_num_threads()                  # starts numba's thread pool
-        import cpgbn  # noqa: F401                   # (imports torch first when numba has not)
+        import cpgbn  # noqa: F401                   # (torch comes first in measure() unless numba has)
         print(json.dumps(measure(args)))
         return
     from cpgbn.evaluate.provenance import provenance
@@ -146,7 +146,7 @@ def main(argv=None) -> None:
               "orders": orders, "command": "python " + " ".join(sys.argv), **provenance()}
     print(json.dumps(record, indent=1))
     if args.out is not None:
-        from records import write_record   # here: it imports cpgbn (and torch first)
+        from records import write_record   # here: it imports cpgbn
         write_record(args.out, record)
 
 

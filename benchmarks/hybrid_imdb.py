@@ -200,7 +200,7 @@ def main(argv=None) -> None:
               "command": "python " + " ".join(sys.argv), **origin}
     print(json.dumps(record))
     if args.out is not None:
-        from records import write_record   # here: it imports cpgbn (and torch first)
+        from records import write_record   # here: it imports cpgbn
         write_record(args.out, record)
         write_report(record, args.out.with_suffix(".md"))
 

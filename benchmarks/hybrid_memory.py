@@ -129,7 +129,7 @@ def main(argv=None) -> None:
               f"{p['rss_max_mb']:5d} -> {p['rss_end_mb']:5d} MB")
     print(f"steady RSS {steady} MB (median at the end of steps 6..{args.steps}), peak {peak:.0f} MB")
     if args.out is not None:
-        from records import write_record   # here: it imports cpgbn (and torch first)
+        from records import write_record   # here: it imports cpgbn
         write_record(args.out, record)
 
 

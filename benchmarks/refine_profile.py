@@ -67,7 +67,7 @@ def main(argv=None) -> None:
               "command": "python " + " ".join(sys.argv), **provenance()}
     print(json.dumps(record, indent=1))
     if args.out is not None:
-        from records import write_record   # here: it imports cpgbn (and torch first)
+        from records import write_record   # here: it imports cpgbn
         write_record(args.out, record)
 
 

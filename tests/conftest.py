@@ -216,6 +216,9 @@ def numba_one_thread():
     checks it), and the launch of numba's parallel regions dominates the tiny models' sweeps,
     at several times the cost with two threads on a busy machine."""
     import numba
+
+    from cpgbn.backends.openmp import import_torch_first
+    import_torch_first()   # before numba's pool starts, as the library does
     previous = numba.get_num_threads()
     numba.set_num_threads(1)
     yield

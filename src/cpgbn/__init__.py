@@ -14,34 +14,14 @@ The supervised model (sCPGBN), a classifier that is also a phrase-topic model:
 >>> clf.predict_proba(test_texts)                                                    # doctest: +SKIP
 """
 
-
-def _import_torch_before_numba_threads() -> None:
-    """Import torch, when installed, before anything can start numba's threads.
-
-    numba's thread pool (its "omp" layer) and torch each bring an OpenMP runtime.  When
-    numba's pool starts first, torch's MKL elementwise kernels (exp, log) open their thread
-    teams in the other runtime, nested inside torch's own: on 2 cores the hybrid's features
-    ran 4-15x slower in a loop of exp and log, and over 20x slower in ``transform``
-    (docs/hybrid.md).  With torch loaded first both use one runtime.  The price is torch's
-    import time (about a second) for ``import cpgbn`` when torch is installed.
-    """
-    import importlib.util
-
-    if importlib.util.find_spec("torch") is None:
-        return
-    try:
-        import torch  # noqa: F401
-    except Exception:  # a broken install: the paths that need torch say so when used
-        pass
-
-
-_import_torch_before_numba_threads()
-
-from .version import VERSION as __version__  # noqa: E402
-from .errors import CPGBNInputError, DataFileError, ModelFormatError  # noqa: E402
-from .model import CPGBN, PGBN  # noqa: E402
-from .classifier import CPGBNClassifier  # noqa: E402
-from .text.stream import TextFile  # noqa: E402
+# torch is not imported here: cpgbn imports it (when installed) just before numba's thread
+# pool can start, which must not come first (cpgbn.backends.openmp says why), so that
+# ``import cpgbn`` and the CLI's commands that neither train nor encode stay fast.
+from .version import VERSION as __version__
+from .errors import CPGBNInputError, DataFileError, ModelFormatError
+from .model import CPGBN, PGBN
+from .classifier import CPGBNClassifier
+from .text.stream import TextFile
 
 __all__ = ["CPGBN", "PGBN", "CPGBNClassifier", "TextFile", "CPGBNInputError", "DataFileError",
            "ModelFormatError", "__version__"]

@@ -67,9 +67,6 @@ def _one_of_several_workers(args) -> str | None:
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if getattr(args, "token_count", "absent") is None:
-        from ..model import DEFAULT_TOKEN_COUNT
-        args.token_count = DEFAULT_TOKEN_COUNT
     if args.command == "transform" and args.burn_in is not None and args.iterations is None:
         parser.error("--burn-in needs --iterations")
     # a named dataset that is nowhere on disk: offer to download it when a person is at a terminal

@@ -10,11 +10,18 @@ import argparse
 import os
 from pathlib import Path
 
+from ..datasets.registry import DATASETS
 from ..errors import CPGBNInputError
 from ..modes import MODES
 
-__all__ = ["add_data_args", "add_inference_args", "add_run_args", "data_file", "inference_params",
-           "layer_sizes", "positive_float", "positive_int", "read_documents", "token_count"]
+__all__ = ["DATA_HELP", "add_data_args", "add_inference_args", "add_run_args", "data_file",
+           "inference_params", "layer_sizes", "positive_float", "positive_int", "read_documents",
+           "token_count"]
+
+
+#: The help of a DATA argument that :func:`read_documents` reads.
+DATA_HELP = ("a text file (.tsv: label<TAB>text, else one document per line) or a dataset: "
+             + ", ".join(DATASETS))
 
 
 def layer_sizes(text: str) -> tuple[int, ...]:
@@ -70,11 +77,12 @@ def add_inference_args(p):
                         "sweeps + TLASGR-MCMC per minibatch; hybrid: the paper's Weibull encoder "
                         "+ TLASGR-MCMC (needs PyTorch)")
     p.add_argument("--batch-size", type=positive_int, default=100,
-                   help="documents per minibatch (minibatch modes; default 100)")
+                   help="documents per minibatch (minibatch modes; default %(default)s)")
     p.add_argument("--epochs", type=positive_int, default=10,
-                   help="passes over the training documents (minibatch modes; default 10)")
+                   help="passes over the training documents (minibatch modes; default "
+                        "%(default)s)")
     p.add_argument("--learning-rate", type=positive_float, default=1e-3,
-                   help="the encoder's Adam step size (hybrid; default 0.001)")
+                   help="the encoder's Adam step size (hybrid; default %(default)g)")
 
 
 def inference_params(args) -> dict:
@@ -83,7 +91,7 @@ def inference_params(args) -> dict:
                 learning_rate=args.learning_rate)
 
 
-def add_data_args(p, *, split_help="split of a named dataset"):
+def add_data_args(p, *, split_help="split of a named dataset (default %(default)s)"):
     """``--split``, ``--data-dir`` and ``--format``: how :func:`read_documents` reads DATA."""
     p.add_argument("--split", default="train", choices=["train", "test", "all"], help=split_help)
     p.add_argument("--data-dir", default=None,

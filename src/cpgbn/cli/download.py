@@ -39,7 +39,7 @@ def add_download_parser(sub) -> argparse.ArgumentParser:
                    help="where to put it (default: $CPGBN_DATA, else ~/.cache/cpgbn or "
                         "$XDG_CACHE_HOME/cpgbn)")
     p.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT,
-                   help=f"seconds to wait for the server (default {DEFAULT_TIMEOUT:g})")
+                   help="seconds to wait for the server (default %(default)g)")
     p.add_argument("--mirror", default=None, metavar="URL",
                    help=f"base URL holding the original files (default: ${MIRROR_ENV}, else "
                         f"the datasets' own pages)")

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from ..errors import CPGBNInputError
+from ..params import DEFAULT_TOKEN_COUNT
 from .common import add_run_args, layer_sizes, positive_float, positive_int, token_count
 
 __all__ = ["add_evaluate_parser", "cmd_evaluate"]
@@ -124,10 +125,13 @@ def cmd_evaluate(args) -> int:
                       model_params={"padding": args.padding} if args.padding else None)
     result["wall_seconds"] = round(time.perf_counter() - start, 1)
     result["command"] = "cpgbn " + " ".join(sys.argv[1:])
+    # the std is over the seeds' mean accuracies: one seed has none (the record's 0.0 is no
+    # measured spread)
+    spread = f" +- {100 * result['accuracy_std']:.1f}" if len(set(result["seeds"])) > 1 else ""
     print(f"{result['dataset']} {result['model'].upper()}-{'-'.join(map(str, result['layers']))} "
           f"({result['protocol']} protocol, {result['features']} features, "
           f"seeds {','.join(map(str, result['seeds']))}): "
-          f"accuracy {100 * result['accuracy_mean']:.1f} +- {100 * result['accuracy_std']:.1f} %")
+          f"accuracy {100 * result['accuracy_mean']:.1f}{spread} %")
     if args.json:
         write_file_atomically(args.json, lambda fh: fh.write(json.dumps(result, indent=2) + "\n"))
         print(f"wrote {args.json}")
@@ -144,37 +148,47 @@ def add_evaluate_parser(sub):
                     "by a test file (--test) or stratified cross-validation (--cv, default 10).")
     p.add_argument("dataset", metavar="DATASET_OR_FILE",
                    help="mr, subj, trec, imdb or elec; or a label<TAB>text file (.gz allowed)")
-    p.add_argument("--layers", type=layer_sizes, default=(200,))
+    # string defaults go through the type, as typed values would: (200,) and [0]
+    p.add_argument("--layers", type=layer_sizes, default="200",
+                   help="layer widths, e.g. 200 or 200,100,50 (default %(default)s)")
     p.add_argument("--model", choices=["cpgbn", "pgbn", "lda"], default="cpgbn",
-                   help="cpgbn, or a bag-of-words baseline in the same harness (pgbn, lda)")
+                   help="cpgbn, or a bag-of-words baseline in the same harness (pgbn, lda; "
+                        "default %(default)s)")
     p.add_argument("--protocol", choices=["authors", "paper"], default="authors",
                    help="authors: fixed splits, RBF SVC, 150+50 sweeps; paper: linear SVM, CV for "
                         "MR/SUBJ, 500+200 sweeps (for a FILE: the sweeps and the classifier of "
-                        "the CPGBN features)")
+                        "the CPGBN features; default %(default)s)")
     p.add_argument("--features", choices=["inductive", "inferred", "transductive"],
                    default="inductive",
                    help="inductive: training features from the training chain (the authors' code); "
                         "inferred: training features inferred again with the learned globals "
                         "fixed, like the test features; transductive (datasets only): one fit "
-                        "on training and test texts together")
-    p.add_argument("--seeds", type=_seeds, default=[0],
+                        "on training and test texts together (default %(default)s)")
+    p.add_argument("--seeds", type=_seeds, default="0",
                    help="seeds like 0,1,2: one run of every model per seed (with --cv, one set "
-                        "of folds per seed too)")
+                        "of folds per seed too; default %(default)s)")
     p.add_argument("--data-dir", default=None, help="folder with the datasets (default: $CPGBN_DATA)")
     p.add_argument("--vocab-size", type=int, default=None,
                    help="vocabulary rows (default: the paper's V_pre + 1; for a FILE 8000)")
-    p.add_argument("--token-count", type=token_count, default=None)
-    p.add_argument("--filter-width", type=int, default=3)
+    p.add_argument("--token-count", type=token_count, default=DEFAULT_TOKEN_COUNT,
+                   help="pseudo-count per token, or 'bernoulli-poisson' (default %(default)s)")
+    p.add_argument("--filter-width", type=int, default=3,
+                   help="F, word positions per kernel (default %(default)s)")
     p.add_argument("--padding", type=int, default=0,
-                   help="empty columns around every document (CPGBN only; default 0)")
-    p.add_argument("--iterations", type=int, default=None, help="override the protocol's sweeps")
-    p.add_argument("--burn-in", type=int, default=None, help="override the protocol's burn-in")
-    p.add_argument("--json", default=None, metavar="OUT.json", help="write the full record here")
+                   help="empty columns around every document (CPGBN only; default %(default)s)")
+    p.add_argument("--iterations", type=int, default=None,
+                   help="Gibbs sweeps (default: the protocol's)")
+    p.add_argument("--burn-in", type=int, default=None,
+                   help="burn-in sweeps (default: the protocol's)")
+    p.add_argument("--json", default=None, metavar="OUT.json",
+                   help="write the full record here (default: none)")
     p.add_argument("--save-model", default=None, metavar="MODEL_DIR",
-                   help="save the model of the last run here (for `cpgbn topics`)")
+                   help="save the model of the last run here, for `cpgbn topics` (default: "
+                        "not saved)")
     labelled = p.add_argument_group("a labelled file (FILE)")
     labelled.add_argument("--test", default=None, metavar="TEST.tsv",
-                          help="train on FILE, test on this label<TAB>text file (not with --cv)")
+                          help="train on FILE, test on this label<TAB>text file (not with "
+                               "--cv; default: cross-validation, --cv)")
     labelled.add_argument("--cv", type=int, default=None, metavar="K",
                           help="stratified K-fold cross-validation of FILE (K >= 2), one set of "
                                "folds per seed (default without --test: 10)")

@@ -7,9 +7,9 @@ import time
 from pathlib import Path
 
 from ..errors import CPGBNInputError
-from ..params import CLASSIFIER_PARAMETERS
-from .common import (add_data_args, add_inference_args, add_run_args, data_file, inference_params,
-                     layer_sizes, positive_float, read_documents, token_count)
+from ..params import CLASSIFIER_PARAMETERS, DEFAULT_TOKEN_COUNT
+from .common import (DATA_HELP, add_data_args, add_inference_args, add_run_args, data_file,
+                     inference_params, layer_sizes, positive_float, read_documents, token_count)
 
 __all__ = ["add_fit_parser", "add_transform_parser", "cmd_fit", "cmd_transform"]
 
@@ -198,27 +198,29 @@ def add_fit_parser(sub):
     """Add ``fit`` to the subcommand parser ``sub``; return its parser."""
     p = sub.add_parser("fit", help="fit a model and save it",
                        description="Fit CPGBN on DATA (a file or a dataset name) and save it.")
-    p.add_argument("data", metavar="DATA",
-                   help="a text file (.tsv: label<TAB>text, else one document per line) or a "
-                        "dataset: mr, subj, trec, imdb, elec")
+    p.add_argument("data", metavar="DATA", help=DATA_HELP)
     add_data_args(p)
-    p.add_argument("--layers", type=layer_sizes, default=(200,),
-                   help="layer widths, e.g. 200 or 200,100,50")
-    p.add_argument("--filter-width", type=int, default=3, help="F, word positions per kernel (default 3)")
+    # a string default goes through the type, as a typed value would: (200,), shown as 200
+    p.add_argument("--layers", type=layer_sizes, default="200",
+                   help="layer widths, e.g. 200 or 200,100,50 (default %(default)s)")
+    p.add_argument("--filter-width", type=int, default=3,
+                   help="F, word positions per kernel (default %(default)s)")
     p.add_argument("--vocab-size", type=int, default=8000,
-                   help="vocabulary rows including the out-of-vocabulary row (default 8000)")
-    p.add_argument("--token-count", type=token_count, default=None,
-                   help="pseudo-count per token, or 'bernoulli-poisson' (default: library default)")
+                   help="vocabulary rows including the out-of-vocabulary row (default "
+                        "%(default)s)")
+    p.add_argument("--token-count", type=token_count, default=DEFAULT_TOKEN_COUNT,
+                   help="pseudo-count per token, or 'bernoulli-poisson' (default %(default)s)")
     p.add_argument("--padding", type=int, default=0,
                    help="empty columns before and after every document, so kernels may overhang "
-                        "the edges (0 to F-1; default 0, the paper's model)")
-    p.add_argument("--eta", type=float, default=0.05, help="Dirichlet concentration (default 0.05)")
+                        "the edges (0 to F-1; default %(default)s, the paper's model)")
+    p.add_argument("--eta", type=float, default=0.05,
+                   help="Dirichlet concentration (default %(default)s)")
     p.add_argument("--pooling-concentration", type=positive_float, default=None, metavar="BETA",
                    help="the pooling layer's own positional concentration, in count units "
                         "(default: the paper's tied prior)")
     p.add_argument("--iterations", type=int, default=200,
-                   help="Gibbs sweeps (default 200); in the minibatch modes those of inference "
-                        "(transform)")
+                   help="Gibbs sweeps (default %(default)s); in the minibatch modes those of "
+                        "inference (transform)")
     p.add_argument("--burn-in", type=int, default=None,
                    help="sweeps before averaging (default: 3/4 of --iterations)")
     add_inference_args(p)
@@ -227,16 +229,16 @@ def add_fit_parser(sub):
                         "the thetas) on DATA's labels; `cpgbn predict` and `cpgbn explain` "
                         "read it (needs PyTorch)")
     p.add_argument("--xi", type=positive_float, default=CLASSIFIER_XI,
-                   help=f"with --supervised: the weight of the cross-entropy in the loss "
-                        f"L_g + xi L_c (default {CLASSIFIER_XI:g})")
+                   help="with --supervised: the weight of the cross-entropy in the loss "
+                        "L_g + xi L_c (default %(default)g)")
     p.add_argument("--semi-supervised", action="store_true",
                    help="with --supervised: lines with an empty label (<TAB>text) are "
                         "unlabelled documents that train the model too (default: an error)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default %(default)s)")
     p.add_argument("--out", required=True, metavar="MODEL_DIR", help="where to save the model")
     p.add_argument("--checkpoint-every", type=int, default=10,
                    help="save the sampler state to MODEL_DIR.checkpoint every N sweeps, or N "
-                        "minibatch steps in the minibatch modes (default 10)")
+                        "minibatch steps in the minibatch modes (default %(default)s)")
     p.add_argument("--device", default=None,
                    help="run the PyTorch sampler on this device (cpu, cuda, cuda:1); default: numba")
     p.add_argument("--resume", action="store_true",
@@ -251,7 +253,7 @@ def add_fit_parser(sub):
                         "--max-restarts N, a restarted group resumes by itself)")
     p.add_argument("--timeout", type=positive_float, default=60.0, metavar="SECONDS",
                    help="with --distributed: how long a worker waits for the others before it "
-                        "stops with an error naming them (default 60)")
+                        "stops with an error naming them (default %(default)g)")
     add_run_args(p)
     p.set_defaults(func=cmd_fit)
     return p
@@ -261,13 +263,15 @@ def add_transform_parser(sub):
     """Add ``transform`` to the subcommand parser ``sub``; return its parser."""
     p = sub.add_parser("transform", help="document features from a saved model",
                        description="Infer features (mean theta^(1) / L) of DATA with a saved model.")
-    p.add_argument("model_dir", metavar="MODEL_DIR")
-    p.add_argument("data", metavar="DATA")
+    p.add_argument("model_dir", metavar="MODEL_DIR", help="a model saved by `cpgbn fit`")
+    p.add_argument("data", metavar="DATA", help=DATA_HELP)
     add_data_args(p)
-    p.add_argument("--out", required=True, metavar="FEATURES.npy")
+    p.add_argument("--out", required=True, metavar="FEATURES.npy",
+                   help="the numpy file to write: one row of features per document")
     p.add_argument("--all-layers", action="store_true", help="concatenate the features of every layer")
     p.add_argument("--iterations", type=int, default=None, help="sweeps (default: as in training)")
-    p.add_argument("--burn-in", type=int, default=None, help="burn-in sweeps (with --iterations)")
+    p.add_argument("--burn-in", type=int, default=None,
+                   help="burn-in sweeps (with --iterations; default: 3/4 of --iterations)")
     p.add_argument("--refine-iter", type=int, default=None,
                    help="a model fitted with --inference hybrid: Gibbs sweeps after the "
                         "encoder's mean (default: as saved, 0)")
@@ -281,7 +285,7 @@ def add_transform_parser(sub):
                         "writes every document's features (those of one process)")
     p.add_argument("--timeout", type=positive_float, default=60.0, metavar="SECONDS",
                    help="with --distributed: how long a worker waits for the others "
-                        "(default 60)")
+                        "(default %(default)g)")
     add_run_args(p)
     p.set_defaults(func=cmd_transform)
     return p

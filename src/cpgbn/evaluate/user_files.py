@@ -376,10 +376,18 @@ def evaluate_files(train_path, test_path=None, *, cv: int | None = None, **kwarg
     return evaluate_labeled(train, test, cv=cv, names=names, **kwargs)
 
 
+def _mean_spread(mean: float, std: float, n_values: int, digits: int) -> str:
+    """``mean +- std``, or the mean alone when it is of one value: the record's std of one
+    value is 0.0, which printed as "+- 0.0" would read as a measured spread of zero."""
+    if n_values > 1:
+        return f"{mean:.{digits}f} +- {std:.{digits}f}"
+    return f"{mean:.{digits}f}"
+
+
 def table_text(record: dict) -> str:
     """The record of :func:`evaluate_labeled` as a plain-text table: per model the accuracy
-    (mean +- std over all splits and seeds, in %), the ECE (mean +- std; "-" without
-    probabilities) and the seconds of all its runs together."""
+    (mean +- std over all splits and seeds, in %; the value alone for one run), the ECE (the
+    same; "-" without probabilities) and the seconds of all its runs together."""
     split = record["split"]
     n_splits = len(record["splits"])
     how = (f"{split['folds']}-fold stratified cross-validation" if split["kind"] == "cv"
@@ -389,8 +397,12 @@ def table_text(record: dict) -> str:
              f"({n_splits} run(s) per model)"]
     rows = [("model", "accuracy %", "ECE", "seconds")]
     for m in record["models"]:
-        rows.append((m["name"], f"{100 * m['accuracy_mean']:.1f} +- {100 * m['accuracy_std']:.1f}",
-                     "-" if m["ece_mean"] is None else f"{m['ece_mean']:.3f} +- {m['ece_std']:.3f}",
+        n_ece = sum(r["ece"] is not None for r in m["runs"])
+        rows.append((m["name"],
+                     _mean_spread(100 * m["accuracy_mean"], 100 * m["accuracy_std"],
+                                  len(m["runs"]), 1),
+                     "-" if m["ece_mean"] is None
+                     else _mean_spread(m["ece_mean"], m["ece_std"], n_ece, 3),
                      f"{m['seconds']:.1f}"))
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     for row in rows:

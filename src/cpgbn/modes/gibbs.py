@@ -13,6 +13,7 @@ import shutil
 
 import numpy as np
 
+from ..backends.openmp import import_torch_first
 from ..inference.gibbs import GibbsSampler, RunResult
 from ..inference.mixing import MixingMonitor
 from ..inference.shards import DOC_BLOCK
@@ -101,6 +102,7 @@ class GibbsMode(InferenceMode):
         import numba
 
         from ..inference.memory import device_type, estimate_bytes
+        import_torch_first()  # get_num_threads starts numba's pool (cpgbn.backends.openmp)
         n_threads = self.settings["n_threads"] or numba.get_num_threads()
         device = device_type(self.settings["device"])
         if device == "cuda":
