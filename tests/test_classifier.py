@@ -282,3 +282,43 @@ def test_a_corpus_sorted_by_label_is_mixed_in_every_minibatch(tmp_path):
     sorted_file = write_tsv(tmp_path / "sorted.tsv", ["w w"] * n, labels)
     with pytest.warns(UserWarning, match="come in runs"):
         assert list(file_classes(TextFile(sorted_file))[0]) == ["a", "b"]
+
+
+def _occurrences(texts, phrase: str) -> int:
+    """How often ``phrase`` occurs as contiguous words of ``texts`` (split on spaces)."""
+    words = phrase.split()
+    return sum(tokens[i:i + len(words)] == words
+               for tokens in (t.split() for t in texts) for i in range(len(tokens)))
+
+
+def test_class_tables_rank_by_weight_times_usage_with_phrases_that_occur(fitted_order,
+                                                                        tmp_path):
+    """Issue 47: a class's units are ranked by push = weight x usage (the unit's mean input
+    to the softmax over the training documents), and a filter's phrases are windows of the
+    training documents, shown with how often they occur, not per-column words."""
+    model, _ = fitted_order
+    train_texts = order_corpus(400, seed=0)[0][:200]
+    assert model.softmax_input_mean_.shape == (6,)
+    np.testing.assert_allclose(model.softmax_input_mean_,
+                               model.softmax_inputs(train_texts).mean(axis=0), rtol=1e-6)
+    assert model.filter_windows_.shape == (6, 5, 3) and model.filter_windows_.dtype.kind == "i"
+    units = class_units(model, top=6, phrases=5)
+    for rows in units.values():
+        assert [u.push for u in rows] == sorted((u.push for u in rows), reverse=True)
+        for u in rows:
+            assert u.push == pytest.approx(u.weight * u.usage)
+            assert len(u.phrases) == len(u.counts) > 0
+            for phrase, n in zip(u.phrases, u.counts):
+                assert _occurrences(train_texts, phrase) == n
+    # the unit that pushes hardest towards each class reads the class's phrase
+    assert units["fwd"][0].phrases[0] == "x y z" and units["back"][0].phrases[0] == "z y x"
+    by_weight = class_units(model, top=6, phrases=1, rank="weight")
+    for rows in by_weight.values():
+        assert [u.weight for u in rows] == sorted((u.weight for u in rows), reverse=True)
+    text = format_class_units(units)
+    assert "push = weight x usage" in text and '"x y z" x' in text
+    model.save(tmp_path / "m")
+    loaded = CPGBNClassifier.load(tmp_path / "m")
+    np.testing.assert_array_equal(loaded.filter_windows_, model.filter_windows_)
+    assert loaded.filter_windows_.dtype.kind == "i"
+    assert class_units(loaded, top=6, phrases=5) == units

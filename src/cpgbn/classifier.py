@@ -177,6 +177,17 @@ def file_classes(text_file: TextFile, *, block_lines: int = BLOCK_DOCS,
     return classes, digest.hexdigest()
 
 
+def _merge_windows(parts) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct windows and their counts over several blocks' :func:`corpus_windows`."""
+    if len(parts) == 1:
+        return parts[0]
+    windows = np.concatenate([w for w, _ in parts])
+    counts = np.concatenate([c for _, c in parts])
+    distinct, inverse = np.unique(windows, axis=0, return_inverse=True)
+    return distinct, np.bincount(inverse.ravel(), weights=counts,
+                                 minlength=len(distinct)).astype(np.int64)
+
+
 class CPGBNClassifier(ClassifierMixin, CPGBN):
     """sCPGBN: CPGBN with a softmax on its encoder, trained on L = L_g + xi L_c (paper
     section 2.3) by the hybrid inference (Weibull encoder + TLASGR-MCMC), the best epoch on a
@@ -251,6 +262,14 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
         The epoch (1-based) whose state the model keeps (absent without a validation split).
     gradient_norms_ : ndarray (steps,)
         The encoder gradient's norm before the clip, per step.
+    softmax_input_mean_ : ndarray (units,)
+        The mean over the training documents of each unit the softmax reads (its usage:
+        :mod:`cpgbn.explain.classes` ranks units by weight times usage).  Absent after a
+        distributed fit.
+    filter_windows_, filter_window_counts_ : ndarray (K_1, 5, F), (K_1, 5)
+        When the softmax reads h^(1): per encoder filter, the windows of the training
+        documents that carry most of its activation (word ids, -1 for a padded column), and
+        how often each occurs (:mod:`cpgbn.explain.filters`).  Absent after a distributed fit.
     Every fitted attribute of a hybrid CPGBN (``vocabulary_``, ``globals_``, ``encoder_*``,
     ``loss_trace_``, ...).
     """
@@ -308,7 +327,57 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
                 file_classes(X)   # its one-line error: the file has no labels
         elif y is None:
             check_labels(None, 0, semi_supervised=False)
-        return super().fit(X, y, **fit_params)
+        super().fit(X, y, **fit_params)
+        if fit_params.get("communicator") is None:
+            self._record_unit_statistics(X)
+        return self
+
+    #: Windows kept per encoder filter (``filter_windows_``)
+    _FILTER_WINDOWS = 5
+
+    def _record_unit_statistics(self, X) -> None:
+        """What the explanations read of the training documents ``X``, in one forward pass:
+        the mean of each unit of the softmax's input (``softmax_input_mean_``: a unit's weight
+        times it is its mean push towards a class) and, when the softmax reads h^(1), per
+        encoder filter the windows that carry most of its activation (``filter_windows_``,
+        ``filter_window_counts_``: :mod:`cpgbn.explain.filters`).  A streamed file is read
+        again a block at a time.  A distributed fit records neither (each worker holds a
+        shard): its explanations rank units by weight alone and say so."""
+        from .explain.filters import corpus_windows, filter_windows
+        mode = self._mode(self._run_settings())
+        fitted = self._fitted_state()
+        reads_hidden = (self.encoder_config_ or {}).get("classifier_input") != "theta"
+        blocks = X.blocks(BLOCK_DOCS) if isinstance(X, TextFile) else [X]
+        total, n_docs, parts = None, 0, []
+        for texts in blocks:
+            with warnings.catch_warnings():   # short documents: padded, as at fit time
+                warnings.simplefilter("ignore", UserWarning)
+                data = self._data(self._corpus(texts, self.vocabulary_, None),
+                                  self.globals_.D.shape[1])
+            inputs = mode.softmax_inputs(fitted, data)
+            total = inputs.sum(axis=0) if total is None else total + inputs.sum(axis=0)
+            n_docs += len(inputs)
+            if reads_hidden:
+                parts.append(corpus_windows(data))
+        self.softmax_input_mean_ = total / max(n_docs, 1)
+        if reads_hidden:
+            windows, counts = _merge_windows(parts)
+            F, K1 = self.globals_.D.shape[1], self.layers_[0]
+            conv1 = np.asarray(self.encoder_weights_["conv1.weight"]).reshape(-1, F, K1)
+            best = filter_windows(conv1, np.asarray(self.encoder_weights_["bias1"]), windows,
+                                  counts, top=self._FILTER_WINDOWS)
+            self.filter_windows_, self.filter_window_counts_ = best.windows, best.counts
+
+    def softmax_inputs(self, X) -> np.ndarray:
+        """(N, units): what the softmax reads of each document of ``X`` on the encoder's mean
+        path (ln(1 + h^(1)) and/or ln(1 + theta^(t) / S), as ``classifier_input`` says), the
+        units in the order of the softmax's weight columns."""
+        self._check_fitted()
+        mode = self._mode(self._run_settings())
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            data = self._data(self._corpus(X, self.vocabulary_, None), self.globals_.D.shape[1])
+        return mode.softmax_inputs(self._fitted_state(), data)
 
     # ------------------------------------------------------------------ prediction
     def predict_proba(self, X) -> np.ndarray:

@@ -87,9 +87,10 @@ def save_model(params: dict, fitted: FittedState, directory, *,
         mixing_arrays = mixing.arrays()
         mixing_seconds = [float(x) for x in mixing_arrays.pop(_MIXING_SECONDS)]
         arrays.update(mixing_arrays)
-    for name in SAVED_ARRAYS:   # the minibatch modes' per-step traces
+    for name in SAVED_ARRAYS:   # per-step traces; integer arrays (word ids) stay integers
         if getattr(fitted, name) is not None:
-            arrays[name] = np.asarray(getattr(fitted, name), dtype=np.float64)
+            value = np.asarray(getattr(fitted, name))
+            arrays[name] = value if value.dtype.kind in "iu" else value.astype(np.float64)
     weights = fitted.encoder_weights_
     if weights is not None:
         arrays.update({f"{_ENCODER}{name}": np.asarray(w) for name, w in weights.items()})

@@ -59,7 +59,8 @@ def cmd_explain(args) -> int:
     model = load_classifier(args.model_dir)
     model.set_params(n_threads=args.threads)
     if args.text is None or args.classes:
-        print(format_class_units(class_units(model, top=args.top, phrases=args.phrases)))
+        print(format_class_units(class_units(model, top=args.top, phrases=args.phrases,
+                                             rank=args.rank)))
     if args.text is not None:
         if args.classes:
             print()
@@ -79,11 +80,13 @@ def add_predict_parser(sub):
     p = sub.add_parser("predict", help="classify documents with a saved classifier",
                        description="Predict the classes of DATA with a classifier (cpgbn fit "
                                    "--supervised); a labelled DATA also prints the accuracy.")
-    p.add_argument("model_dir", metavar="MODEL_DIR")
+    p.add_argument("model_dir", metavar="MODEL_DIR",
+                   help="a classifier saved by `cpgbn fit --supervised`")
     p.add_argument("data", metavar="DATA", help="a text file or a dataset name")
     add_data_args(p, split_help="split of a named dataset (default train)")
     p.add_argument("--out", default=None, metavar="OUT.tsv",
-                   help="write each document's predicted class and probabilities here")
+                   help="write each document's predicted class and probabilities here "
+                        "(default: none; unlabelled DATA prints the predicted classes)")
     add_run_args(p)
     p.set_defaults(func=cmd_predict)
     return p
@@ -96,16 +99,23 @@ def add_explain_parser(sub):
                                    "towards it, with their phrases.  With TEXT ('-': standard "
                                    "input): the prediction and the phrases of TEXT that moved "
                                    "it most.")
-    p.add_argument("model_dir", metavar="MODEL_DIR")
-    p.add_argument("text", metavar="TEXT", nargs="?", default=None)
+    p.add_argument("model_dir", metavar="MODEL_DIR",
+                   help="a classifier saved by `cpgbn fit --supervised`")
+    p.add_argument("text", metavar="TEXT", nargs="?", default=None,
+                   help="a document to explain, '-' for standard input (default: none, the "
+                        "units of every class)")
     p.add_argument("--top", type=positive_int, default=5,
                    help="units per class, or phrases of TEXT (default 5)")
     p.add_argument("--phrases", type=positive_int, default=2,
                    help="phrases shown per unit (default 2)")
+    p.add_argument("--rank", choices=["push", "weight"], default="push",
+                   help="order of a class's units: push, the softmax weight times the unit's "
+                        "mean input over the training documents, or the weight alone "
+                        "(default push)")
     p.add_argument("--classes", action="store_true",
                    help="with TEXT: print the units of every class too")
     p.add_argument("--as-class", default=None, metavar="CLASS",
-                   help="with TEXT: explain towards this class instead of the predicted one")
+                   help="with TEXT: explain towards this class (default: the predicted one)")
     add_run_args(p)
     p.set_defaults(func=cmd_explain)
     return p

@@ -106,12 +106,13 @@ def add_topics_parser(sub):
     """Add ``topics`` to the subcommand parser ``sub``; return its parser."""
     p = sub.add_parser("topics", help="phrase table of a saved model",
                        description="Per kernel (most used first), the top words of each column.")
-    p.add_argument("model_dir", metavar="MODEL_DIR")
+    p.add_argument("model_dir", metavar="MODEL_DIR", help="a model saved by `cpgbn fit`")
     p.add_argument("--top", type=positive_int, default=4, help="words per column (default 4)")
     p.add_argument("--kernels", type=positive_int, default=None,
-                   help="show only the first N kernels in the --sort order")
+                   help="show only the first N kernels in the --sort order (default: all)")
     p.add_argument("--ids", type=_kernel_ids, default=None,
-                   help="show these kernels, in this order (e.g. 83,5,199)")
+                   help="show these kernels, in this order (e.g. 83,5,199; default: every "
+                        "kernel, in the --sort order)")
     p.add_argument("--show-unknown", action="store_true", help="include the out-of-vocabulary token")
     p.add_argument("--phrases", type=positive_int, default=3, help="best phrases per kernel (default 3)")
     p.add_argument("--sort", choices=["usage", "sharpness", "kernel"], default="usage",
@@ -119,7 +120,7 @@ def add_topics_parser(sub):
     add_column_share_arg(p)
     p.add_argument("--min-columns", type=positive_int, default=None, metavar="N",
                    help="only kernels with at least N shown columns (2: phrase kernels, not "
-                        "single words)")
+                        "single words; default: any)")
     p.set_defaults(func=cmd_topics)
     return p
 
@@ -129,13 +130,15 @@ def add_tree_parser(sub):
     p = sub.add_parser("tree", help="topic trees of a saved model",
                        description="For topics of a layer (default: the top one, heaviest r first), "
                                    "their children down to layer 1, each with its phrase columns.")
-    p.add_argument("model_dir", metavar="MODEL_DIR")
+    p.add_argument("model_dir", metavar="MODEL_DIR", help="a model saved by `cpgbn fit`")
     p.add_argument("--layer", type=int, default=None, help="layer of the roots (default: top)")
     p.add_argument("--topic", type=int, default=None, help="one root topic (default: several)")
-    p.add_argument("--topics", type=positive_int, default=3, help="how many roots when --topic is not given")
+    p.add_argument("--topics", type=positive_int, default=3,
+                   help="how many roots when --topic is not given (default %(default)s)")
     p.add_argument("--children", type=positive_int, default=3, help="children per node (default 3)")
     p.add_argument("--top", type=positive_int, default=3, help="words per phrase column (default 3)")
-    p.add_argument("--svg", default=None, metavar="TREES.svg", help="also draw the trees into this SVG file")
+    p.add_argument("--svg", default=None, metavar="TREES.svg",
+                   help="also draw the trees into this SVG file (default: none)")
     add_column_share_arg(p)
     p.set_defaults(func=cmd_tree)
     return p
@@ -160,6 +163,7 @@ def cmd_report(args) -> int:
     out = Path(args.out)
     check_file_target(out)
     model, texts, labels = _load(args)
+    explain, explain_note = _texts_to_explain(args, model, texts)
     html = build_report(model, texts, labels, title=args.title, source=str(args.model_dir),
                         top_words=args.top, top_phrases=args.phrases, trees=args.trees,
                         children=args.children, tree_layer=args.layer, npmi=not args.no_npmi,
@@ -167,19 +171,29 @@ def cmd_report(args) -> int:
                         sweeps=args.sweeps, burn_in=args.sweeps // 2,
                         hide_unknown=not args.show_unknown,
                         min_column_share=args.min_column_share,
-                        explain=_texts_to_explain(args, model, texts))
+                        explain=explain, explain_note=explain_note)
     write_report(html, out)
     print(f"wrote {out} ({len(html.encode('utf-8')) / 1024:.0f} KiB)")
     return 0
 
 
-def _texts_to_explain(args, model, texts) -> list:
-    """``report --explain TEXT`` (repeated) and, for a classifier with DATA, the first
-    ``--explain-docs`` documents of DATA."""
+def _texts_to_explain(args, model, texts) -> tuple[list, str]:
+    """(texts, where they come from): ``report --explain TEXT`` (repeated) and, for a
+    classifier, the first ``--explain-docs`` documents of ``--test`` (documents the model did
+    not train on) when given, else of DATA (which it trained on: the note says so)."""
     chosen = list(args.explain or [])
-    if getattr(model, "classes_", None) is not None and texts is not None:
-        chosen += list(texts[:args.explain_docs])
-    return chosen
+    note = ""
+    if getattr(model, "classes_", None) is not None and args.explain_docs > 0:
+        if args.test is not None:
+            held_out, _ = read_documents(args.test, "test", args.data_dir, args.format)
+            chosen += list(held_out[:args.explain_docs])
+            note = (f"The first {min(args.explain_docs, len(held_out))} documents of "
+                    f"{args.test}, which the model did not train on.")
+        elif texts is not None:
+            chosen += list(texts[:args.explain_docs])
+            note = (f"The first {min(args.explain_docs, len(texts))} documents of {args.data}: "
+                    "the model trained on them (pass --test for held-out ones).")
+    return chosen, note
 
 
 def cmd_summary(args) -> int:
@@ -216,7 +230,7 @@ def add_report_parser(sub):
                                    "summary, training plots, the phrase table (search, sort), "
                                    "topic trees and, given DATA, corpus phrases, NPMI coherence "
                                    "vs LDA and per-class usage.")
-    p.add_argument("model_dir", metavar="MODEL_DIR")
+    p.add_argument("model_dir", metavar="MODEL_DIR", help="a model saved by `cpgbn fit`")
     _add_optional_data_args(p)
     p.add_argument("--out", required=True, metavar="REPORT.html", help="the HTML file to write")
     p.add_argument("--title", default=None, help="page title (default: the model's layers)")
@@ -231,10 +245,14 @@ def add_report_parser(sub):
     p.add_argument("--show-unknown", action="store_true", help="include the out-of-vocabulary token")
     p.add_argument("--explain", action="append", default=None, metavar="TEXT",
                    help="a classifier (fit --supervised): show this text with the phrases that "
-                        "moved its prediction highlighted (repeat for more)")
+                        "moved its prediction highlighted (repeat for more; default: none)")
     p.add_argument("--explain-docs", type=int, default=3, metavar="N",
-                   help="a classifier with DATA: also explain DATA's first N documents "
-                        "(default 3)")
+                   help="a classifier: also explain the first N documents of --test, else "
+                        "of DATA (default 3)")
+    p.add_argument("--test", default=None, metavar="TEST",
+                   help="a classifier: documents it did not train on (a file, or a dataset "
+                        "name for its test split), from which --explain-docs draws "
+                        "(default: none, DATA's documents are explained)")
     add_column_share_arg(p)
     _add_coherence_args(p)
     p.set_defaults(func=cmd_report)
@@ -247,7 +265,7 @@ def add_summary_parser(sub):
                        description="Model, training, usage and the most used kernels' phrases; "
                                    "given DATA (the training documents), also the data size and "
                                    "NPMI coherence of the kernels vs LDA.")
-    p.add_argument("model_dir", metavar="MODEL_DIR")
+    p.add_argument("model_dir", metavar="MODEL_DIR", help="a model saved by `cpgbn fit`")
     _add_optional_data_args(p)
     p.add_argument("--top", type=positive_int, default=5, help="kernels to list (default 5)")
     p.add_argument("--sweeps", type=positive_int, default=10,

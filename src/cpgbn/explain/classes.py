@@ -32,7 +32,7 @@ from ..errors import CPGBNInputError
 from .phrases import best_phrases
 from .hierarchy import phrase_matrix
 
-__all__ = ["ClassUnit", "PhraseContribution", "DocumentExplanation", "class_units",
+__all__ = ["ClassUnit", "PhraseContribution", "RANKINGS", "DocumentExplanation", "class_units",
            "explain_document", "format_class_units", "format_document", "require_classifier"]
 
 
@@ -45,15 +45,29 @@ def require_classifier(model) -> None:
 
 @dataclass(frozen=True)
 class ClassUnit:
-    """One unit of the softmax's input and its weight towards a class."""
+    """One unit of the softmax's input and how it pushes towards a class."""
 
     layer: int
     """0: a filter of the encoder (its pooled activation h^(1)); 1: a kernel (phrase topic of
     layer 1); t > 1: a topic of layer t."""
     unit: int
     weight: float
+    """Its softmax weight towards the class, centred over the classes."""
+    usage: float | None
+    """The mean of the unit's input to the softmax over the training documents (None for a
+    model that did not record it: a distributed fit, or one saved before it was recorded)."""
     phrases: tuple[str, ...]
-    """Its most probable phrases (a deeper topic's projected onto the kernels)."""
+    """Its phrases: for a filter, the windows of the training documents that carry most of
+    its activation; for a kernel or topic, its most probable phrases (a deeper topic's
+    projected onto the kernels)."""
+    counts: tuple[int, ...] | None = None
+    """A filter's: how often each of its phrases occurs in the training documents."""
+
+    @property
+    def push(self) -> float:
+        """weight x usage: the unit's mean contribution to the class's log-odds over the
+        training documents (the weight alone where no usage was recorded)."""
+        return self.weight if self.usage is None else self.weight * self.usage
 
 
 @dataclass(frozen=True)
@@ -102,23 +116,42 @@ def _softmax_inputs(model) -> list:
     return parts
 
 
-def _filter_phrases(model, unit: int, top_n: int) -> list[str]:
-    """The windows that excite the encoder's filter ``unit`` most: its i-th phrase takes,
-    for every column f of the filter, the word of the i-th largest weight C_1[unit, v, f]."""
+def _filter_phrases(model, unit: int, top_n: int) -> tuple[list[str], list[int] | None]:
+    """(phrases, counts) of the encoder's filter ``unit``: the windows of the training
+    documents that carry most of its activation, with their counts (``filter_windows_``,
+    :mod:`cpgbn.explain.filters`); for a model that did not record them, the per-column view
+    (for every column f, the word of the i-th largest weight C_1[unit, v, f]) and no counts."""
+    recorded = getattr(model, "filter_windows_", None)
+    if recorded is not None:
+        windows = np.asarray(recorded, dtype=np.int64)[unit, :top_n]
+        counts = np.asarray(model.filter_window_counts_, dtype=np.int64)[unit, :top_n]
+        keep = counts > 0
+        return ([" ".join(model.vocabulary_.decode([int(v) for v in row if v >= 0]))
+                 for row in windows[keep]], counts[keep].tolist())
     table = np.asarray(model.encoder_weights_["conv1.weight"])
     V, F = len(model.vocabulary_), model.globals_.D.shape[1]
     weights = table.reshape(V, F, -1)[:, :, unit]            # (V, F)
     order = np.argsort(-weights, axis=0)[:top_n]              # (top_n, F)
-    return [" ".join(model.vocabulary_.decode(row.tolist())) for row in order]
+    return [" ".join(model.vocabulary_.decode(row.tolist())) for row in order], None
 
 
-def class_units(model, *, top: int = 5, phrases: int = 2, layers=None) -> dict:
-    """{class: [ClassUnit, ...]}: per class the ``top`` units with the largest weight towards
-    it (module docstring), among the layers ``layers`` (default all the softmax reads; 0 is
-    the encoder's filters, read through the pooled first hidden layer), each with ``phrases``
-    of its most probable phrases (a filter's: the words its columns weigh most)."""
+#: How :func:`class_units` ranks a class's units
+RANKINGS = ("push", "weight")
+
+
+def class_units(model, *, top: int = 5, phrases: int = 2, layers=None,
+                rank: str = "push") -> dict:
+    """{class: [ClassUnit, ...]}: per class the ``top`` units that push most towards it
+    (module docstring), among the layers ``layers`` (default all the softmax reads; 0 is the
+    encoder's filters, read through the pooled first hidden layer), each with ``phrases`` of
+    its phrases.  ``rank``: "push", the weight times the unit's usage in the training
+    documents (a unit with a large weight that is rarely active does not decide much; the
+    weight alone where the model recorded no usage), or "weight"."""
     require_classifier(model)
+    if rank not in RANKINGS:
+        raise CPGBNInputError(f"rank must be one of {RANKINGS}, got {rank!r}")
     weights = _unit_weights(model)
+    usage = getattr(model, "softmax_input_mean_", None)
     parts = _softmax_inputs(model)
     known = [t for t, _ in parts]
     layers = known if layers is None else [int(t) for t in layers]
@@ -133,16 +166,22 @@ def class_units(model, *, top: int = 5, phrases: int = 2, layers=None) -> dict:
         candidates = []
         for t in layers:
             for unit in range(sizes[t]):
-                candidates.append((weights[c, offsets[t] + unit], t, unit))
-        candidates.sort(key=lambda item: -item[0])
+                column = offsets[t] + unit
+                candidates.append(ClassUnit(t, unit, float(weights[c, column]),
+                                            None if usage is None else float(usage[column]),
+                                            ()))
+        candidates.sort(key=lambda u: -(u.push if rank == "push" else u.weight))
         units = []
-        for weight, t, unit in candidates[:top]:
-            if t == 0:
-                texts = _filter_phrases(model, unit, phrases)
+        for u in candidates[:top]:
+            counts = None
+            if u.layer == 0:
+                texts, counts = _filter_phrases(model, u.unit, phrases)
             else:
-                texts = [p.text for p in best_phrases(phrase_matrix(model.globals_, t, unit),
+                texts = [p.text for p in best_phrases(phrase_matrix(model.globals_, u.layer,
+                                                                    u.unit),
                                                       model.vocabulary_, top_n=phrases)]
-            units.append(ClassUnit(t, unit, float(weight), tuple(texts)))
+            units.append(ClassUnit(u.layer, u.unit, u.weight, u.usage, tuple(texts),
+                                   None if counts is None else tuple(counts)))
         out[label] = units
     return out
 
@@ -197,14 +236,22 @@ def _occlusion(model, corpus, ids: np.ndarray, c: int) -> np.ndarray:
 
 
 def format_class_units(units: dict) -> str:
-    """:func:`class_units` as text: one block per class, one line per unit."""
+    """:func:`class_units` as text: one block per class, one line per unit (its push, weight
+    and usage, then its phrases with their counts in the training documents)."""
     lines = []
+    recorded = any(u.usage is not None for rows in units.values() for u in rows)
+    lines.append("units ranked by push = weight x usage (the unit's mean input to the softmax "
+                 "over the training documents)" if recorded else
+                 "units ranked by softmax weight (this model recorded no usage)")
     for label, rows in units.items():
         lines.append(f"class {label}:")
         for u in rows:
             name = ({0: f"filter {u.unit}", 1: f"kernel {u.unit}"}.get(u.layer)
                     or f"layer {u.layer} topic {u.unit}")
-            lines.append(f"  {u.weight:+7.3f}  {name:<20} {' | '.join(u.phrases)}")
+            phrases = [f'"{p}"' + ("" if u.counts is None else f" x{n}")
+                       for p, n in zip(u.phrases, u.counts or [None] * len(u.phrases))]
+            how = (f"{u.weight:+.2f} x {u.usage:.3f}" if u.usage is not None else "")
+            lines.append(f"  {u.push:+7.3f}  {name:<11} {how:<15} {' | '.join(phrases)}")
     return "\n".join(lines)
 
 

@@ -265,21 +265,32 @@ def _coherence_html(coherence: CoherenceResult) -> str:
 def _classes_html(model, top: int, phrases: int) -> str:
     """The classifier's units per class (:func:`cpgbn.explain.classes.class_units`)."""
     from .classes import class_units
-    parts = ['<p class="muted">For each class, the units of the softmax\'s input whose '
-             "activation raises its log-odds most: the encoder's filters (their mean "
-             "activation h^(1) over the document, when the softmax reads it), the kernels "
-             "(layer 1) and topics (deeper layers), by the softmax's weight, centred over the "
-             "classes, on ln(1 + h^(1)) or ln(1 + theta / S_j).</p>"]
-    for label, units in class_units(model, top=top, phrases=phrases).items():
+    units_by_class = class_units(model, top=top, phrases=phrases)
+    recorded = any(u.usage is not None for rows in units_by_class.values() for u in rows)
+    parts = ['<p class="muted">For each class, the units of the softmax\'s input that push '
+             "towards it most: the encoder's filters (their mean activation h^(1) over the "
+             "document, when the softmax reads it), the kernels (layer 1) and topics (deeper "
+             "layers). "
+             + ("Push = the softmax's weight (centred over the classes) times the unit's "
+                "usage, its mean input to the softmax over the training documents. A filter's "
+                "phrases are the windows of the training documents that carry most of its "
+                "activation, with how often each occurs.</p>" if recorded else
+                "Ranked by the softmax's weight (centred over the classes): this model "
+                "recorded no usage.</p>")]
+    for label, units in units_by_class.items():
         rows = "".join(
-            f"<tr><td class=\"num\">{u.weight:+.3f}</td><td>"
+            f"<tr><td class=\"num\">{u.push:+.3f}</td><td class=\"num\">{u.weight:+.2f}</td>"
+            f"<td class=\"num\">{'-' if u.usage is None else f'{u.usage:.3f}'}</td><td>"
             + (f'<a href="#kernel-{u.unit}">kernel {u.unit}</a>' if u.layer == 1
                else f"filter {u.unit}" if u.layer == 0
                else f"layer {u.layer}, topic {u.unit}")
-            + f"</td><td>{escape(' | '.join(u.phrases))}</td></tr>" for u in units)
+            + "</td><td>" + escape(" | ".join(
+                p + ("" if u.counts is None else f" (x{n})")
+                for p, n in zip(u.phrases, u.counts or [None] * len(u.phrases))))
+            + "</td></tr>" for u in units)
         parts.append(f"<h3>class {escape(str(label))}</h3><table class=\"class-units\">"
-                     "<thead><tr><th>weight</th><th>unit</th><th>phrases</th></tr></thead>"
-                     f"<tbody>{rows}</tbody></table>")
+                     "<thead><tr><th>push</th><th>weight</th><th>usage</th><th>unit</th>"
+                     f"<th>phrases</th></tr></thead><tbody>{rows}</tbody></table>")
     return "".join(parts)
 
 
@@ -322,7 +333,7 @@ def build_report(model, texts=None, labels=None, *, title: str | None = None, so
                  min_column_share: float = MIN_COLUMN_SHARE,
                  assignments: KernelAssignments | None = None,
                  coherence: CoherenceResult | None = None, explain=(),
-                 explain_top: int = 5) -> str:
+                 explain_top: int = 5, explain_note: str = "") -> str:
     """The report as one HTML string.
 
     ``texts`` (strings or a Corpus over the model's vocabulary; normally the training
@@ -334,7 +345,9 @@ def build_report(model, texts=None, labels=None, *, title: str | None = None, so
 
     A classifier (:class:`~cpgbn.classifier.CPGBNClassifier`) adds the units that push towards
     each class and, for each text of ``explain``, its prediction with every token highlighted
-    by how much it moved it (:mod:`cpgbn.explain.classes`; ``explain_top`` phrases listed).
+    by how much it moved it (:mod:`cpgbn.explain.classes`; ``explain_top`` phrases listed);
+    ``explain_note`` says where those texts come from (documents the model trained on, or
+    held-out ones).
     """
     from . import plots
     check_is_fitted(model)
@@ -438,7 +451,9 @@ def build_report(model, texts=None, labels=None, *, title: str | None = None, so
                             "the out-of-vocabulary word (green: towards the class, red: away; "
                             "hover for the number); the phrases are the windows whose kernels "
                             "carry most of the decision (gradient times input at the "
-                            "encoder's position weights).</p>" + docs + "</section>")
+                            "encoder's position weights)."
+                            + (f" {escape(explain_note)}" if explain_note else "")
+                            + "</p>" + docs + "</section>")
     elif len(explain):
         from .classes import require_classifier
         require_classifier(model)

@@ -84,6 +84,17 @@ class FittedState:
     globals the model keeps."""
     gradient_norms_: np.ndarray | None = field(default=None, metadata={"saved_as": "array"})
     """A supervised fit: the encoder gradient's norm before the clip, per step."""
+    softmax_input_mean_: np.ndarray | None = field(default=None, metadata={"saved_as": "array"})
+    """A classifier fitted in one process: the mean over its training documents of each unit
+    of the softmax's input (the units' usage; a unit's contribution to a class's logit is its
+    weight times this)."""
+    filter_windows_: np.ndarray | None = field(default=None, metadata={"saved_as": "array"})
+    """A classifier whose softmax reads h^(1), fitted in one process: (K_1, top, F) word ids,
+    per encoder filter the windows of the training documents with the largest share of its
+    activation (:mod:`cpgbn.explain.filters`; -1 for a padded column or no window)."""
+    filter_window_counts_: np.ndarray | None = field(default=None,
+                                                     metadata={"saved_as": "array"})
+    """(K_1, top): how often each of ``filter_windows_`` occurs in the training documents."""
     format_version_: int | None = None
     """A loaded model: the format version of its directory."""
     saved_by_version_: str | None = None

@@ -210,6 +210,15 @@ class SupervisedMode(HybridMode):
             return backend.class_probabilities(fitted.globals_.phi, data, batch_size=512,
                                                head_precision=s["encoder_precision"])
 
+    def softmax_inputs(self, fitted: FittedState, data: ConvData) -> np.ndarray:
+        """(N, units): what the softmax reads of each document of ``data`` on the encoder's
+        mean path (:meth:`cpgbn.backends.torch.hybrid.TorchEncoderBackend.softmax_inputs`)."""
+        s = self.settings
+        backend = self._encoder(fitted)
+        with torch_threads(s["n_threads"]):
+            return backend.softmax_inputs(fitted.globals_.phi, data, batch_size=512,
+                                          head_precision=s["encoder_precision"])
+
     def attributions(self, fitted: FittedState, data: ConvData, targets) -> np.ndarray:
         """(P, K_1): how much each position and kernel of the documents ``data`` moved them
         towards the classes ``targets`` (indices), at the encoder's mean path

@@ -432,6 +432,17 @@ class WeibullConvEncoder(nn.Module):
         Differentiable in the encoder's parameters (the reparameterised draw) and in W, b."""
         if self.classifier is None:
             raise CPGBNInputError("this encoder has no classifier (n_classes = 0)")
+        z = self.softmax_input(thetas, n_positions, hidden)
+        if self.training and self.classifier_dropout > 0:
+            keep = 1.0 - self.classifier_dropout
+            mask = torch.rand(z.shape, generator=generator, device=z.device) < keep
+            z = z * mask.to(z.dtype) / keep
+        return self.classifier(z)
+
+    def softmax_input(self, thetas, n_positions: torch.Tensor,
+                      hidden: torch.Tensor | None = None) -> torch.Tensor:
+        """z_j, (B, units): what the softmax of :meth:`class_logits` reads (before dropout),
+        in the classifier weight's dtype."""
         parts = []
         if self.reads_hidden:
             if hidden is None:
@@ -442,12 +453,7 @@ class WeibullConvEncoder(nn.Module):
             per_position = n_positions.to(thetas[0].dtype)[:, None]
             parts += [torch.log1p(theta / per_position) for theta in thetas]
         dtype = self.classifier.weight.dtype
-        z = torch.cat([part.to(dtype) for part in parts], dim=1)
-        if self.training and self.classifier_dropout > 0:
-            keep = 1.0 - self.classifier_dropout
-            mask = torch.rand(z.shape, generator=generator, device=z.device) < keep
-            z = z * mask.to(z.dtype) / keep
-        return self.classifier(z)
+        return torch.cat([part.to(dtype) for part in parts], dim=1)
 
     # ------------------------------------------------------------------ top-down draws
     def _check_phi(self, phi) -> list:

@@ -333,9 +333,27 @@ class TorchEncoderBackend:
         path of the documents ``data`` (theta^(1..T) and h^(1), ``batch_size`` documents at a
         time): (N, C) float64 probabilities, no randomness.  A softmax on h^(1) alone needs
         the first layer only (an embedding sum per position and a mean per document)."""
+        out = np.empty((data.n_docs, self.encoder.n_classes))
+        for lo, hi, z in self._softmax_inputs(phi, data, batch_size, head_precision):
+            logits = self.encoder.classifier(z)
+            out[lo:hi] = torch.softmax(logits.double(), dim=1).cpu().numpy()
+        return out
+
+    def softmax_inputs(self, phi, data, *, batch_size: int = 512,
+                       head_precision: str = "float32") -> np.ndarray:
+        """(N, units) float64: what the softmax reads of each document of ``data`` on the
+        mean path (:meth:`~.encoder.WeibullConvEncoder.softmax_input`), the units in the
+        order of the classifier's weight columns."""
+        parts = [z.double().cpu().numpy()
+                 for _, _, z in self._softmax_inputs(phi, data, batch_size, head_precision)]
+        width = self.encoder.classifier.in_features
+        return np.concatenate(parts) if parts else np.zeros((0, width))
+
+    def _softmax_inputs(self, phi, data, batch_size: int, head_precision: str):
+        """(lo, hi, z) per ``batch_size`` documents of ``data``: z the softmax's input on
+        the encoder's mean path, without gradients."""
         encoder = self.encoder
         head_dtype = torch.bfloat16 if head_precision == "bfloat16" else None
-        out = np.empty((data.n_docs, encoder.n_classes))
         encoder.eval()
         with torch.no_grad():
             for lo in range(0, data.n_docs, batch_size):
@@ -349,9 +367,7 @@ class TorchEncoderBackend:
                 else:   # h^(1) alone: the first layer and its pooling, no Weibull head
                     thetas = None
                     hidden = encoder.classifier_hidden(encoder.first_hidden(batch), batch)
-                logits = encoder.class_logits(thetas, batch.n_positions, hidden)
-                out[lo:hi] = torch.softmax(logits.double(), dim=1).cpu().numpy()
-        return out
+                yield lo, hi, encoder.softmax_input(thetas, batch.n_positions, hidden)
 
     def class_attributions(self, phi, data, targets) -> np.ndarray:
         """How much each (position, unit) of the documents ``data`` moved them towards the

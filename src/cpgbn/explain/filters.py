@@ -1,0 +1,99 @@
+"""The encoder's filters read as the phrases of a corpus that excite them (a classifier's
+units when its softmax reads the pooled first hidden layer h^(1)).
+
+Filter k of the encoder's first layer scores the F-word window at position s of a document as
+H_sk = relu(sum_f C_1[k, x_{s+f}, f] + b_1k) (:class:`cpgbn.backends.torch.encoder.
+WeibullConvEncoder`), and the softmax reads ln(1 + mean_s H_sk).  A window's score depends on
+its words alone, so every occurrence of one window scores the same, and the windows that carry
+most of filter k's activation over a corpus are those with the largest count x H_k.  Those are
+the phrases shown for a filter: windows that occur, with how often; the per-column view (for
+each column f, the words of largest C_1[k, v, f]) combines words that rarely or never occur
+together and read as noise (issue 47).
+
+Written over numpy arrays (the encoder's saved weights), so reading a saved classifier's
+filters needs no torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..layers.cells import ConvData
+
+__all__ = ["FilterWindows", "corpus_windows", "filter_windows", "EMPTY"]
+
+#: A column of a window outside the document's words (the padding of a short document).
+EMPTY = -1
+
+
+def corpus_windows(data: ConvData) -> tuple[np.ndarray, np.ndarray]:
+    """(windows, counts): the distinct F-word windows of the documents ``data`` (one row of F
+    word ids per distinct window, :data:`EMPTY` for a padded column) and how often each
+    occurs, over every position of every document."""
+    F = data.filter_width
+    starts = np.zeros(data.n_docs + 1, dtype=np.int64)
+    np.cumsum(data.doc_length, out=starts[1:])
+    columns = np.full(int(starts[-1]), EMPTY, dtype=np.int64)
+    doc_of_cell = np.repeat(np.arange(data.n_docs), np.diff(data.doc_cells))
+    columns[starts[doc_of_cell] + data.cell_col] = data.cell_word
+    positions = np.diff(data.doc_positions)                      # S_j per document
+    doc_of_position = np.repeat(np.arange(data.n_docs), positions)
+    first = data.doc_positions[:-1]
+    s = np.arange(int(data.doc_positions[-1])) - first[doc_of_position]
+    window_start = starts[doc_of_position] + s
+    windows = columns[window_start[:, None] + np.arange(F)]
+    if len(windows) == 0:
+        return np.zeros((0, F), dtype=np.int64), np.zeros(0, dtype=np.int64)
+    distinct, counts = np.unique(windows, axis=0, return_counts=True)
+    return distinct, counts.astype(np.int64)
+
+
+@dataclass(frozen=True)
+class FilterWindows:
+    """Per filter, the windows of a corpus with the largest share of its activation."""
+
+    windows: np.ndarray
+    """(K, top, F) word ids, :data:`EMPTY` for a padded column; a filter with fewer active
+    windows has rows of EMPTY."""
+    counts: np.ndarray
+    """(K, top) occurrences of each window in the corpus (0 for an EMPTY row)."""
+    shares: np.ndarray
+    """(K, top) the window's share of the filter's activation summed over the corpus."""
+
+
+def filter_windows(conv1: np.ndarray, bias1: np.ndarray, windows: np.ndarray,
+                   counts: np.ndarray, *, top: int = 5, chunk: int = 65536) -> FilterWindows:
+    """The ``top`` windows of each filter by count x activation (module docstring).
+
+    ``conv1``: the encoder's ``conv1.weight`` as (V, F, K) (C_1[k, v, f] at [v, f, k]);
+    ``bias1``: (K,); ``windows``, ``counts``: :func:`corpus_windows`.  The windows are scored
+    ``chunk`` at a time, so memory stays at chunk x K numbers."""
+    V, F, K = conv1.shape
+    top = int(top)
+    best_score = np.full((K, top), -1.0)
+    best_row = np.full((K, top), -1, dtype=np.int64)
+    total = np.zeros(K)
+    for lo in range(0, len(windows), chunk):
+        rows = windows[lo:lo + chunk]
+        pre = np.broadcast_to(np.asarray(bias1, dtype=np.float64), (len(rows), K)).copy()
+        for f in range(F):
+            present = rows[:, f] != EMPTY
+            pre[present] += conv1[rows[present, f], f, :]
+        score = np.maximum(pre, 0.0) * counts[lo:lo + chunk, None]   # (n, K)
+        total += score.sum(axis=0)
+        n = len(rows)
+        pick = np.argpartition(-score, min(top, n) - 1, axis=0)[:top] if n > top else \
+            np.broadcast_to(np.arange(n)[:, None], (n, K))
+        candidates = np.concatenate([best_score, np.take_along_axis(score, pick, 0).T], axis=1)
+        rows_ = np.concatenate([best_row, (pick + lo).T], axis=1)
+        order = np.argsort(-candidates, axis=1, kind="stable")[:, :top]
+        best_score = np.take_along_axis(candidates, order, 1)
+        best_row = np.take_along_axis(rows_, order, 1)
+    active = best_score > 0
+    out_windows = np.full((K, top, F), EMPTY, dtype=np.int64)
+    out_windows[active] = windows[best_row[active]]
+    out_counts = np.where(active, counts[np.maximum(best_row, 0)] if len(counts) else 0, 0)
+    shares = np.where(active, best_score / np.maximum(total, 1e-300)[:, None], 0.0)
+    return FilterWindows(out_windows, out_counts.astype(np.int64), shares)
