@@ -195,13 +195,9 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
 
     Parameters
     ----------
-    layers, filter_width, token_count, padding, eta, e0, f0, sample_r
+    layers, filter_width, vocab_size, token_count, padding, eta, e0, f0, sample_r
         The model's, as :class:`~cpgbn.model.CPGBN`'s (``pooling_concentration`` is not
         offered: the encoder is written for the tied pooling prior).
-    vocab_size : int, default 30000
-        Vocabulary rows (the most frequent words and the out-of-vocabulary row), more than
-        the topic model's 8,000: every word of SUBJ, MR and TREC, 0.8 points more on SUBJ's
-        validation split over three seeds, level on MR's and TREC's (docs/classifier.md).
     xi : float, default 1000.0
         Weight of the cross-entropy per unit of a document's observed counts: the loss per
         document is L_g + xi' L_c with the paper's xi' = ``xi`` times the mean units of a

@@ -71,15 +71,13 @@ def _estimator(args):
         from ..classifier import CPGBNClassifier
         params = inference_params(args)
         params.pop("inference")
-        vocabulary = {} if args.vocab_size is None else {"vocab_size": args.vocab_size}
         return CPGBNClassifier(
-            layers=args.layers, filter_width=args.filter_width, **vocabulary,
+            layers=args.layers, filter_width=args.filter_width, vocab_size=args.vocab_size,
             token_count=args.token_count, padding=args.padding, eta=args.eta, xi=args.xi,
             semi_supervised=args.semi_supervised,
             random_state=args.seed, n_threads=args.threads, device=args.device,
             progress=not args.quiet, **params)
-    return CPGBN(layers=args.layers, filter_width=args.filter_width,
-                 vocab_size=8000 if args.vocab_size is None else args.vocab_size,
+    return CPGBN(layers=args.layers, filter_width=args.filter_width, vocab_size=args.vocab_size,
                  token_count=args.token_count, padding=args.padding, eta=args.eta,
                  pooling_concentration=args.pooling_concentration, n_iter=args.iterations,
                  burn_in=args.iterations * 3 // 4 if args.burn_in is None else args.burn_in,
@@ -207,9 +205,9 @@ def add_fit_parser(sub):
                    help="layer widths, e.g. 200 or 200,100,50 (default %(default)s)")
     p.add_argument("--filter-width", type=int, default=3,
                    help="F, word positions per kernel (default %(default)s)")
-    p.add_argument("--vocab-size", type=int, default=None,
-                   help="vocabulary rows including the out-of-vocabulary row (default: 8000; "
-                        "30000 with --supervised)")
+    p.add_argument("--vocab-size", type=int, default=8000,
+                   help="vocabulary rows including the out-of-vocabulary row (default "
+                        "%(default)s)")
     p.add_argument("--token-count", type=token_count, default=DEFAULT_TOKEN_COUNT,
                    help="pseudo-count per token, or 'bernoulli-poisson' (default %(default)s)")
     p.add_argument("--padding", type=int, default=0,
