@@ -225,7 +225,7 @@ def test_explain_tools_on_a_minibatch_model(fitted):
     assert LOSS_NAMES[mode] in text and "s per step" in text
     assert "log-likelihood" not in text.replace(LOSS_NAMES[mode], "")  # none is claimed
     html = build_report(model, npmi=False)
-    assert 'alt="training loss"' in html and "training log-likelihood" not in html
+    assert '<figure class="loss-plot">' in html and "training log-likelihood" not in html
     with pytest.raises(CPGBNInputError, match="loss_trace_"):
         model.log_likelihood()
     assert np.isfinite(model.log_likelihood(NEW))   # Gibbs inference with the fitted globals

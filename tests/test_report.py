@@ -1,6 +1,7 @@
-"""Model visualisation: phrases (beam search, corpus phrases), plots, tree SVG, summary, the
-self-contained HTML report, the ``report``/``summary`` commands, and the report in headless
-Chromium (skipped when Chromium is not installed)."""
+"""Model visualisation: phrases (beam search, corpus phrases), plots (the loss's running
+median), tree SVG, summary, the self-contained HTML report, the ``report``/``summary``
+commands, and the report in headless Chromium (its tables within a 1280-pixel window; skipped
+when Chromium is not installed)."""
 import base64
 import itertools
 import re
@@ -19,6 +20,7 @@ from cpgbn.explain import (Phrase, TopicNode, assign_kernels, best_phrases, buil
                            loglik_png, phrases_from_columns, save_tree_svg, sharpness, sort_kernels,
                            summary_text,
                            top_words_per_column, tree_svg, usage_png, write_report)
+from cpgbn.explain.plots import loss_png, loss_scale, median_window, running_median
 from cpgbn.explain.summary import summary_facts
 from cpgbn.text import Corpus, Vocabulary
 
@@ -57,6 +59,19 @@ def report_html(model, corpus_and_labels, assignments):
     texts, labels = corpus_and_labels
     return build_report(model, texts, labels, title="tiny <model> & co", source="tests",
                         assignments=assignments, lda_iter=5)
+
+
+@pytest.fixture(scope="module")
+def wide_report():
+    """The report of a minibatch-gibbs model (a training loss, not a log-likelihood) whose
+    phrase table would be wide: six columns of 40-letter words, corpus phrases, NPMI."""
+    rng = np.random.default_rng(0)
+    words = [f"{'x' * 40}{i}" for i in range(20)] + ["the", "a"]
+    texts = [" ".join(rng.choice(words, 12)) for _ in range(60)]
+    model = CPGBN(inference="minibatch-gibbs", layers=(5,), vocab_size=30, filter_width=6,
+                  batch_size=20, n_epochs=2, n_iter=4, burn_in=2, random_state=0,
+                  n_threads=1).fit(texts)
+    return build_report(model, texts, ["a", "b"] * 30, lda=False, sweeps=2, burn_in=1)
 
 
 # ---------------------------------------------------------------------- phrases
@@ -170,6 +185,33 @@ def test_plots_are_png(model, assignments, corpus_and_labels):
         loglik_png([])
 
 
+def test_running_median_ignores_spikes():
+    assert [median_window(n) for n in (1, 3, 4, 100, 1000, 10000)] == [1, 1, 3, 11, 31, 101]
+    y = np.full(200, 5.0)
+    y[::17] = 1e4                      # spikes fill far less than half of any window
+    y[50] = np.nan
+    np.testing.assert_array_equal(running_median(y, 15), 5.0)
+    np.testing.assert_array_equal(running_median(np.arange(10.0), 3, at=[0, 5, 9]), [0.5, 5, 8.5])
+    assert np.isnan(running_median([np.nan, np.nan], 1)).all()
+
+
+def test_the_loss_plot_follows_the_trend_on_a_log_axis_for_a_wide_range():
+    rng = np.random.default_rng(0)
+    trend = 5e5 * (1 + 3 * np.exp(-np.arange(3000) / 300))
+    loss = trend * np.exp(rng.normal(0, 0.05, 3000))
+    loss[rng.choice(3000, 10, replace=False)] = 1.5e8   # spikes 300 times the trend
+    assert loss_scale(loss) == "log" and median_window(len(loss)) == 55
+    # the plotted median follows the trend within 5%, far below the spikes
+    median = running_median(loss, median_window(len(loss)))
+    assert np.max(np.abs(median / trend - 1)) < 0.05
+    assert loss_png(loss, "negative <ELBO>").startswith(PNG)
+    # all within two decades, or not all positive: a linear axis
+    assert loss_scale(trend) == "linear" and loss_scale(np.r_[-1.0, 1e4, np.inf, 5.0]) == "linear"
+    assert loss_png([7.0]).startswith(PNG)
+    with pytest.raises(CPGBNInputError):
+        loss_png([])
+
+
 def test_tree_svg_is_well_formed_and_escaped(model):
     root = model.tree(topic=0, children=2, top_n=3)
     svg = tree_svg(root, standalone=True)
@@ -247,6 +289,16 @@ def test_report_is_self_contained_and_complete(report_html, model):
     assert sum(p in html for p in PLANTED) >= 4
 
 
+def test_report_of_a_minibatch_model_draws_the_loss(wide_report):
+    parsed = _Collector()
+    parsed.feed(wide_report)
+    assert parsed.classes.count("loss-plot") == 1
+    assert len(parsed.imgs) == 3  # the loss, usage and per-class usage
+    assert re.search(r'alt="training loss over \d+ steps: running median of \d+ steps, '
+                     r'(log|linear) scale"', wide_report)
+    assert "http://" not in wide_report and "https://" not in wide_report
+
+
 def test_report_without_data(model):
     html = build_report(model)
     assert 'id="phrase-table"' in html and "Corpus phrases" not in html
@@ -287,13 +339,14 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
                   "--enable-logging=stderr", "--v=0"]
 
 
-def _chromium_dom(path, tmp_path, fragment=""):
+def _chromium_dom(path, tmp_path, fragment="", window=None):
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
         pytest.skip("headless Chromium not installed (Debian: apt-get install chromium); the "
                     "browser check of the report is skipped")
     result = subprocess.run(
         [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom",
+         *([f"--window-size={window[0]},{window[1]}"] if window else []),
          path.resolve().as_uri() + fragment], capture_output=True, text=True, timeout=90)
     assert result.returncode == 0, result.stderr[-2000:]
     console = [line for line in result.stderr.splitlines() if ":CONSOLE" in line]
@@ -319,6 +372,31 @@ def test_report_renders_in_headless_chromium(report_html, tmp_path):
     assert [int(k) for k, _ in rows] == [5, 4, 3, 2, 1, 0]
     visible = [k for k, hidden in rows if not hidden]
     assert 0 < len(visible) < 6
+
+
+#: Appended to a report: writes the rendered width of every table, of the loss plot and of
+#: the page into attributes of <body>, for --dump-dom to show.
+WIDTH_PROBE = """<script>
+var px = function (e) { return Math.round(e.getBoundingClientRect().width); };
+document.body.setAttribute("data-table-widths",
+  Array.prototype.map.call(document.querySelectorAll("table"), px).join(","));
+var loss = document.querySelector("figure.loss-plot img");
+document.body.setAttribute("data-loss-width", loss ? px(loss) : -1);
+document.body.setAttribute("data-page-width", document.documentElement.scrollWidth);
+</script></body>"""
+
+
+def test_report_fits_a_1280_pixel_window(wide_report, tmp_path):
+    """No table of the report is wider than a 1280-pixel window (the phrase table of six
+    columns of 40-letter words included), nor is the page, and the loss plot is drawn."""
+    assert wide_report.count("</body>") == 1
+    path = write_report(wide_report.replace("</body>", WIDTH_PROBE), tmp_path / "wide.html")
+    dom = _chromium_dom(path, tmp_path, window=(1280, 900))
+    _check_rendered(dom, 5)
+    widths = [int(w) for w in re.search(r'data-table-widths="([^"]*)"', dom).group(1).split(",")]
+    assert len(widths) >= 3 and max(widths) <= 1280, widths   # summary, coherence, phrases
+    assert int(re.search(r'data-page-width="(\d+)"', dom).group(1)) <= 1280
+    assert 300 < int(re.search(r'data-loss-width="(-?\d+)"', dom).group(1)) <= 1280
 
 
 # ---------------------------------------------------------------------- real data (TREC)

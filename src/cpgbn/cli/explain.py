@@ -58,9 +58,28 @@ def add_column_share_arg(p) -> None:
 
 # ---------------------------------------------------------------------- topics and tree
 def cmd_topics(args) -> int:
-    from ..explain import format_kernel_table, kernel_table, sort_kernels
     from ..load import load_estimator
     model = load_estimator(args.model_dir)
+    rows = _topic_rows(model, args)
+    if args.json:
+        import json
+        from ..explain import HIDDEN
+        V, F, _ = model.globals_.D.shape
+        record = {"model": str(args.model_dir), "layers": [int(k) for k in model.layers_],
+                  "vocab_size": int(V), "filter_width": int(F), "sort": args.sort,
+                  "min_column_share": args.min_column_share, "hidden": HIDDEN,
+                  "kernels": [row.to_dict() for row in rows]}
+        print(json.dumps(record, indent=2, ensure_ascii=False, allow_nan=False))
+    else:
+        from ..explain import format_kernel_table
+        print(format_kernel_table(rows))
+    return 0
+
+
+def _topic_rows(model, args) -> list:
+    """The kernels ``cpgbn topics`` shows, in its order: one selection for the text and the
+    JSON view, so that both list the same kernels with the same phrases."""
+    from ..explain import kernel_table, sort_kernels
     if args.ids is not None:
         n_kernels = model.layers_[0]
         bad = [k for k in args.ids if k >= n_kernels]
@@ -71,13 +90,12 @@ def cmd_topics(args) -> int:
                                      min_column_share=args.min_column_share), args.sort)
     if args.min_columns is not None:
         rows = [row for row in rows if row.n_shown >= args.min_columns]
-    if args.ids is not None:
+    if args.ids is not None:   # in the order given; a kernel --min-columns left out stays out
         by_id = {row.kernel: row for row in rows}
-        rows = [by_id[k] for k in args.ids]
+        rows = [by_id[k] for k in args.ids if k in by_id]
     if args.kernels is not None:
         rows = rows[:args.kernels]
-    print(format_kernel_table(rows))
-    return 0
+    return rows
 
 
 def cmd_tree(args) -> int:
@@ -104,8 +122,10 @@ def cmd_tree(args) -> int:
 
 def add_topics_parser(sub):
     """Add ``topics`` to the subcommand parser ``sub``; return its parser."""
+    from ..explain.hierarchy import HIDDEN
     p = sub.add_parser("topics", help="phrase table of a saved model",
-                       description="Per kernel (most used first), the top words of each column.")
+                       description="Per kernel (most used first), the top words of each column "
+                                   "and the best phrases; --json for a program to read.")
     p.add_argument("model_dir", metavar="MODEL_DIR", help="a model saved by `cpgbn fit`")
     p.add_argument("--top", type=positive_int, default=4, help="words per column (default 4)")
     p.add_argument("--kernels", type=positive_int, default=None,
@@ -121,6 +141,10 @@ def add_topics_parser(sub):
     p.add_argument("--min-columns", type=positive_int, default=None, metavar="N",
                    help="only kernels with at least N shown columns (2: phrase kernels, not "
                         "single words; default: any)")
+    p.add_argument("--json", action="store_true",
+                   help="print the same kernels, columns and phrases as JSON on stdout: per "
+                        f"kernel its usage, columns and phrases as token lists, {HIDDEN} at an "
+                        "open slot (default: the text table)")
     p.set_defaults(func=cmd_topics)
     return p
 

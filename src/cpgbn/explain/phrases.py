@@ -358,12 +358,31 @@ class KernelSummary:
         return sum(1 for col in self.columns if col)
 
     def to_dict(self) -> dict:
-        return {"kernel": self.kernel, "usage": self.usage, "sharpness": self.sharpness,
-                "column_mass": self.column_mass,
-                "columns": [[[w, p] for w, p in col] for col in self.columns],
-                "phrases": [[p.text, p.weight] for p in self.phrases],
-                "corpus_phrases": [[p.text, p.weight] for p in self.corpus_phrases],
-                "npmi": self.npmi, "column_share": self.column_share, "width": self.width}
+        """The row as JSON values (``cpgbn topics --json``), read from the same fields as
+        :func:`format_kernel_table`, so both views show the same words and phrases.
+
+        A phrase is its token list, ``HIDDEN`` at an open slot (a near-empty column); a
+        column is its (word, probability) pairs, or ``hidden: true`` and no words.  Corpus
+        phrases (``share`` of the kernel's counts), NPMI, the column shares and the width are
+        there only when known; a non-finite number is null (JSON has no NaN)."""
+        record = {"kernel": self.kernel, "usage": self.usage, "sharpness": self.sharpness,
+                  "n_shown": self.n_shown, "column_mass": self.column_mass,
+                  "columns": [{"hidden": not col, "words": [{"word": w, "p": p} for w, p in col]}
+                              for col in self.columns],
+                  "phrases": [{"tokens": list(p.words), "weight": p.weight} for p in self.phrases]}
+        if self.corpus_phrases:
+            record["corpus_phrases"] = [{"tokens": list(p.words), "share": p.weight}
+                                        for p in self.corpus_phrases]
+        for name in ("npmi", "width", "column_share"):
+            value = getattr(self, name)
+            if value is not None:
+                record[name] = ([_finite(x) for x in value] if isinstance(value, list)
+                                else _finite(value))
+        return record
+
+
+def _finite(value: float) -> float | None:
+    return float(value) if np.isfinite(value) else None
 
 
 SORT_KEYS = ("usage", "sharpness", "width", "npmi", "kernel")

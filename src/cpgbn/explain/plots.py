@@ -12,6 +12,7 @@ phrases; an edge's width grows with the child's weight under its parent.
 from __future__ import annotations
 
 import io
+import warnings
 from html import escape
 from pathlib import Path
 
@@ -66,27 +67,81 @@ def loglik_png(loglik_trace, n_tokens: int | None = None, burn_in: int | None = 
     return _png(fig)
 
 
-def loss_png(loss, name: str) -> bytes:
-    """A minibatch mode's training loss after each step; ``name`` says what it is."""
+def median_window(n: int) -> int:
+    """The running median's window for a series of ``n`` points: the largest odd number not
+    above sqrt(n) + 1 (1 up to 3 points, 11 for 100, 31 for 1,000, 101 for 10,000).  It grows
+    with the series, so a long one is smoothed more, yet stays short enough to follow a
+    trend that changes over a few dozen windows; a median ignores isolated spikes as long as
+    they fill less than half of it."""
+    return 2 * int(np.sqrt(max(int(n), 1)) / 2) + 1
+
+
+def running_median(values, window: int, at=None, block: int = 4096) -> np.ndarray:
+    """The median of ``values`` over a centred window of ``window`` points (made odd), at the
+    indices ``at`` (default: every index).  Near the ends the window holds only the points
+    that exist; non-finite values are left out, and a window with none gives NaN.  Computed
+    ``block`` windows at a time, so a long series needs no n x window array."""
+    y = np.asarray(values, dtype=np.float64)
+    half = max(int(window), 1) // 2
+    padded = np.full(len(y) + 2 * half, np.nan)
+    padded[half:half + len(y)] = np.where(np.isfinite(y), y, np.nan)
+    windows = np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1)
+    at = np.arange(len(y)) if at is None else np.asarray(at, dtype=np.int64)
+    out = np.full(len(at), np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN window is NaN, as documented
+        for lo in range(0, len(at), block):
+            out[lo:lo + block] = np.nanmedian(windows[at[lo:lo + block]], axis=1)
+    return out
+
+
+LOG_DECADES = 2.0
+""":func:`loss_png` draws a log-scale y axis when every finite value is positive and the
+largest is more than 10**LOG_DECADES times the smallest."""
+
+
+def loss_scale(loss) -> str:
+    """"log" or "linear": the y axis :func:`loss_png` draws for ``loss`` (``LOG_DECADES``)."""
+    y = np.asarray(loss, dtype=np.float64)
+    finite = y[np.isfinite(y)]
+    wide = (len(finite) and finite.min() > 0
+            and np.log10(finite.max() / finite.min()) > LOG_DECADES)
+    return "log" if wide else "linear"
+
+
+def loss_png(loss, name: str = "loss") -> bytes:
+    """A minibatch mode's training loss after each step; ``name`` says what it is.
+
+    A handful of spikes can be hundreds of times the typical loss, and a plain line of the raw
+    values then shows only the spikes.  So the main line is the running median over
+    :func:`median_window` steps, the raw values faint behind it, on the y axis
+    :func:`loss_scale` chooses (log for a range of more than ``LOG_DECADES`` decades)."""
     y = np.asarray(loss, dtype=np.float64)
     if y.ndim != 1 or len(y) == 0:
         raise CPGBNInputError("the loss trace is empty")
+    window = median_window(len(y))
+    steps = np.arange(1, len(y) + 1)
     fig = _figure(6.4, 3.2)
     ax = fig.add_subplot()
-    ax.plot(np.arange(1, len(y) + 1), y, color=_BLUE, lw=1.5)
-    ax.set_xlabel("minibatch step")
-    ax.set_ylabel("loss")
-    ax.set_title(f"Training loss: {name}", fontsize=9)
+    ax.plot(steps, y, color=_BLUE, lw=0.8, alpha=0.3, label="each step")
+    ax.plot(steps, running_median(y, window), color=_BLUE, lw=2.0,
+            label=f"running median of {window}")
+    ax.set_yscale(loss_scale(y))
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss" + (" (log scale)" if loss_scale(y) == "log" else ""))
+    ax.set_title("Training loss")
+    ax.legend(loc="upper right", frameon=False, fontsize=8)
     ax.grid(alpha=0.3)
     return _png(fig)
 
 
 def usage_png(usage, top: int = 30, labels=None) -> bytes:
     """Bar chart of the ``top`` most used kernels (share of theta^(1), in %), most used first.
-    ``labels[k]`` (e.g. a kernel's best phrase) is added to its tick."""
+    ``labels[k]`` (e.g. a kernel's best phrase) is added to its tick, cut to 40 characters
+    (long labels would leave no room for the bars)."""
     usage = np.asarray(usage, dtype=np.float64)
     order = np.argsort(-usage, kind="stable")[:top]
-    ticks = [f"{k}" if labels is None else f"{k}: {labels[k]}" for k in order]
+    ticks = [f"{k}" if labels is None else _clip(f"{k}: {labels[k]}", 40) for k in order]
     fig = _figure(6.4, 0.9 + 0.22 * len(order))
     ax = fig.add_subplot()
     ax.barh(np.arange(len(order)), 100 * usage[order], color=_BLUE)

@@ -1,7 +1,7 @@
 """A self-contained HTML report of a fitted model (``cpgbn report``).
 
 One HTML file with everything inline and no network resource of any kind: CSS and a small
-script in the page, plots as base64 PNG data URIs, topic trees as inline SVG drawn here.  A
+script in the page, plots as base64 PNG data URIs, topic trees as inline SVG drawn here.  No table is wider than the page (cells wrap).  A
 Content-Security-Policy in the page forbids loading anything from elsewhere.
 
 Sections: summary (the facts of :func:`cpgbn.explain.summary.summary_facts`), training and
@@ -16,7 +16,9 @@ tokens ``span.tok`` with ``data-score``).
 
 Element ids and classes for tools and tests: ``#summary``, ``#phrase-table`` (rows
 ``tr.kernel-row`` with ids ``kernel-K``), ``#phrase-search``, ``#phrase-count``,
-``figure.topic-tree`` (each with an inline ``svg``), ``img.plot``; the script sets
+``figure.topic-tree`` (each with an inline ``svg``), ``img.plot``, for a minibatch mode's
+model ``figure.loss-plot`` (its ``img`` alt text names the running median's window and the
+scale, :func:`~cpgbn.explain.plots.loss_png`); the script sets
 ``data-js="ready"`` on ``<body>`` when it has run.
 """
 
@@ -50,19 +52,25 @@ table.facts td { padding: 2px 14px 2px 0; vertical-align: top; }
 table.facts td:first-child { color: var(--muted); white-space: nowrap; }
 .plots { display: flex; flex-wrap: wrap; gap: 16px; align-items: flex-start; }
 img.plot { max-width: 100%; border: 1px solid var(--line); background: #fff; }
+figure.loss-plot { margin: 0; max-width: 642px; border: 1px solid var(--line); background: #fff; }
+figure.loss-plot img { display: block; border: 0; }
+figure.loss-plot figcaption { color: var(--muted); font-size: 12px; padding: 2px 8px 6px; }
+/* no table wider than the page: a cell's lines break at spaces, and inside a word too long
+   for the page (headers are short words and never break inside one) */
+main table { max-width: 100%; }
+main td { overflow-wrap: anywhere; }
 #phrase-search { font-size: 14px; padding: 5px 8px; width: 320px; max-width: 100%; }
 #phrase-table { border-collapse: collapse; margin-top: 8px; width: 100%; background: #fff; }
 #phrase-table th, #phrase-table td { border: 1px solid var(--line); padding: 4px 6px; vertical-align: top; }
-#phrase-table th { background: #eef2f7; cursor: pointer; user-select: none; white-space: nowrap;
-                   position: sticky; top: 0; }
+#phrase-table th { background: #eef2f7; cursor: pointer; user-select: none; position: sticky; top: 0; }
 #phrase-table th[aria-sort="ascending"]::after { content: " \\25B2"; }
 #phrase-table th[aria-sort="descending"]::after { content: " \\25BC"; }
 #phrase-table td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 #phrase-table tr:target { outline: 2px solid var(--accent); }
 ol.words, ol.phrases { margin: 0; padding-left: 18px; }
-ol.phrases li, ol.words li { white-space: nowrap; }
 div.table-wrap { overflow-x: auto; }
-ol.words li span, ol.phrases li span { color: var(--muted); font-size: 12px; margin-left: 4px; }
+ol.words li span, ol.phrases li span { color: var(--muted); font-size: 12px; margin-left: 4px;
+                                       white-space: nowrap; }
 figure.topic-tree { margin: 0 0 18px; overflow-x: auto; background: #fff; border: 1px solid var(--line);
                     padding: 8px; }
 figure.topic-tree figcaption { color: var(--muted); margin-bottom: 6px; }
@@ -161,6 +169,17 @@ def png_data_uri(png: bytes) -> str:
 
 def _img(png: bytes, alt: str) -> str:
     return f'<img class="plot" alt="{escape(alt)}" src="{png_data_uri(png)}">'
+
+
+def _loss_figure(loss, name: str) -> str:
+    """The minibatch loss (:func:`~cpgbn.explain.plots.loss_png`: a running median over the
+    raw values, a log axis for a wide range), with what the loss is in a caption: it can be a
+    long sentence, which HTML wraps."""
+    from .plots import loss_png, loss_scale, median_window
+    alt = (f"training loss over {len(loss)} steps: running median of "
+           f"{median_window(len(loss))} steps, {loss_scale(loss)} scale")
+    return (f'<figure class="loss-plot">{_img(loss_png(loss, name), alt)}'
+            f"<figcaption>{escape(name[:1].upper() + name[1:])}.</figcaption></figure>")
 
 
 def _words_cell(col, share=None, F: int = 1) -> str:
@@ -373,8 +392,7 @@ def build_report(model, texts=None, labels=None, *, title: str | None = None, so
                                getattr(model, "burn_in", None))
         figures = [_img(png, "training log-likelihood")]
     else:   # a minibatch mode: its per-step loss (not a log-likelihood)
-        figures = [_img(plots.loss_png(model.loss_trace_, model.loss_name or "loss"),
-                        "training loss")]
+        figures = [_loss_figure(model.loss_trace_, model.loss_name or "loss")]
     # label the usage bars by what the kernel does in the data when known, else its best phrase
     best = {r.kernel: (f'"{r.corpus_phrases[0].text}"' if r.corpus_phrases
                        else r.phrases[0].text if r.phrases else "") for r in rows}
