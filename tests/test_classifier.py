@@ -12,7 +12,8 @@ torch = pytest.importorskip("torch")
 from cpgbn import CPGBN  # noqa: E402
 from cpgbn.classifier import CPGBNClassifier  # noqa: E402
 from cpgbn.errors import CPGBNInputError, ModelFormatError  # noqa: E402
-from cpgbn.explain.classes import (class_units, explain_document, format_class_units,  # noqa: E402
+from cpgbn.explain.classes import (class_phrases, class_units, explain_document,  # noqa: E402
+                                   format_class_units,
                                    format_document)
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
@@ -146,10 +147,10 @@ def test_explanations_name_the_phrase_that_decides(fitted_order):
     best = max(explanation.phrases, key=lambda w: w.score)
     assert best.score > 0 and set(best.words) & {"x", "y", "z"}
     assert explanation.token_scores.shape == (7,)
-    # occluding the phrase's words lowers the class's log-odds (an occluded word becomes the
-    # out-of-vocabulary word, whose filter row this small corpus never trained: a filler word
-    # next to the phrase may score as high as one of its words)
-    assert explanation.token_scores[2:5].sum() > 0
+    # removing the phrase's words (each in turn, its column left empty) lowers the class's
+    # log-odds, together more than removing the filler words
+    scores = explanation.token_scores
+    assert scores[2:5].sum() > 0 and scores[2:5].sum() > np.delete(scores, [2, 3, 4]).sum(), scores
     assert "predicted: fwd" in format_document(explanation)
     units = class_units(model, top=2, phrases=1)
     assert set(units) == {"back", "fwd"} and all(len(rows) == 2 for rows in units.values())
@@ -317,6 +318,12 @@ def test_class_tables_rank_by_weight_times_usage_with_phrases_that_occur(fitted_
         assert [u.weight for u in rows] == sorted((u.weight for u in rows), reverse=True)
     text = format_class_units(units)
     assert "push = weight x usage" in text and '"x y z" x' in text
+    # the phrases that push most towards each class are the class's own
+    phrases = class_phrases(model, top=3)
+    assert phrases["fwd"][0].text == "x y z" and phrases["back"][0].text == "z y x"
+    for rows in phrases.values():
+        for p in rows:
+            assert p.count == _occurrences(train_texts, p.text) >= 3 and p.push > 0
     model.save(tmp_path / "m")
     loaded = CPGBNClassifier.load(tmp_path / "m")
     np.testing.assert_array_equal(loaded.filter_windows_, model.filter_windows_)

@@ -83,3 +83,26 @@ def test_window_activations_equal_the_encoders_first_layer():
     bias1 = encoder.bias1.detach().double().numpy()
     np.testing.assert_allclose(_bruteforce(conv1, bias1, windows, counts).sum(0), H.sum(0),
                                rtol=1e-5)
+
+
+def test_class_windows_rank_by_push_times_log_count_among_frequent_windows():
+    from cpgbn.explain.filters import class_windows
+    rng = np.random.default_rng(7)
+    docs = [rng.integers(0, 6, size=rng.integers(2, 15)) for _ in range(80)]
+    windows, counts = corpus_windows(_data(docs, F=3))
+    conv1 = rng.normal(size=(6, 3, 5))
+    bias1 = rng.normal(size=5) * 0.2
+    weight = rng.normal(size=(3, 5))
+    weight -= weight.mean(axis=0)
+    got = class_windows(conv1, bias1, weight, windows, counts, top=4, min_count=3, chunk=7)
+    push = (_bruteforce(conv1, bias1, windows, np.ones(len(counts))) @ weight.T)   # (U, C)
+    score = push * np.log1p(counts)[:, None]
+    score[counts < 3] = -np.inf
+    row_of = {tuple(w): i for i, w in enumerate(windows.tolist())}
+    for c in range(3):
+        expected = np.sort(score[:, c])[::-1][:4]
+        expected = expected[expected > 0]
+        chosen = [row_of[tuple(w)] for w, n in zip(got.windows[c].tolist(), got.counts[c]) if n]
+        assert score[chosen, c] == pytest.approx(expected)
+        assert got.pushes[c][:len(chosen)] == pytest.approx(push[chosen, c])
+        assert (counts[chosen] >= 3).all()

@@ -28,6 +28,7 @@ from .modes.minibatch import BLOCK_DOCS
 from .modes.supervised import SupervisedMode
 from .params import CLASSIFIER_PARAMETERS, declare_init
 from .text.stream import TextFile
+from .text.vocabulary import OOV_ID
 
 __all__ = ["CPGBNClassifier", "check_labels", "shared_labels", "file_classes"]
 
@@ -268,8 +269,13 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
         distributed fit.
     filter_windows_, filter_window_counts_ : ndarray (K_1, 5, F), (K_1, 5)
         When the softmax reads h^(1): per encoder filter, the windows of the training
-        documents that carry most of its activation (word ids, -1 for a padded column), and
+        documents (those without the out-of-vocabulary word) that carry most of its
+        activation (word ids, -1 for a padded column), and
         how often each occurs (:mod:`cpgbn.explain.filters`).  Absent after a distributed fit.
+    class_windows_, class_window_counts_, class_window_pushes_ : (C, 20, F), (C, 20), (C, 20)
+        When the softmax reads h^(1): per class, the windows of the training documents
+        (occurring at least 3 times) that push most towards it, their counts and pushes
+        (:func:`cpgbn.explain.filters.class_windows`).  Absent after a distributed fit.
     Every fitted attribute of a hybrid CPGBN (``vocabulary_``, ``globals_``, ``encoder_*``,
     ``loss_trace_``, ...).
     """
@@ -332,18 +338,21 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
             self._record_unit_statistics(X)
         return self
 
-    #: Windows kept per encoder filter (``filter_windows_``)
+    #: Windows kept per encoder filter (``filter_windows_``) and per class (``class_windows_``)
     _FILTER_WINDOWS = 5
+    _CLASS_WINDOWS = 20
 
     def _record_unit_statistics(self, X) -> None:
         """What the explanations read of the training documents ``X``, in one forward pass:
         the mean of each unit of the softmax's input (``softmax_input_mean_``: a unit's weight
         times it is its mean push towards a class) and, when the softmax reads h^(1), per
         encoder filter the windows that carry most of its activation (``filter_windows_``,
-        ``filter_window_counts_``: :mod:`cpgbn.explain.filters`).  A streamed file is read
+        ``filter_window_counts_``) and per class the windows that push most towards it
+        (``class_windows_``, ``class_window_counts_``, ``class_window_pushes_``:
+        :mod:`cpgbn.explain.filters`).  A streamed file is read
         again a block at a time.  A distributed fit records neither (each worker holds a
         shard): its explanations rank units by weight alone and say so."""
-        from .explain.filters import corpus_windows, filter_windows
+        from .explain.filters import class_windows, corpus_windows, filter_windows
         mode = self._mode(self._run_settings())
         fitted = self._fitted_state()
         reads_hidden = (self.encoder_config_ or {}).get("classifier_input") != "theta"
@@ -362,11 +371,20 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
         self.softmax_input_mean_ = total / max(n_docs, 1)
         if reads_hidden:
             windows, counts = _merge_windows(parts)
+            # a window holding the out-of-vocabulary word is no phrase a reader can check
+            readable = ~(windows == OOV_ID).any(axis=1)
+            windows, counts = windows[readable], counts[readable]
             F, K1 = self.globals_.D.shape[1], self.layers_[0]
             conv1 = np.asarray(self.encoder_weights_["conv1.weight"]).reshape(-1, F, K1)
-            best = filter_windows(conv1, np.asarray(self.encoder_weights_["bias1"]), windows,
-                                  counts, top=self._FILTER_WINDOWS)
+            bias1 = np.asarray(self.encoder_weights_["bias1"])
+            best = filter_windows(conv1, bias1, windows, counts, top=self._FILTER_WINDOWS)
             self.filter_windows_, self.filter_window_counts_ = best.windows, best.counts
+            weight = np.asarray(self.encoder_weights_["classifier.weight"],
+                                dtype=np.float64)[:, :K1]      # on h^(1): the first K_1 inputs
+            pushing = class_windows(conv1, bias1, weight - weight.mean(axis=0), windows, counts,
+                                    top=self._CLASS_WINDOWS)
+            self.class_windows_, self.class_window_counts_ = pushing.windows, pushing.counts
+            self.class_window_pushes_ = pushing.pushes
 
     def softmax_inputs(self, X) -> np.ndarray:
         """(N, units): what the softmax reads of each document of ``X`` on the encoder's mean
@@ -399,6 +417,14 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
             data = self._data(self._corpus(X, self.vocabulary_, None),
                               self.globals_.D.shape[1])
         return mode.probabilities(self._fitted_state(), data)
+
+    def cell_probabilities(self, data) -> np.ndarray:
+        """(N, C) class probabilities of documents given as cells (a
+        :class:`~cpgbn.layers.cells.ConvData` over the model's vocabulary, as
+        :meth:`position_attributions` returns them): for explanations that edit a document's
+        cells, such as leaving one word's column empty."""
+        self._check_fitted()
+        return self._mode(self._run_settings()).probabilities(self._fitted_state(), data)
 
     def position_attributions(self, X, classes=None):
         """For each document of ``X``: how much each of its positions (the F-word window

@@ -54,11 +54,15 @@ def cmd_predict(args) -> int:
 
 
 def cmd_explain(args) -> int:
-    from ..explain.classes import (class_units, explain_document, format_class_units,
-                                   format_document)
+    from ..explain.classes import (class_phrases, class_units, explain_document,
+                                   format_class_phrases, format_class_units, format_document)
     model = load_classifier(args.model_dir)
     model.set_params(n_threads=args.threads)
     if args.text is None or args.classes:
+        phrases = class_phrases(model, top=2 * args.top)
+        if phrases is not None:
+            print(format_class_phrases(phrases))
+            print()
         print(format_class_units(class_units(model, top=args.top, phrases=args.phrases,
                                              rank=args.rank)))
     if args.text is not None:

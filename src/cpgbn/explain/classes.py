@@ -13,8 +13,8 @@ topics push towards each class, and which phrases of one document moved its deci
   phrases (the F-word windows of the convolution) whose kernels moved the decision most,
   by gradient times input at the encoder's mean path
   (:meth:`~cpgbn.classifier.CPGBNClassifier.position_attributions`), and a score per token
-  for highlighting: the fall of the class's log-odds when that token alone becomes the
-  out-of-vocabulary word (occlusion: exact, where gradient times input at the words was not
+  for highlighting: the fall of the class's log-odds when that token alone is removed, its
+  column left empty (occlusion: exact, where gradient times input at the words was not
   faithful through the encoder's exponentials: on the planted corpus it scored the deciding
   words against the class).
 
@@ -24,6 +24,7 @@ topics push towards each class, and which phrases of one document moved its deci
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,7 +33,8 @@ from ..errors import CPGBNInputError
 from .phrases import best_phrases
 from .hierarchy import phrase_matrix
 
-__all__ = ["ClassUnit", "PhraseContribution", "RANKINGS", "DocumentExplanation", "class_units",
+__all__ = ["ClassUnit", "ClassPhrase", "PhraseContribution", "RANKINGS", "class_phrases",
+           "format_class_phrases", "DocumentExplanation", "class_units",
            "explain_document", "format_class_units", "format_document", "require_classifier"]
 
 
@@ -94,8 +96,8 @@ class DocumentExplanation:
     phrases: tuple[PhraseContribution, ...]
     """The windows with the largest |score|, largest first."""
     token_scores: np.ndarray
-    """(L,) per token: how much the class's log-odds falls when the token is replaced by
-    the out-of-vocabulary word (occlusion; > 0: the word pushes towards the class)."""
+    """(L,) per token: how much the class's log-odds falls when the token is removed, its
+    column left empty (occlusion; > 0: the word pushes towards the class)."""
 
 
 def _unit_weights(model) -> np.ndarray:
@@ -133,6 +135,49 @@ def _filter_phrases(model, unit: int, top_n: int) -> tuple[list[str], list[int] 
     weights = table.reshape(V, F, -1)[:, :, unit]            # (V, F)
     order = np.argsort(-weights, axis=0)[:top_n]              # (top_n, F)
     return [" ".join(model.vocabulary_.decode(row.tolist())) for row in order], None
+
+
+@dataclass(frozen=True)
+class ClassPhrase:
+    """A window of the training documents that pushes towards a class."""
+
+    text: str
+    count: int
+    """Its occurrences in the training documents."""
+    push: float
+    """sum_k W_ck H_k: its first-order push on the class's logit per unit of mean activation
+    (:func:`cpgbn.explain.filters.class_windows`)."""
+
+
+def class_phrases(model, *, top: int = 10) -> dict | None:
+    """{class: [ClassPhrase, ...]}: per class the ``top`` windows of the training documents
+    (occurring at least 3 times, without the out-of-vocabulary word) that push most towards
+    it, ranked by push x ln(1 + count);
+    None for a model that recorded none (a softmax on theta alone, a distributed fit, a model
+    saved before they were recorded)."""
+    require_classifier(model)
+    recorded = getattr(model, "class_windows_", None)
+    if recorded is None:
+        return None
+    windows = np.asarray(recorded, dtype=np.int64)
+    counts = np.asarray(model.class_window_counts_, dtype=np.int64)
+    pushes = np.asarray(model.class_window_pushes_, dtype=np.float64)
+    out = {}
+    for c, label in enumerate(model.classes_.tolist()):
+        out[label] = [ClassPhrase(" ".join(model.vocabulary_.decode([int(v) for v in w if v >= 0])),
+                                  int(n), float(p))
+                      for w, n, p in zip(windows[c, :top], counts[c, :top], pushes[c, :top])
+                      if n > 0]
+    return out
+
+
+def format_class_phrases(phrases: dict) -> str:
+    """:func:`class_phrases` as text: per class one line of phrases with counts."""
+    lines = ["phrases of the training documents that push most towards each class "
+             "(push x sqrt(count); xN: occurrences):"]
+    for label, rows in phrases.items():
+        lines.append(f"class {label}: " + " | ".join(f'"{p.text}" x{p.count}' for p in rows))
+    return "\n".join(lines)
 
 
 #: How :func:`class_units` ranks a class's units
@@ -196,7 +241,7 @@ def explain_document(model, text: str, *, top: int = 5, explained_class=None
     probabilities = model.predict_proba([text])[0]
     predicted = model.classes_[int(np.argmax(probabilities))]
     target = predicted if explained_class is None else explained_class
-    corpus, _, by_window, index = model.position_attributions([text], [target])
+    corpus, data, by_window, index = model.position_attributions([text], [target])
     ids = corpus.tokens[corpus.offsets[0]:corpus.offsets[1]]
     tokens = tuple(model.vocabulary_.decode(ids))
     F, padding = model.globals_.D.shape[1], int(getattr(model, "padding", 0))
@@ -208,7 +253,7 @@ def explain_document(model, text: str, *, top: int = 5, explained_class=None
         covered = [i for i in range(start, start + F) if 0 <= i < len(tokens)]
         windows.append(PhraseContribution(start, tuple(tokens[i] for i in covered),
                                           float(score), int(kernels[s])))
-    token_scores = _occlusion(model, corpus, ids, int(index[0]))
+    token_scores = _occlusion(model, data, int(index[0]))
     windows.sort(key=lambda w: -abs(w.score))
     return DocumentExplanation(tokens, predicted,
                                dict(zip(model.classes_.tolist(), map(float, probabilities))),
@@ -220,18 +265,27 @@ def _log_odds(p: np.ndarray, c: int) -> np.ndarray:
     return np.log(p) - np.log(np.clip(1.0 - p, 1e-300, None))
 
 
-def _occlusion(model, corpus, ids: np.ndarray, c: int) -> np.ndarray:
-    """(L,) per token: the drop of class c's log-odds when that one token becomes the
-    out-of-vocabulary word (id 0), the others kept in place: > 0 where the word pushes towards
-    c.  L + 1 forward passes of the encoder, as one batch."""
-    from ..text.corpus import Corpus
-    n = len(ids)
-    variants = np.tile(ids, n + 1)
-    for i in range(n):                       # variant i + 1 has token i replaced
-        variants[(i + 1) * n + i] = 0
-    offsets = np.arange(n + 2, dtype=np.int64) * n
-    batch = Corpus(variants, offsets, None, corpus.vocabulary)
-    odds = _log_odds(model.predict_proba(batch), c)
+def _occlusion(model, data, c: int) -> np.ndarray:
+    """(L,) per token: the drop of class c's log-odds when that one token is removed and its
+    column left empty (the others kept in place; an empty column is what the model reads
+    where there is no word, as in a short document's padding): > 0 where the word pushes
+    towards c.  L + 1 forward passes of the encoder, as one batch of the document's cells.
+
+    Not the out-of-vocabulary word in its place: the model learns a row for that word like
+    any other (on MR its windows push towards the negative class), so replacing a word by it
+    mixes the word's push with the unknown word's."""
+    n = data.n_cells
+    keep = [np.arange(n)] + [np.delete(np.arange(n), i) for i in range(n)]
+    rows = np.concatenate(keep)
+    sizes = np.array([len(k) for k in keep], dtype=np.int64)
+    variants = dataclasses.replace(
+        data, cell_word=data.cell_word[rows], cell_col=data.cell_col[rows],
+        cell_count=data.cell_count[rows] if len(data.cell_count) else data.cell_count,
+        doc_cells=np.concatenate([[0], np.cumsum(sizes)]),
+        doc_length=np.repeat(data.doc_length, n + 1),
+        doc_positions=np.arange(n + 2, dtype=np.int64) * int(data.doc_positions[1]),
+        true_length=np.repeat(data.true_length, n + 1))
+    odds = _log_odds(model.cell_probabilities(variants), c)
     return odds[0] - odds[1:]
 
 

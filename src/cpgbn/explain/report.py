@@ -283,8 +283,9 @@ def _coherence_html(coherence: CoherenceResult) -> str:
 
 def _classes_html(model, top: int, phrases: int) -> str:
     """The classifier's units per class (:func:`cpgbn.explain.classes.class_units`)."""
-    from .classes import class_units
+    from .classes import class_phrases, class_units
     units_by_class = class_units(model, top=top, phrases=phrases)
+    pushing = class_phrases(model, top=12) or {}
     recorded = any(u.usage is not None for rows in units_by_class.values() for u in rows)
     parts = ['<p class="muted">For each class, the units of the softmax\'s input that push '
              "towards it most: the encoder's filters (their mean activation h^(1) over the "
@@ -307,7 +308,15 @@ def _classes_html(model, top: int, phrases: int) -> str:
                 p + ("" if u.counts is None else f" (x{n})")
                 for p, n in zip(u.phrases, u.counts or [None] * len(u.phrases))))
             + "</td></tr>" for u in units)
-        parts.append(f"<h3>class {escape(str(label))}</h3><table class=\"class-units\">"
+        said = pushing.get(label)
+        if said:
+            parts.append(f"<h3>class {escape(str(label))}</h3><p class=\"class-phrases\">"
+                         "Phrases of the training documents that push towards it most: "
+                         + " | ".join(f"{escape(p.text)} <span class=\"muted\">x{p.count}</span>"
+                                      for p in said) + "</p>")
+        else:
+            parts.append(f"<h3>class {escape(str(label))}</h3>")
+        parts.append("<table class=\"class-units\">"
                      "<thead><tr><th>push</th><th>weight</th><th>usage</th><th>unit</th>"
                      f"<th>phrases</th></tr></thead><tbody>{rows}</tbody></table>")
     return "".join(parts)
@@ -465,8 +474,9 @@ def build_report(model, texts=None, labels=None, *, title: str | None = None, so
                            for i, text in enumerate(explain))
             sections.insert(3, '<section id="documents"><h2>Documents explained</h2>'
                             '<p class="muted">Each token is shaded by how much the '
-                            "predicted class's log-odds falls when that token alone becomes "
-                            "the out-of-vocabulary word (green: towards the class, red: away; "
+                            "predicted class's log-odds falls when that token alone is "
+                            "removed, its column left empty (green: towards the class, red: "
+                            "away; "
                             "hover for the number); the phrases are the windows whose kernels "
                             "carry most of the decision (gradient times input at the "
                             "encoder's position weights)."

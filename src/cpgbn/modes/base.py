@@ -95,6 +95,14 @@ class FittedState:
     filter_window_counts_: np.ndarray | None = field(default=None,
                                                      metadata={"saved_as": "array"})
     """(K_1, top): how often each of ``filter_windows_`` occurs in the training documents."""
+    class_windows_: np.ndarray | None = field(default=None, metadata={"saved_as": "array"})
+    """A classifier whose softmax reads h^(1), fitted in one process: (C, top, F) word ids, per
+    class the windows of the training documents that push most towards it
+    (:func:`cpgbn.explain.filters.class_windows`)."""
+    class_window_counts_: np.ndarray | None = field(default=None, metadata={"saved_as": "array"})
+    """(C, top): how often each of ``class_windows_`` occurs in the training documents."""
+    class_window_pushes_: np.ndarray | None = field(default=None, metadata={"saved_as": "array"})
+    """(C, top): each of ``class_windows_``' push towards its class."""
     format_version_: int | None = None
     """A loaded model: the format version of its directory."""
     saved_by_version_: str | None = None
