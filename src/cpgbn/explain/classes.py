@@ -98,6 +98,9 @@ class DocumentExplanation:
     token_scores: np.ndarray
     """(L,) per token: how much the class's log-odds falls when the token is removed, its
     column left empty (occlusion; > 0: the word pushes towards the class)."""
+    unit: str = "kernel"
+    """What a phrase's ``kernel`` numbers: "kernel" (a softmax on theta) or "filter" (the
+    encoder's filter, when the softmax reads h^(1))."""
 
 
 def _unit_weights(model) -> np.ndarray:
@@ -105,6 +108,11 @@ def _unit_weights(model) -> np.ndarray:
     the classes (module docstring)."""
     weight = np.asarray(model.encoder_weights_["classifier.weight"], dtype=np.float64)
     return weight - weight.mean(axis=0, keepdims=True)
+
+
+def _reads_hidden(model) -> bool:
+    """Whether the softmax reads the encoder's pooled first hidden layer h^(1)."""
+    return (model.encoder_config_ or {}).get("classifier_input", "theta") != "theta"
 
 
 def _softmax_inputs(model) -> list:
@@ -174,7 +182,7 @@ def class_phrases(model, *, top: int = 10) -> dict | None:
 def format_class_phrases(phrases: dict) -> str:
     """:func:`class_phrases` as text: per class one line of phrases with counts."""
     lines = ["phrases of the training documents that push most towards each class "
-             "(push x sqrt(count); xN: occurrences):"]
+             "(push x ln(1 + count); xN: occurrences):"]
     for label, rows in phrases.items():
         lines.append(f"class {label}: " + " | ".join(f'"{p.text}" x{p.count}' for p in rows))
     return "\n".join(lines)
@@ -257,7 +265,8 @@ def explain_document(model, text: str, *, top: int = 5, explained_class=None
     windows.sort(key=lambda w: -abs(w.score))
     return DocumentExplanation(tokens, predicted,
                                dict(zip(model.classes_.tolist(), map(float, probabilities))),
-                               target, tuple(windows[:top]), token_scores)
+                               target, tuple(windows[:top]), token_scores,
+                               "filter" if _reads_hidden(model) else "kernel")
 
 
 def _log_odds(p: np.ndarray, c: int) -> np.ndarray:
@@ -317,5 +326,5 @@ def format_document(explanation: DocumentExplanation) -> str:
     for w in explanation.phrases:
         lines.append(f"  {w.score:+7.3f}  words {max(w.start, 0) + 1}-"
                      f"{max(w.start, 0) + len(w.words)}: {' '.join(w.words)!r}  "
-                     f"(kernel {w.kernel})")
+                     f"({explanation.unit} {w.kernel})")
     return "\n".join(lines)

@@ -343,7 +343,8 @@ def explained_document_html(explanation, index: int) -> str:
     phrases = "".join(
         f"<li>{escape(' '.join(w.words))} <span>{w.score:+.3f}, words "
         f"{max(w.start, 0) + 1}-{max(w.start, 0) + len(w.words)}, "
-        f'<a href="#kernel-{w.kernel}">kernel {w.kernel}</a></span></li>'
+        + (f'<a href="#kernel-{w.kernel}">kernel {w.kernel}</a>' if explanation.unit == "kernel"
+           else f"{escape(explanation.unit)} {w.kernel}") + "</span></li>"
         for w in explanation.phrases)
     return (f'<div class="explained-doc" id="doc-{index}" '
             f'data-predicted="{escape(str(explanation.predicted))}">'
