@@ -219,6 +219,16 @@ def test_command_line_fit_predict_explain_on_a_streamed_file(tmp_path):
     explained = _run(["explain", out, "f3 x y z f1", "--classes", "--threads", "1"])
     assert explained.returncode == 0, explained.stderr
     assert "class fwd:" in explained.stdout and "predicted: fwd" in explained.stdout
+    # documents from standard input ("-"), as explain reads its text
+    piped = _run(["predict", out, "-", "--threads", "1"], input="f1 x y z f2\nf2 z y x f1\n")
+    assert piped.returncode == 0 and piped.stdout.split() == ["fwd", "back"], piped.stderr
+    # a reader that leaves before the output (| head): no error, the status of SIGPIPE
+    import subprocess
+    from helpers import cpgbn_command
+    proc = subprocess.Popen(cpgbn_command() + ["explain", str(out), "--threads", "1"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()
+    assert proc.wait(timeout=600) == 141 and proc.stderr.read() == b""
     # a model without labels, a file without labels: one line each, status 2
     unlabelled = tmp_path / "plain.txt"
     unlabelled.write_text("\n".join(texts[:50]) + "\n")

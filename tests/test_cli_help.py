@@ -123,3 +123,9 @@ def test_readme_examples_fit_the_same_vocabulary_size():
     assert command_line == {library}
     (fit_option,) = [a for a in subcommands()["fit"]._actions if a.dest == "vocab_size"]
     assert "including the out-of-vocabulary row" in fit_option.help
+
+
+def test_predict_reads_a_named_datasets_test_split_by_default():
+    """Predicting a dataset's training split by default would score documents the model saw."""
+    args = build_parser().parse_args(["predict", "model", "trec"])
+    assert args.split == "test"

@@ -84,6 +84,10 @@ def main(argv=None) -> int:
     except WorkerError as exc:   # a distributed run's worker failed: not the input's fault
         print(f"cpgbn: error: {exc}", file=sys.stderr)
         return 1
+    except BrokenPipeError:   # the reader of stdout left (| head): stop quietly, as Unix tools do
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())   # so that exiting flushes nowhere
+        return 141
     except OSError as exc:
         print(f"cpgbn: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "),
               file=sys.stderr)

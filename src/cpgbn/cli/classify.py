@@ -86,8 +86,10 @@ def add_predict_parser(sub):
                                    "--supervised); a labelled DATA also prints the accuracy.")
     p.add_argument("model_dir", metavar="MODEL_DIR",
                    help="a classifier saved by `cpgbn fit --supervised`")
-    p.add_argument("data", metavar="DATA", help="a text file or a dataset name")
-    add_data_args(p, split_help="split of a named dataset (default train)")
+    p.add_argument("data", metavar="DATA",
+                   help="a text file, a dataset name, or '-' for standard input (one document "
+                        "per line)")
+    add_data_args(p, split_help="split of a named dataset (default %(default)s)", split="test")
     p.add_argument("--out", default=None, metavar="OUT.tsv",
                    help="write each document's predicted class and probabilities here "
                         "(default: none; unlabelled DATA prints the predicted classes)")

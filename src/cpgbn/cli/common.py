@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 
 from ..datasets.registry import DATASETS
@@ -91,9 +92,11 @@ def inference_params(args) -> dict:
                 learning_rate=args.learning_rate)
 
 
-def add_data_args(p, *, split_help="split of a named dataset (default %(default)s)"):
-    """``--split``, ``--data-dir`` and ``--format``: how :func:`read_documents` reads DATA."""
-    p.add_argument("--split", default="train", choices=["train", "test", "all"], help=split_help)
+def add_data_args(p, *, split_help="split of a named dataset (default %(default)s)",
+                  split="train"):
+    """``--split`` (default ``split``), ``--data-dir`` and ``--format``: how
+    :func:`read_documents` reads DATA."""
+    p.add_argument("--split", default=split, choices=["train", "test", "all"], help=split_help)
     p.add_argument("--data-dir", default=None,
                    help="folder with the named datasets (default: $CPGBN_DATA)")
     p.add_argument("--format", default="auto", choices=["auto", "tsv", "lines"],
@@ -118,8 +121,11 @@ def data_file(data: str, fmt: str):
 
 
 def read_documents(data: str, split: str, data_dir, fmt: str):
-    """(texts, labels or None) from a file path or a dataset name."""
+    """(texts, labels or None) from a file path, a dataset name, or "-": standard input, one
+    document per line (``--format tsv``: label<TAB>text lines)."""
     from ..datasets import DATASETS, load_dataset
+    if data == "-":
+        return _read_stdin(fmt)
     source = data_file(data, fmt)
     if source is not None:
         return source.read()
@@ -127,3 +133,20 @@ def read_documents(data: str, split: str, data_dir, fmt: str):
         return load_dataset(data, split, data_dir=data_dir)
     raise CPGBNInputError(f"{data!r} is neither an existing file nor a dataset name "
                           f"({', '.join(DATASETS)})")
+
+
+def _read_stdin(fmt: str):
+    """(texts, labels or None) of standard input's lines (blank lines skipped)."""
+    lines = [line.rstrip("\r\n") for line in sys.stdin]
+    lines = [line for line in lines if line.strip()]
+    if fmt != "tsv":
+        return lines, None
+    labels, texts = [], []
+    for number, line in enumerate(lines, start=1):
+        label, tab, text = line.partition("\t")
+        if not tab:
+            raise CPGBNInputError(f"standard input line {number} has no TAB: --format tsv reads "
+                                  "label<TAB>text lines")
+        labels.append(label)
+        texts.append(text)
+    return texts, labels
