@@ -106,3 +106,20 @@ def test_class_windows_rank_by_push_times_log_count_among_frequent_windows():
         assert score[chosen, c] == pytest.approx(expected)
         assert got.pushes[c][:len(chosen)] == pytest.approx(push[chosen, c])
         assert (counts[chosen] >= 3).all()
+
+
+@pytest.mark.parametrize("largest", [30, 2 ** 40])     # packed keys, and rows past 62 bits
+def test_distinct_windows_count_like_numpys_unique_over_rows(largest):
+    from cpgbn.explain.filters import distinct_windows
+    rng = np.random.default_rng(11)
+    windows = rng.integers(EMPTY, 6, size=(500, 3))
+    windows[0, 1] = largest
+    expected, expected_counts = np.unique(windows, axis=0, return_counts=True)
+    got, counts = distinct_windows(windows)
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(counts, expected_counts)
+    # merging blocks: the counts of copies add up
+    weights = rng.integers(1, 9, size=500)
+    got, counts = distinct_windows(windows, weights)
+    for row, n in zip(got.tolist(), counts):
+        assert n == weights[(windows == row).all(axis=1)].sum()

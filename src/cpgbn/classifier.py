@@ -180,13 +180,11 @@ def file_classes(text_file: TextFile, *, block_lines: int = BLOCK_DOCS,
 
 def _merge_windows(parts) -> tuple[np.ndarray, np.ndarray]:
     """The distinct windows and their counts over several blocks' :func:`corpus_windows`."""
+    from .explain.filters import distinct_windows
     if len(parts) == 1:
         return parts[0]
-    windows = np.concatenate([w for w, _ in parts])
-    counts = np.concatenate([c for _, c in parts])
-    distinct, inverse = np.unique(windows, axis=0, return_inverse=True)
-    return distinct, np.bincount(inverse.ravel(), weights=counts,
-                                 minlength=len(distinct)).astype(np.int64)
+    return distinct_windows(np.concatenate([w for w, _ in parts]),
+                            np.concatenate([c for _, c in parts]))
 
 
 class CPGBNClassifier(ClassifierMixin, CPGBN):
@@ -269,8 +267,8 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
         distributed fit.
     filter_windows_, filter_window_counts_ : ndarray (K_1, 5, F), (K_1, 5)
         When the softmax reads h^(1): per encoder filter, the windows of the training
-        documents (those without the out-of-vocabulary word) that carry most of its
-        activation (word ids, -1 for a padded column), and
+        documents (seen at least twice, without the out-of-vocabulary word) that carry most
+        of its activation (word ids, -1 for a padded column), and
         how often each occurs (:mod:`cpgbn.explain.filters`).  Absent after a distributed fit.
     class_windows_, class_window_counts_, class_window_pushes_ : (C, 20, F), (C, 20), (C, 20)
         When the softmax reads h^(1): per class, the windows of the training documents
@@ -377,7 +375,13 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
             F, K1 = self.globals_.D.shape[1], self.layers_[0]
             conv1 = np.asarray(self.encoder_weights_["conv1.weight"]).reshape(-1, F, K1)
             bias1 = np.asarray(self.encoder_weights_["bias1"])
-            best = filter_windows(conv1, bias1, windows, counts, top=self._FILTER_WINDOWS)
+            # a filter's phrases among the windows seen twice or more: a window seen once
+            # rarely carries a share of a filter's activation over a corpus, and most distinct
+            # windows are seen once (on IMDB-sized text, 4.7 million; scoring them all took
+            # over a minute)
+            again = counts >= 2
+            best = filter_windows(conv1, bias1, windows[again], counts[again],
+                                  top=self._FILTER_WINDOWS)
             self.filter_windows_, self.filter_window_counts_ = best.windows, best.counts
             weight = np.asarray(self.encoder_weights_["classifier.weight"],
                                 dtype=np.float64)[:, :K1]      # on h^(1): the first K_1 inputs

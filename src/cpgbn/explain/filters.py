@@ -22,8 +22,8 @@ import numpy as np
 
 from ..layers.cells import ConvData
 
-__all__ = ["FilterWindows", "ClassWindows", "corpus_windows", "filter_windows", "class_windows",
-           "window_activations", "EMPTY"]
+__all__ = ["FilterWindows", "ClassWindows", "corpus_windows", "distinct_windows",
+           "filter_windows", "class_windows", "window_activations", "EMPTY"]
 
 #: A column of a window outside the document's words (the padding of a short document).
 EMPTY = -1
@@ -47,8 +47,26 @@ def corpus_windows(data: ConvData) -> tuple[np.ndarray, np.ndarray]:
     windows = columns[window_start[:, None] + np.arange(F)]
     if len(windows) == 0:
         return np.zeros((0, F), dtype=np.int64), np.zeros(0, dtype=np.int64)
-    distinct, counts = np.unique(windows, axis=0, return_counts=True)
-    return distinct, counts.astype(np.int64)
+    return distinct_windows(windows)
+
+
+def distinct_windows(windows: np.ndarray, counts: np.ndarray | None = None
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct rows of ``windows``, sorted, and how often each occurs, or the sum of
+    ``counts`` over its copies).  Each row is packed into one integer key when the word ids
+    allow it (a sort of keys is several times faster than numpy's unique over rows)."""
+    windows = np.asarray(windows, dtype=np.int64)
+    F = windows.shape[1]
+    base = int(windows.max(initial=EMPTY)) + 2          # ids EMPTY..V-1 -> digits 0..V
+    if F * np.log2(max(base, 2)) < 62:
+        powers = base ** np.arange(F - 1, -1, -1, dtype=np.int64)
+        keys, inverse = np.unique((windows + 1) @ powers, return_inverse=True)
+        distinct = (keys[:, None] // powers) % base - 1
+    else:
+        distinct, inverse = np.unique(windows, axis=0, return_inverse=True)
+    weights = None if counts is None else np.asarray(counts, dtype=np.float64)
+    total = np.bincount(inverse.ravel(), weights=weights, minlength=len(distinct))
+    return distinct, np.rint(total).astype(np.int64)
 
 
 @dataclass(frozen=True)
