@@ -97,6 +97,13 @@ if _WORKER is not None and int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 
 import pytest  # noqa: E402
 
+# torch (when installed) before anything can start numba's thread pool, as the library
+# arranges for its own calls (cpgbn/backends/openmp.py): tests call numba's parallel kernels
+# directly, and a pool started first would slow every torch test after it in that worker
+from cpgbn.backends.openmp import import_torch_first  # noqa: E402
+
+import_torch_first()
+
 #: Seconds the watchdog waits after pytest-timeout's limit before it aborts the session.
 WATCHDOG_GRACE_S = 30.0
 
