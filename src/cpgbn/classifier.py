@@ -357,10 +357,7 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
         blocks = X.blocks(BLOCK_DOCS) if isinstance(X, TextFile) else [X]
         total, n_docs, parts = None, 0, []
         for texts in blocks:
-            with warnings.catch_warnings():   # short documents: padded, as at fit time
-                warnings.simplefilter("ignore", UserWarning)
-                data = self._data(self._corpus(texts, self.vocabulary_, None),
-                                  self.globals_.D.shape[1])
+            data = self._cells(self._corpus(texts, self.vocabulary_, None))
             inputs = mode.softmax_inputs(fitted, data)
             total = inputs.sum(axis=0) if total is None else total + inputs.sum(axis=0)
             n_docs += len(inputs)
@@ -396,9 +393,7 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
         units in the order of the softmax's weight columns."""
         self._check_fitted()
         mode = self._mode(self._run_settings())
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            data = self._data(self._corpus(X, self.vocabulary_, None), self.globals_.D.shape[1])
+        data = self._cells(self._corpus(X, self.vocabulary_, None))
         return mode.softmax_inputs(self._fitted_state(), data)
 
     # ------------------------------------------------------------------ prediction
@@ -416,11 +411,15 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
         return self._probabilities(X, mode)
 
     def _probabilities(self, X, mode) -> np.ndarray:
-        with warnings.catch_warnings():   # short documents: padded, as at fit time
+        return mode.probabilities(self._fitted_state(),
+                                  self._cells(self._corpus(X, self.vocabulary_, None)))
+
+    def _cells(self, corpus):
+        """The cells of encoded documents at the model's filter width, short documents padded
+        as at fit time (without the fit's warning about them)."""
+        with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
-            data = self._data(self._corpus(X, self.vocabulary_, None),
-                              self.globals_.D.shape[1])
-        return mode.probabilities(self._fitted_state(), data)
+            return self._data(corpus, self.globals_.D.shape[1])
 
     def cell_probabilities(self, data) -> np.ndarray:
         """(N, C) class probabilities of documents given as cells (a
@@ -441,9 +440,7 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
         self._check_fitted()
         mode = self._mode()
         corpus = self._corpus(X, self.vocabulary_, None)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            data = self._data(corpus, self.globals_.D.shape[1])
+        data = self._cells(corpus)
         fitted = self._fitted_state()
         if classes is None:
             targets = np.argmax(mode.probabilities(fitted, data), axis=1)

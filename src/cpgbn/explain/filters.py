@@ -101,17 +101,32 @@ def filter_windows(conv1: np.ndarray, bias1: np.ndarray, windows: np.ndarray,
         n = len(rows)
         pick = np.argpartition(-score, min(top, n) - 1, axis=0)[:top] if n > top else \
             np.broadcast_to(np.arange(n)[:, None], (n, K))
-        candidates = np.concatenate([best_score, np.take_along_axis(score, pick, 0).T], axis=1)
-        rows_ = np.concatenate([best_row, (pick + lo).T], axis=1)
-        order = np.argsort(-candidates, axis=1, kind="stable")[:, :top]
-        best_score = np.take_along_axis(candidates, order, 1)
-        best_row = np.take_along_axis(rows_, order, 1)
-    active = best_score > 0
-    out_windows = np.full((K, top, F), EMPTY, dtype=np.int64)
-    out_windows[active] = windows[best_row[active]]
-    out_counts = np.where(active, counts[np.maximum(best_row, 0)] if len(counts) else 0, 0)
+        best_score, best_row = _keep_top(best_score, best_row,
+                                         np.take_along_axis(score, pick, 0).T, (pick + lo).T)
+    out_windows, out_counts, active = _chosen(windows, counts, best_score, best_row, F)
     shares = np.where(active, best_score / np.maximum(total, 1e-300)[:, None], 0.0)
-    return FilterWindows(out_windows, out_counts.astype(np.int64), shares)
+    return FilterWindows(out_windows, out_counts, shares)
+
+
+def _keep_top(best, best_row, scores, rows):
+    """The largest of ``best`` and ``scores`` per unit, as many as ``best`` holds, largest
+    first, with their rows: a running top over chunks.  ``best``, ``best_row``: (units, top);
+    ``scores``, ``rows``: (units, m) candidates."""
+    top = best.shape[1]
+    candidates = np.concatenate([best, scores], axis=1)
+    ids = np.concatenate([best_row, rows], axis=1)
+    order = np.argsort(-candidates, axis=1, kind="stable")[:, :top]
+    return np.take_along_axis(candidates, order, 1), np.take_along_axis(ids, order, 1)
+
+
+def _chosen(windows, counts, best, best_row, F):
+    """(units, top, F) windows, (units, top) counts and which are chosen (a row with a
+    positive score): the rest EMPTY and 0."""
+    chosen = (best_row >= 0) & (best > 0)
+    out = np.full(best.shape + (F,), EMPTY, dtype=np.int64)
+    out[chosen] = windows[best_row[chosen]]
+    out_counts = np.where(chosen, counts[np.maximum(best_row, 0)] if len(counts) else 0, 0)
+    return out, out_counts.astype(np.int64), chosen
 
 
 def window_activations(conv1: np.ndarray, bias1: np.ndarray, windows: np.ndarray) -> np.ndarray:
@@ -161,14 +176,8 @@ def class_windows(conv1: np.ndarray, bias1: np.ndarray, weight: np.ndarray,
         rows = frequent[lo:lo + chunk]
         push = window_activations(conv1, bias1, windows[rows]) @ weight.T     # (n, C)
         score = push * np.log1p(counts[rows])[:, None]
-        candidates = np.concatenate([best, score.T], axis=1)
-        ids = np.concatenate([best_row, np.broadcast_to(rows, (C, len(rows)))], axis=1)
-        order = np.argsort(-candidates, axis=1, kind="stable")[:, :top]
-        best, best_row = (np.take_along_axis(candidates, order, 1),
-                          np.take_along_axis(ids, order, 1))
-    found = (best_row >= 0) & (best > 0)
-    out = np.full((C, top, F), EMPTY, dtype=np.int64)
-    out[found] = windows[best_row[found]]
-    out_counts = np.where(found, counts[np.maximum(best_row, 0)] if len(counts) else 0, 0)
+        best, best_row = _keep_top(best, best_row, score.T,
+                                   np.broadcast_to(rows, (C, len(rows))))
+    out, out_counts, found = _chosen(windows, counts, best, best_row, F)
     pushes = np.where(found, best / np.log1p(np.maximum(out_counts, 1)), 0.0)
-    return ClassWindows(out, out_counts.astype(np.int64), pushes)
+    return ClassWindows(out, out_counts, pushes)
