@@ -19,7 +19,7 @@ install: $(VENV)/.installed
 
 demo: install
 	CPGBN_DOWNLOAD=1 $(VENV)/bin/cpgbn evaluate trec --layers 200 --protocol authors --seeds 0 --save-model runs/demo-trec
-	$(VENV)/bin/cpgbn topics runs/demo-trec --kernels 12 --top 4 --min-columns 2
+	$(VENV)/bin/cpgbn topics runs/demo-trec --kernels 12
 
 # The PyTorch backend's tests need torch; the CPU build is pinned here only (the library's
 # own requirement is a range, in the `torch` extra).

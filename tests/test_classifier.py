@@ -3,6 +3,8 @@ deterministic, it follows scikit-learn's conventions, saves and loads, explains 
 refuses bad labels with one line."""
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 from helpers import phrase_corpus
@@ -85,6 +87,19 @@ def test_save_and_load_give_the_same_predictions(fitted_order, tmp_path):
     assert loaded.get_params() == model.get_params()
     with pytest.raises(ModelFormatError, match="saved by CPGBNClassifier"):
         CPGBN.load(tmp_path / "m")
+
+
+def test_what_the_softmax_reads_is_decided_in_one_place(fitted_order):
+    model, _ = fitted_order
+    assert model.softmax_input_ == model.classifier_input == "hidden"
+    # a model saved before the encoder recorded the choice read theta (the encoder's default)
+    older = copy.deepcopy(model)
+    older.encoder_config_ = {k: v for k, v in model.encoder_config_.items()
+                             if k != "classifier_input"}
+    assert older.softmax_input_ == "theta"
+    from cpgbn.explain.classes import _softmax_inputs
+    assert _softmax_inputs(older) == [(1, 6)]
+    assert _softmax_inputs(model) == [(0, 6)]
 
 
 def test_a_cpgbn_model_does_not_load_as_a_classifier(tmp_path):

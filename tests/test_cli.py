@@ -92,7 +92,11 @@ def test_fit_topics_transform(tmp_path, capsys, corpus_file):
     assert main(["topics", str(model), "--top", "3"]) == 0
     out, _ = capsys.readouterr()
     assert out.count("kernel ") == K  # one block per kernel, most used first
-    assert out.count("phrase: ") == K
+    # each named by the windows it explains in the training documents, with their counts
+    assert out.count("in corpus: ") == K and out.count("x, ") >= K
+    assert "best phrase: " not in out   # the per-column view on request
+    assert main(["topics", str(model), "--columns"]) == 0
+    assert capsys.readouterr().out.count("best phrase: ") == K
     assert "<unk>" not in out  # hidden unless --show-unknown
     assert main(["topics", str(model), "--kernels", "2"]) == 0
     assert capsys.readouterr().out.count("kernel ") == 2

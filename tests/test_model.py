@@ -198,7 +198,8 @@ def test_saved_arrays_hold_no_objects(tmp_path, deep_model):
     deep_model.save(tmp_path / "model")
     with np.load(tmp_path / "model" / "arrays.npz", allow_pickle=False) as npz:
         assert set(npz.files) == {"D", "r", "kernel_usage", "phi_2", "mixing_moved",
-                                  "mixing_switched", "mixing_features"}
+                                  "mixing_switched", "mixing_features", "kernel_windows_",
+                                  "kernel_window_counts_", "kernel_window_shares_"}
         for name in npz.files:
             assert npz[name].dtype.kind in "fiu", (name, npz[name].dtype)
     meta = json.loads((tmp_path / "model" / "model.json").read_text(encoding="utf-8"))

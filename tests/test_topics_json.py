@@ -31,15 +31,20 @@ def _run(capsys, argv) -> str:
 
 
 def _text_kernels(text: str) -> list[dict]:
-    """Per kernel of the text table: its index, the first row of its column grid (what each
-    column shows first, HIDDEN for a hidden one) and its phrases."""
+    """Per kernel of the text table (with --columns): its index and name, the windows it
+    explains in the corpus with their counts, the first row of its column grid (what each
+    column shows first, HIDDEN for a hidden one) and its best phrases."""
     kernels = []
     for line in text.splitlines():
-        header = re.match(r"kernel (\d+)  usage", line)
+        header = re.match(r'kernel (\d+)(?:  "(.*)")?  usage', line)
         if header:
-            kernels.append({"kernel": int(header.group(1)), "first": None, "phrases": []})
-        elif line.startswith("   phrase: "):
-            kernels[-1]["phrases"] = line[len("   phrase: "):].split(" | ")
+            kernels.append({"kernel": int(header.group(1)), "name": header.group(2),
+                            "first": None, "phrases": [], "corpus": []})
+        elif line.startswith("   best phrase: "):
+            kernels[-1]["phrases"] = line[len("   best phrase: "):].split(" | ")
+        elif line.startswith("   in corpus: "):
+            kernels[-1]["corpus"] = [re.fullmatch(r"(.*) \((\d+)x, \d+%\)", item).groups()
+                                     for item in line[len("   in corpus: "):].split(" | ")]
         elif kernels[-1]["first"] is None:
             row = line[3:]
             kernels[-1]["first"] = [row[i:i + CELL].strip() for i in range(0, len(row), CELL + 2)]
@@ -53,7 +58,7 @@ def _text_kernels(text: str) -> list[dict]:
     ["--sort", "kernel", "--min-column-share", "0", "--phrases", "4"],
 ])
 def test_json_lists_what_the_text_table_shows(model_dir, capsys, options):
-    text = _text_kernels(_run(capsys, ["topics", str(model_dir), *options]))
+    text = _text_kernels(_run(capsys, ["topics", str(model_dir), *options, "--columns"]))
     record = json.loads(_run(capsys, ["topics", str(model_dir), *options, "--json"]))
     kernels = record["kernels"]
     assert [k["kernel"] for k in kernels] == [k["kernel"] for k in text]
@@ -71,16 +76,27 @@ def test_json_lists_what_the_text_table_shows(model_dir, capsys, options):
         assert all((token == HIDDEN) == h for p in row["phrases"] for token, h in
                    zip(p["tokens"], hidden))
         assert row["n_shown"] == hidden.count(False)
+        # the windows the kernel explains, with their counts, and the name both views give it
+        assert [(" ".join(p["tokens"]), str(p["count"])) for p in
+                row.get("corpus_phrases", [])] == [tuple(c) for c in shown["corpus"]]
+        assert row["name"] == (shown["name"] or shown["phrases"][0])
     if "--min-column-share" in options and "0.34" in options:
         assert all(any(col["hidden"] for col in row["columns"]) for row in kernels)
 
 
 def test_json_of_a_row_has_no_nan(model_dir):
-    rows = kernel_table(CPGBN.load(model_dir), npmi=[np.nan, 0.1, -0.2, np.nan])
+    model = CPGBN.load(model_dir)
+    rows = kernel_table(model, npmi=[np.nan, 0.1, -0.2, np.nan])
     records = [row.to_dict() for row in rows]
     assert records[0]["npmi"] is None and records[1]["npmi"] == pytest.approx(0.1)
-    assert "corpus_phrases" not in records[0] and "width" not in records[0]
+    assert "width" not in records[0]
     json.dumps(records, allow_nan=False)
+    # a model saved before fits recorded their windows: no corpus phrases, named by its best
+    # phrase
+    del model.kernel_windows_, model.kernel_window_counts_, model.kernel_window_shares_
+    record = kernel_table(model)[0].to_dict()
+    assert "corpus_phrases" not in record
+    assert record["name"] == " ".join(record["phrases"][0]["tokens"])
 
 
 def test_json_errors_are_one_line(model_dir, capsys):

@@ -293,6 +293,15 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
         """What ``loss_trace_`` holds (the supervised fit's loss, not the hybrid's ELBO)."""
         return SupervisedMode.loss_name
 
+    @property
+    def softmax_input_(self) -> str:
+        """What the fitted softmax reads: "hidden" (the pooled first hidden layer h^(1)),
+        "hidden+theta" or "theta" (theta^(1..T), the paper's form), from ``encoder_config_``.
+        A model saved before the encoder recorded the choice read theta, the encoder's default
+        then.  The one place that decides it, for the fit's unit statistics and the
+        explanations."""
+        return (self.encoder_config_ or {}).get("classifier_input", "theta")
+
     def _mode_parameters(self) -> dict:
         return {**_FIXED, **self.get_params()}
 
@@ -353,7 +362,7 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
         from .explain.filters import class_windows, corpus_windows, filter_windows
         mode = self._mode(self._run_settings())
         fitted = self._fitted_state()
-        reads_hidden = (self.encoder_config_ or {}).get("classifier_input") != "theta"
+        reads_hidden = self.softmax_input_ != "theta"
         blocks = X.blocks(BLOCK_DOCS) if isinstance(X, TextFile) else [X]
         total, n_docs, parts = None, 0, []
         for texts in blocks:

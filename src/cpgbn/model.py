@@ -144,6 +144,10 @@ class CPGBN(TransformerMixin, BaseEstimator):
         Minibatch modes (:class:`cpgbn.modes.FittedState` documents every fitted attribute).
     kernel_usage_ : ndarray (K_1,)
         Share of each kernel in the training documents' theta^(1).
+    kernel_windows_, kernel_window_counts_, kernel_window_shares_ : (K_1, 5, F), (K_1, 5), (K_1, 5)
+        Per kernel the windows of the training documents it explains most, with how often
+        each occurs (``_`` slots counting every matching window) and its share of the kernel:
+        the phrases every view names a kernel by (:mod:`cpgbn.explain.kernel_windows`).
     mixing_ : cpgbn.inference.mixing.Mixing
         How the training chain mixed: per sweep, the share of token units and of positions
         whose kernel changed, and the effective sample size of the features (``summary()``).
@@ -317,6 +321,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
         """
         settings = self._validated()
         mode = self._mode(settings)
+        documents = X   # what the fit's record of kernel windows reads
         checkpointing = Checkpointing(checkpoint_dir,
                                       _check_int("checkpoint_every", checkpoint_every, 1),
                                       bool(resume))
@@ -337,7 +342,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
             if isinstance(X, TextFile):
                 X, file_labels = X.read()
                 y = file_labels if y is None else y
-            corpus = self._corpus(X, None, settings["vocab_size"])
+            corpus = documents = self._corpus(X, None, settings["vocab_size"])
             if len(corpus) == 0:
                 raise CPGBNInputError("cannot fit on an empty corpus (0 documents)")
             empty = np.flatnonzero(corpus.lengths == 0)
@@ -353,6 +358,11 @@ class CPGBN(TransformerMixin, BaseEstimator):
                                 int(corpus.lengths.sum()), self._chain_params(mode), data=data,
                                 labels=labels, checkpointing=checkpointing)
         self._set_fitted(mode.fit(self._prepare(training)))
+        if communicator is None:   # a worker holds a shard only: no record
+            from .explain.kernel_windows import record_kernel_windows
+            found = record_kernel_windows(self, documents)
+            self.kernel_windows_, self.kernel_window_counts_ = found.windows, found.counts
+            self.kernel_window_shares_ = found.shares
         return self
 
     def _file_training(self, text_file: TextFile, settings: dict, seed: int,

@@ -72,8 +72,20 @@ def cmd_topics(args) -> int:
         print(json.dumps(record, indent=2, ensure_ascii=False, allow_nan=False))
     else:
         from ..explain import format_kernel_table
-        print(format_kernel_table(rows))
+        shown, folded = rows, []
+        if args.kernels is None and args.ids is None and not args.all:
+            shown = [row for row in rows if row.usage >= FOLD_BELOW]
+            folded = [row for row in rows if row.usage < FOLD_BELOW]
+        print(format_kernel_table(shown, columns=args.columns or None))
+        if folded:
+            print(f"({len(folded)} more kernels explain < {100 * FOLD_BELOW:g}% of the corpus "
+                  f"each, {100 * sum(r.usage for r in folded):.1f}% together; --all lists them)")
     return 0
+
+
+#: ``cpgbn topics`` folds away kernels below this share of the corpus's theta^(1) (issue 48:
+#: they explain almost nothing, and listed they read as topics)
+FOLD_BELOW = 0.001
 
 
 def _topic_rows(model, args) -> list:
@@ -89,7 +101,7 @@ def _topic_rows(model, args) -> list:
                                      hide_unknown=not args.show_unknown,
                                      min_column_share=args.min_column_share), args.sort)
     if args.min_columns is not None:
-        rows = [row for row in rows if row.n_shown >= args.min_columns]
+        rows = [row for row in rows if row.n_named_columns >= args.min_columns]
     if args.ids is not None:   # in the order given; a kernel --min-columns left out stays out
         by_id = {row.kernel: row for row in rows}
         rows = [by_id[k] for k in args.ids if k in by_id]
@@ -124,8 +136,10 @@ def add_topics_parser(sub):
     """Add ``topics`` to the subcommand parser ``sub``; return its parser."""
     from ..explain.hierarchy import HIDDEN
     p = sub.add_parser("topics", help="phrase table of a saved model",
-                       description="Per kernel (most used first), the top words of each column "
-                                   "and the best phrases; --json for a program to read.")
+                       description="Per kernel (most used first), the windows of the training "
+                                   "documents it explains most, with how often each occurs (_: "
+                                   "an open slot, any word); --columns adds the top words of "
+                                   "each column and the best phrases; --json for a program.")
     p.add_argument("model_dir", metavar="MODEL_DIR", help="a model saved by `cpgbn fit`")
     p.add_argument("--top", type=positive_int, default=4, help="words per column (default 4)")
     p.add_argument("--kernels", type=positive_int, default=None,
@@ -139,8 +153,16 @@ def add_topics_parser(sub):
                    help="order of the kernels (default: usage, most used first)")
     add_column_share_arg(p)
     p.add_argument("--min-columns", type=positive_int, default=None, metavar="N",
-                   help="only kernels with at least N shown columns (2: phrase kernels, not "
-                        "single words; default: any)")
+                   help="only kernels whose name fixes at least N words (2: phrase kernels, "
+                        "not single words; for a model without recorded windows, N shown "
+                        "columns; default: any)")
+    p.add_argument("--columns", action="store_true",
+                   help="also the per-column view of the paper's Table 3: the top words of "
+                        "each column and the best phrases (default: only for a model without "
+                        "recorded windows)")
+    p.add_argument("--all", action="store_true",
+                   help="list the kernels that explain < 0.1%% of the corpus each too "
+                        "(default: folded into one line)")
     p.add_argument("--json", action="store_true",
                    help="print the same kernels, columns and phrases as JSON on stdout: per "
                         f"kernel its usage, columns and phrases as token lists, {HIDDEN} at an "

@@ -112,14 +112,14 @@ def _unit_weights(model) -> np.ndarray:
 
 def _reads_hidden(model) -> bool:
     """Whether the softmax reads the encoder's pooled first hidden layer h^(1)."""
-    return (model.encoder_config_ or {}).get("classifier_input", "theta") != "theta"
+    return model.softmax_input_ != "theta"
 
 
 def _softmax_inputs(model) -> list:
     """[(layer, number of units)] in the order of the softmax's input: layer 0 for the
     encoder's filters (the pooled first hidden layer h^(1), when the softmax reads it), then
     t = 1..T for theta^(t) (when it reads them)."""
-    read = (model.encoder_config_ or {}).get("classifier_input", "theta")
+    read = model.softmax_input_
     parts = [(0, model.layers_[0])] if read != "theta" else []
     if read != "hidden":
         parts += [(t, k) for t, k in enumerate(model.layers_, start=1)]

@@ -50,11 +50,12 @@ def corpus_windows(data: ConvData) -> tuple[np.ndarray, np.ndarray]:
     return distinct_windows(windows)
 
 
-def distinct_windows(windows: np.ndarray, counts: np.ndarray | None = None
-                     ) -> tuple[np.ndarray, np.ndarray]:
+def distinct_windows(windows: np.ndarray, counts: np.ndarray | None = None, *,
+                     return_inverse: bool = False) -> tuple:
     """(the distinct rows of ``windows``, sorted, and how often each occurs, or the sum of
-    ``counts`` over its copies).  Each row is packed into one integer key when the word ids
-    allow it (a sort of keys is several times faster than numpy's unique over rows)."""
+    ``counts`` over its copies), and with ``return_inverse`` the distinct row of each row.
+    Each row is packed into one integer key when the word ids allow it (a sort of keys is
+    several times faster than numpy's unique over rows)."""
     windows = np.asarray(windows, dtype=np.int64)
     F = windows.shape[1]
     base = int(windows.max(initial=EMPTY)) + 2          # ids EMPTY..V-1 -> digits 0..V
@@ -65,8 +66,11 @@ def distinct_windows(windows: np.ndarray, counts: np.ndarray | None = None
     else:
         distinct, inverse = np.unique(windows, axis=0, return_inverse=True)
     weights = None if counts is None else np.asarray(counts, dtype=np.float64)
-    total = np.bincount(inverse.ravel(), weights=weights, minlength=len(distinct))
-    return distinct, np.rint(total).astype(np.int64)
+    inverse = inverse.ravel()
+    total = np.rint(np.bincount(inverse, weights=weights, minlength=len(distinct)))
+    if return_inverse:
+        return distinct, total.astype(np.int64), inverse
+    return distinct, total.astype(np.int64)
 
 
 @dataclass(frozen=True)

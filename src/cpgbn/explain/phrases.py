@@ -45,11 +45,13 @@ class Phrase:
 
     ``weight`` is the phrase's probability under the kernel (product of its column
     probabilities) for :func:`best_phrases`, and its share of the kernel's counts in the corpus
-    for :func:`corpus_phrases`.
+    for :func:`corpus_phrases` and a kernel's recorded windows; ``count``, for the latter, how
+    often it occurs in the corpus (``_`` matching any word).
     """
 
     words: tuple[str, ...]
     weight: float
+    count: int | None = None
 
     @property
     def text(self) -> str:
@@ -357,6 +359,21 @@ class KernelSummary:
         """Columns shown (not near-empty)."""
         return sum(1 for col in self.columns if col)
 
+    @property
+    def name(self) -> str:
+        """What every view calls the kernel: the first window it explains in the corpus when
+        known, else its best phrase."""
+        first = (self.corpus_phrases or self.phrases or [None])[0]
+        return "" if first is None else first.text
+
+    @property
+    def n_named_columns(self) -> int:
+        """Words of the kernel's name that are not an open slot: how many columns the kernel
+        fixes in the corpus (with corpus phrases), else its shown columns."""
+        if self.corpus_phrases:
+            return sum(1 for w in self.corpus_phrases[0].words if w != HIDDEN)
+        return self.n_shown
+
     def to_dict(self) -> dict:
         """The row as JSON values (``cpgbn topics --json``), read from the same fields as
         :func:`format_kernel_table`, so both views show the same words and phrases.
@@ -370,9 +387,10 @@ class KernelSummary:
                   "columns": [{"hidden": not col, "words": [{"word": w, "p": p} for w, p in col]}
                               for col in self.columns],
                   "phrases": [{"tokens": list(p.words), "weight": p.weight} for p in self.phrases]}
+        record["name"] = self.name
         if self.corpus_phrases:
-            record["corpus_phrases"] = [{"tokens": list(p.words), "share": p.weight}
-                                        for p in self.corpus_phrases]
+            record["corpus_phrases"] = [{"tokens": list(p.words), "share": p.weight,
+                                         "count": p.count} for p in self.corpus_phrases]
         for name in ("npmi", "width", "column_share"):
             value = getattr(self, name)
             if value is not None:
@@ -392,17 +410,19 @@ def kernel_table(model, *, top_words: int = 4, top_phrases: int = 3, beam: int =
                  hide_unknown: bool = True, assignments: KernelAssignments | None = None,
                  corpus_top: int = 3, npmi=None, min_column_share: float = MIN_COLUMN_SHARE
                  ) -> list[KernelSummary]:
-    """One :class:`KernelSummary` per kernel, in kernel order.  ``assignments`` (from
-    :func:`assign_kernels`) adds the corpus phrases; ``npmi`` (one value per kernel) the
-    coherence.  Columns with less than ``min_column_share`` of a kernel's mass are hidden from
-    its words, phrases and sharpness (0 shows every column)."""
+    """One :class:`KernelSummary` per kernel, in kernel order.  The corpus phrases are the
+    windows the model recorded at the end of its fit (``kernel_windows_``,
+    :mod:`cpgbn.explain.kernel_windows`); for a model without that record, those of
+    ``assignments`` (from :func:`assign_kernels`), ranked the same way, when given.  ``npmi``
+    (one value per kernel) adds the coherence.  Columns with less than ``min_column_share`` of
+    a kernel's mass are hidden from its words, best phrases and sharpness (0 shows every
+    column)."""
     check_is_fitted(model)
     min_column_share = check_min_column_share(min_column_share)
     D = model.globals_.D
     vocabulary = model.vocabulary_
     usage = np.asarray(model.kernel_usage(), dtype=np.float64)
-    found = (top_corpus_phrases(assignments, vocabulary, corpus_top, hide_unknown)
-             if assignments is not None else None)
+    found = recorded_phrases(model, assignments, corpus_top)
     shares = assignments.column_share if assignments is not None else None
     widths = assignments.width if assignments is not None else None
     rows = []
@@ -423,6 +443,26 @@ def kernel_table(model, *, top_words: int = 4, top_phrases: int = 3, beam: int =
     return rows
 
 
+def recorded_phrases(model, assignments: KernelAssignments | None = None, top_n: int = 5
+                     ) -> list[list[Phrase]] | None:
+    """Per kernel its corpus phrases with counts: the model's ``kernel_windows_`` record, or,
+    for a model without it, the windows of ``assignments`` ranked the same way; None when
+    neither is there."""
+    from .kernel_windows import kernel_windows, window_tokens
+    windows = getattr(model, "kernel_windows_", None)
+    if windows is not None:
+        counts, shares = model.kernel_window_counts_, model.kernel_window_shares_
+    elif assignments is not None:
+        found = kernel_windows(assignments.grams, assignments.counts, top=top_n)
+        windows, counts, shares = found.windows, found.counts, found.shares
+    else:
+        return None
+    vocabulary = model.vocabulary_
+    return [[Phrase(tuple(window_tokens(w, vocabulary)), float(share), int(count))
+             for w, count, share in zip(windows[k], counts[k], shares[k]) if count > 0][:top_n]
+            for k in range(len(windows))]
+
+
 def sort_kernels(rows: list[KernelSummary], by: str = "usage") -> list[KernelSummary]:
     """Rows sorted by ``usage``, ``sharpness``, ``width`` or ``npmi`` (largest first; missing
     values last), or by ``kernel`` index."""
@@ -438,18 +478,28 @@ def sort_kernels(rows: list[KernelSummary], by: str = "usage") -> list[KernelSum
 
 
 def format_kernel_table(rows: list[KernelSummary], top_words: int | None = None,
-                        width: int = 16) -> str:
-    """Terminal rendering: per kernel a header line, the top words of each column (one row per
-    rank, Table 3 style), the best phrases and, when known, each column's share of the tokens
-    the kernel explains in the corpus and the corpus phrases."""
+                        width: int = 16, columns: bool | None = None) -> str:
+    """Terminal rendering: per kernel a header line with its name (:attr:`KernelSummary.name`)
+    and the windows it explains in the corpus with how often each occurs.  ``columns``: the
+    paper's Table 3 view too (the top words of each column, one row per rank, each column's
+    share of the tokens the kernel explains, and the best phrases); None shows it only for a
+    kernel without corpus phrases."""
     lines = []
     for row in rows:
-        header = f"kernel {row.kernel}  usage {100 * row.usage:.2f}%  sharpness {row.sharpness:.2f}"
+        header = f"kernel {row.kernel}"
+        if row.corpus_phrases:
+            header += f'  "{row.name}"'
+        header += f"  usage {100 * row.usage:.2f}%  sharpness {row.sharpness:.2f}"
         if row.width is not None:
             header += f"  width {row.width:.1f}"
         if row.npmi is not None and np.isfinite(row.npmi):
             header += f"  NPMI {row.npmi:+.3f}"
         lines.append(header)
+        if row.corpus_phrases:
+            lines.append("   in corpus: " + " | ".join(
+                f"{p.text} ({_times(p)})" for p in row.corpus_phrases))
+        if not (columns or (columns is None and not row.corpus_phrases)):
+            continue
         if row.column_share is not None:
             cells = [f"[{100 * x:.0f}% of tokens]" for x in row.column_share]
             lines.append("   " + "  ".join(f"{c:<{width}}" for c in cells).rstrip())
@@ -461,8 +511,12 @@ def format_kernel_table(rows: list[KernelSummary], top_words: int | None = None,
                      for col in row.columns]
             lines.append("   " + "  ".join(f"{c:<{width}}" for c in cells).rstrip())
         if row.phrases:
-            lines.append("   phrase: " + " | ".join(p.text for p in row.phrases))
-        if row.corpus_phrases:
-            lines.append("   in corpus: " + " | ".join(
-                f"{p.text} ({100 * p.weight:.0f}%)" for p in row.corpus_phrases))
+            lines.append("   best phrase: " + " | ".join(p.text for p in row.phrases))
     return "\n".join(lines)
+
+
+def _times(phrase: Phrase) -> str:
+    """How a corpus phrase's evidence reads: its count when known, else its share."""
+    if phrase.count is not None:
+        return f"{phrase.count}x, {100 * phrase.weight:.0f}%"
+    return f"{100 * phrase.weight:.0f}%"

@@ -103,6 +103,16 @@ class FittedState:
     """(C, top): how often each of ``class_windows_`` occurs in the training documents."""
     class_window_pushes_: np.ndarray | None = field(default=None, metadata={"saved_as": "array"})
     """(C, top): each of ``class_windows_``' push towards its class."""
+    kernel_windows_: np.ndarray | None = field(default=None, metadata={"saved_as": "array"})
+    """A fit in one process: (K_1, top, F) word ids, per kernel the windows of (a sample of)
+    the training documents it explains most (:mod:`cpgbn.explain.kernel_windows`; -2 at an
+    open slot, -1 for a padded column or no window)."""
+    kernel_window_counts_: np.ndarray | None = field(default=None,
+                                                     metadata={"saved_as": "array"})
+    """(K_1, top): how often each of ``kernel_windows_`` occurs in those documents."""
+    kernel_window_shares_: np.ndarray | None = field(default=None,
+                                                     metadata={"saved_as": "array"})
+    """(K_1, top): each of ``kernel_windows_``' share of the kernel's count there."""
     format_version_: int | None = None
     """A loaded model: the format version of its directory."""
     saved_by_version_: str | None = None
