@@ -36,18 +36,30 @@ def test_a_spread_column_is_an_open_slot_counted_over_every_matching_window():
     assert found.counts[0, 1] == 0
 
 
-def test_a_fixed_phrase_keeps_its_words_and_unknown_words_and_rare_windows_are_left_out():
+def test_a_fixed_phrase_keeps_its_words_and_rare_windows_are_left_out():
     grams, counts = _corpus()
     found = kernel_windows(grams, counts, top=3, min_count=2)
     np.testing.assert_array_equal(found.windows[1, 0], [THE, BEST, FILM])
     assert found.counts[1, 0] == 3
     np.testing.assert_allclose(found.shares[1, 0], 9.0 / 12.5)
-    # "the best <unk>" holds <unk> in a fixed column and "a the best" occurs once
+    # "the best <unk>" and "a the best" occur once each
     assert (found.windows[1, 1:] == EMPTY).all()
-    # with min_count 1 the single window is shown, <unk> still is not
+    # with min_count 1 both are shown, <unk> as the word it is (a rare word)
     found = kernel_windows(grams, counts, top=3, min_count=1)
-    np.testing.assert_array_equal(found.windows[1, 1], [A, THE, BEST])
-    assert found.counts[1, 1] == 1
+    np.testing.assert_array_equal(found.windows[1, 1], [THE, BEST, OOV_ID])
+    np.testing.assert_array_equal(found.windows[1, 2], [A, THE, BEST])
+    assert found.counts[1, 1:].tolist() == [1, 1]
+
+
+def test_an_open_slot_stands_for_a_word_never_for_the_edge_of_a_document():
+    grams = np.array([(HOW, MANY, A), (HOW, MANY, B), (HOW, MANY, C), (HOW, MANY, EMPTY),
+                      (HOW, MANY, EMPTY), (HOW, MANY, EMPTY)])
+    counts = np.zeros((6, 1))
+    counts[:, 0] = [1.0, 1.0, 1.0, 3.0, 3.0, 3.0]
+    found = kernel_windows(grams, counts, top=2, min_count=1)
+    np.testing.assert_array_equal(found.windows[0, 0], [HOW, MANY, EMPTY])   # at the end
+    np.testing.assert_array_equal(found.windows[0, 1], [HOW, MANY, OPEN])    # "how many X"
+    assert found.counts[0].tolist() == [3, 3]
 
 
 def test_window_tokens_read_open_slots_and_padding():

@@ -14,8 +14,10 @@ _").  Column f is open for kernel k when no word holds ``open_below`` or more of
 kernel k explains at that column (its windows' words there are spread; a kernel keeps at
 least its most concentrated column).  The kernel's windows are then grouped with the open
 columns ignored, and a group's count is every window of the corpus that matches it: "how
-many _" counts each "how many X".  A window with the out-of-vocabulary token in a column
-that is not open is not shown.
+many _" counts each "how many X"; a column outside the document (a window at its edge) stays
+empty rather than open, so ``_`` always stands for a word.  The out-of-vocabulary token is
+shown as ``<unk>``: a kernel that explains rare words is named by it ("_ <unk> _"), not by the
+one word of its windows that happens to be in the vocabulary.
 
 Written over numpy arrays (the assignments' grams and counts), so that the result can be
 recorded on a model at the end of its fit and read back without the sampler.
@@ -28,7 +30,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..text.vocabulary import OOV_ID
 from .filters import EMPTY, distinct_windows
 from .hierarchy import HIDDEN
 
@@ -84,19 +85,16 @@ def kernel_windows(grams: np.ndarray, counts: np.ndarray, *, top: int = 5, min_c
         if total <= 0:
             continue
         mask = _open_columns(distinct[rows], w, open_below)
-        patterns = distinct[rows].copy()
-        patterns[:, mask] = OPEN
+        patterns = _opened(distinct[rows], mask)
         keys, weights, first = _group(patterns, w, base)
         if tuple(mask) not in pattern_counts:
-            masked = distinct.copy()
-            masked[:, mask] = OPEN
+            masked = _opened(distinct, mask)
             all_keys, all_weights, _ = _group(masked, occurrences.astype(np.float64), base)
             pattern_counts[tuple(mask)] = all_keys, all_weights
         all_keys, all_weights = pattern_counts[tuple(mask)]
         n = np.rint(all_weights[np.searchsorted(all_keys, keys)]).astype(np.int64)
         shown = patterns[first][:, ~mask]
-        keep = ((n >= min_count) & ~np.any(shown == OOV_ID, axis=1)
-                & np.any(shown != EMPTY, axis=1))
+        keep = (n >= min_count) & np.any(shown != EMPTY, axis=1)
         order = np.flatnonzero(keep)[np.argsort(-weights[keep], kind="stable")][:top]
         out[k, :len(order)] = patterns[first[order]]
         out_counts[k, :len(order)] = n[order]
@@ -104,14 +102,26 @@ def kernel_windows(grams: np.ndarray, counts: np.ndarray, *, top: int = 5, min_c
     return KernelWindows(out, out_counts, out_shares)
 
 
+def _opened(windows: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """``windows`` with the columns of ``mask`` made OPEN where they hold a word: a column
+    outside the document stays EMPTY, so that ``_`` always stands for a word."""
+    opened = windows.copy()
+    opened[:, mask] = np.where(windows[:, mask] == EMPTY, EMPTY, OPEN)
+    return opened
+
+
 def _open_columns(windows: np.ndarray, weight: np.ndarray, open_below: float) -> np.ndarray:
-    """(F,) bool: the columns where no word holds ``open_below`` of ``weight``; never all."""
+    """(F,) bool: the columns where no word holds ``open_below`` of ``weight`` (of the weight
+    of the windows with a word there: an edge of a document is no word); never all."""
     F = windows.shape[1]
-    top_share = np.zeros(F)
+    top_share = np.ones(F)
     for f in range(F):
-        _, inverse = np.unique(windows[:, f], return_inverse=True)
-        per_word = np.bincount(inverse.ravel(), weights=weight)
-        top_share[f] = per_word.max() / weight.sum()
+        words = windows[:, f] != EMPTY
+        if not words.any():
+            continue
+        _, inverse = np.unique(windows[words, f], return_inverse=True)
+        per_word = np.bincount(inverse.ravel(), weights=weight[words])
+        top_share[f] = per_word.max() / max(per_word.sum(), 1e-300)
     mask = top_share < open_below
     if mask.all():
         mask[np.argmax(top_share)] = False

@@ -22,7 +22,10 @@ default; :func:`kernel_table` and the command line hide below ``MIN_COLUMN_SHARE
 
 The out-of-vocabulary token ``<unk>`` (id 0) is a real row of every kernel; it is hidden by
 default: it is never a word of a best phrase, corpus F-grams containing it are skipped, and
-it does not count towards sharpness.
+it does not count towards sharpness.  The windows a kernel explains
+(:mod:`~cpgbn.explain.kernel_windows`, the kernel's name) show it: there it stands for the
+rare words a kernel explains, and hiding it would name such a kernel by a window that holds
+almost none of its count.
 """
 
 from __future__ import annotations
