@@ -142,20 +142,24 @@ def summary_facts(model, *, corpus=None, labels=None, coherence: CoherenceResult
 
 
 def top_kernels_text(rows: list[KernelSummary], top: int = 5) -> str:
-    """The ``top`` most used kernels, one line each: usage, sharpness, NPMI, best phrases."""
+    """The ``top`` most used kernels, one line each: usage, sharpness, NPMI, and the windows
+    each explains in the corpus with their counts, its name first (its best phrases for a
+    model without them)."""
     rows = sort_kernels(rows, "usage")[:top]
     with_npmi = any(r.npmi is not None for r in rows)
     with_width = any(r.width is not None for r in rows)
     head = (f"  {'kernel':>6}  {'usage':>6}  {'sharp':>5}" + (f"  {'width':>5}" if with_width else "")
             + (f"  {'NPMI':>6}" if with_npmi else ""))
-    lines = [head + "  best phrases" + (" | in corpus" if with_width else "")]
+    named = any(r.corpus_phrases for r in rows)
+    lines = [head + ("  name and windows in the corpus (count)" if named else "  best phrases")]
     for r in rows:
         line = f"  {r.kernel:>6}  {100 * r.usage:5.2f}%  {r.sharpness:5.2f}"
         if with_width:
             line += f"  {r.width:5.2f}" if r.width is not None else "  " + " " * 5
         if with_npmi:
             line += f"  {r.npmi:+6.3f}" if r.npmi is not None and np.isfinite(r.npmi) else "  " + " " * 6
-        phrases = [p.text for p in r.phrases] + [f'"{p.text}"' for p in r.corpus_phrases]
+        phrases = ([f"{p.text} ({p.count})" if p.count is not None else p.text
+                    for p in r.corpus_phrases] or [p.text for p in r.phrases])
         lines.append(line + "  " + " | ".join(phrases))
     return "\n".join(lines)
 
