@@ -358,7 +358,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
                                 int(corpus.lengths.sum()), self._chain_params(mode), data=data,
                                 labels=labels, checkpointing=checkpointing)
         self._set_fitted(mode.fit(self._prepare(training)))
-        if communicator is None:   # a worker holds a shard only: no record
+        if communicator is None or communicator.is_root:   # the root reads X for it alone
             from .explain.kernel_windows import record_kernel_windows
             found = record_kernel_windows(self, documents)
             self.kernel_windows_, self.kernel_window_counts_ = found.windows, found.counts

@@ -161,18 +161,39 @@ RECORD_TOP = 5
 
 def record_kernel_windows(model, X) -> KernelWindows:
     """What a fitted model records at the end of its fit (``kernel_windows_``): the windows
-    each kernel explains in its training documents ``X`` (strings, a Corpus or a TextFile;
-    of a file, its first ``RECORD_DOCS`` lines), found by :func:`~cpgbn.explain.phrases.
-    assign_kernels` with the fitted globals and ranked by :func:`kernel_windows`."""
-    from ..text.corpus import Corpus
-    from ..text.stream import TextFile
+    each kernel explains in its training documents ``X`` (strings, a Corpus or a TextFile),
+    found by :func:`~cpgbn.explain.phrases.assign_kernels` with the fitted globals and ranked
+    by :func:`kernel_windows`.  Past ``RECORD_DOCS`` documents, a seeded sample of them, the
+    same documents however ``X`` is given (a file is read twice, a block at a time), so that
+    a streamed or distributed fit records what an in-memory one does."""
     from .phrases import assign_kernels
-    if isinstance(X, TextFile):
-        X = next(iter(X.blocks(RECORD_DOCS)), [])
-    if len(X) > RECORD_DOCS:   # a sample, in corpus order
-        keep = np.sort(np.random.default_rng(0).choice(len(X), RECORD_DOCS, replace=False))
-        X = X.subset(keep) if isinstance(X, Corpus) else [X[i] for i in keep]
+    X = _record_sample(X)
     with warnings.catch_warnings():   # the fit has warned of its documents once already
         warnings.simplefilter("ignore", UserWarning)
         assignments = assign_kernels(model, X, n_iter=RECORD_SWEEPS, burn_in=RECORD_BURN_IN)
     return kernel_windows(assignments.grams, assignments.counts, top=RECORD_TOP)
+
+
+def _record_sample(X):
+    """At most ``RECORD_DOCS`` of the documents ``X``, in corpus order (module constants)."""
+    from ..text.corpus import Corpus
+    from ..text.stream import TextFile
+    if isinstance(X, TextFile):
+        n = sum(len(block) for block in X.blocks(RECORD_DOCS))
+        keep = _sample_indices(n)
+        texts, start = [], 0
+        for block in X.blocks(RECORD_DOCS):
+            chosen = keep[(keep >= start) & (keep < start + len(block))] - start
+            texts += [block[i] for i in chosen]
+            start += len(block)
+        return texts
+    if len(X) <= RECORD_DOCS:
+        return X
+    keep = _sample_indices(len(X))
+    return X.subset(keep) if isinstance(X, Corpus) else [X[i] for i in keep]
+
+
+def _sample_indices(n: int) -> np.ndarray:
+    if n <= RECORD_DOCS:
+        return np.arange(n)
+    return np.sort(np.random.default_rng(0).choice(n, RECORD_DOCS, replace=False))
