@@ -184,9 +184,18 @@ def pytest_timeout_cancel_timer(item):
 
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist, the statistical tests (marker ``slow``, half of the suite's time) run
-    first, so that no worker is left with a long test at the end while the other idles."""
-    if _WORKER is not None:
-        items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # a stable sort
+    first, the longest first (``@pytest.mark.slow(seconds=...)``, the time a test states it
+    takes on the 2-core machine), so that no worker is left with a long test at the end while
+    the other idles."""
+    if _WORKER is not None:   # a stable sort: the rest keep their order
+        items.sort(key=lambda item: (item.get_closest_marker("slow") is None,
+                                     -_stated_seconds(item)))
+
+
+def _stated_seconds(item) -> float:
+    """The largest ``seconds`` that a ``slow`` marker of the test states (0: none does)."""
+    return max((float(m.kwargs.get("seconds", 0)) for m in item.iter_markers("slow")),
+               default=0.0)
 
 
 def pytest_unconfigure(config):

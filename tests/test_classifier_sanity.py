@@ -20,7 +20,7 @@ from cpgbn.datasets import load_dataset  # noqa: E402
 from cpgbn.explain.classes import class_phrases, explain_document  # noqa: E402
 
 # one fit of about five minutes on one thread: scheduled with the statistical tests, first
-pytestmark = [pytest.mark.usefixtures("torch_one_thread"), pytest.mark.slow]
+pytestmark = [pytest.mark.usefixtures("torch_one_thread"), pytest.mark.slow(seconds=125)]
 
 #: (sentence, its cue words, the class the cue must push towards).  The cues are words that
 #: MR's reviews use far more in one class ("waste" 21 negative sentences to 1 positive among

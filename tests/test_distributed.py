@@ -426,7 +426,7 @@ CLI_SETTINGS = ["--layers", "6,3", "--vocab-size", "30", "--iterations", "6", "-
                 "--seed", "3", "--quiet", "--threads", "1"]
 
 
-@pytest.mark.slow   # three processes (torchrun's agent, two workers): 7 s alone, more in a suite
+@pytest.mark.slow(seconds=90)   # torchrun's agent and two workers: 7 s alone, 90 in a suite
 def test_cpgbn_fit_distributed_under_torchrun_saves_the_single_process_model(tmp_path):
     from cpgbn.cli import main
     from helpers import random_texts, write_tsv
@@ -465,7 +465,7 @@ def test_cpgbn_fit_distributed_under_torchrun_saves_the_single_process_model(tmp
     np.testing.assert_array_equal(np.load(tmp_path / "two.npy"), np.load(tmp_path / "one.npy"))
 
 
-@pytest.mark.slow   # two torchrun runs and two one-process runs of the PyTorch sampler
+@pytest.mark.slow(seconds=80)   # two torchrun runs and two one-process runs of the PyTorch sampler
 def test_cpgbn_fit_and_transform_distributed_on_the_pytorch_sampler(tmp_path):
     """``--device cpu --distributed``: shards of whole 1,024-document blocks (the PyTorch
     sampler's random-stream block on the CPU), so 1,100 documents make two workers, whose
@@ -577,7 +577,7 @@ def test_torchrun_max_restarts_resumes_a_killed_worker_from_the_checkpoint(tmp_p
     assert not (tmp_path / "two.checkpoint").exists()   # deleted once the fit completed
 
 
-@pytest.mark.slow   # torchrun three times: ~60 s
+@pytest.mark.slow(seconds=85)   # torchrun three times: ~60 s alone
 def test_distributed_hybrid_trains_saves_a_model_one_process_loads_and_resumes_exactly(
         tmp_path):
     """The hybrid on 2 workers (gradients averaged, TLASGR statistics summed): the loss falls,

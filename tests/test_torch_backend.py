@@ -192,8 +192,11 @@ def test_multinomial_unit_counts_per_row(n):
 
 # ---------------------------------------------------------------------- Geweke
 @pytest.mark.slow
-@pytest.mark.parametrize("case_name,n_sweeps", [("binary", 10000), ("counts", 20000),
-                                                 ("split", 10000), ("split_counts", 20000)])
+@pytest.mark.parametrize("case_name,n_sweeps", [   # seconds on the 2-core machine, in a suite
+    pytest.param("binary", 10000, marks=pytest.mark.slow(seconds=85)),
+    pytest.param("counts", 20000, marks=pytest.mark.slow(seconds=175)),
+    pytest.param("split", 10000, marks=pytest.mark.slow(seconds=88)),
+    pytest.param("split_counts", 20000, marks=pytest.mark.slow(seconds=160))])
 def test_geweke_torch_sweep(case_name, n_sweeps):
     """Four of tests/test_geweke.py's cases: the Bernoulli-Poisson link under a two-layer stack
     with one eta per layer, with 10000 prior draws and sweeps (the torch sweep of a tiny model

@@ -21,6 +21,11 @@ class DataFileError(CPGBNInputError):
     """A data file is missing, empty, not UTF-8, or not in the expected layout."""
 
 
+class MemoryLimitError(CPGBNInputError):
+    """A run would need more memory than ``memory_limit`` or the machine has (its estimate in
+    the message)."""
+
+
 class ModelFormatError(CPGBNInputError):
     """A saved model directory is missing, truncated, corrupted or from another format version."""
 

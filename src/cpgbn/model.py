@@ -359,11 +359,22 @@ class CPGBN(TransformerMixin, BaseEstimator):
                                 labels=labels, checkpointing=checkpointing)
         self._set_fitted(mode.fit(self._prepare(training)))
         if communicator is None or communicator.is_root:   # the root reads X for it alone
-            from .explain.kernel_windows import record_kernel_windows
-            found = record_kernel_windows(self, documents)
-            self.kernel_windows_, self.kernel_window_counts_ = found.windows, found.counts
-            self.kernel_window_shares_ = found.shares
+            self._record_kernel_windows(documents)
         return self
+
+    def _record_kernel_windows(self, documents) -> None:
+        """``kernel_windows_`` and its counts and shares (:mod:`cpgbn.explain.kernel_windows`);
+        where not even one document's inference fits the memory limit, a warning and none."""
+        from .errors import MemoryLimitError
+        from .explain.kernel_windows import record_kernel_windows
+        try:
+            found = record_kernel_windows(self, documents)
+        except MemoryLimitError as error:
+            warnings.warn(f"the kernels' corpus windows were not recorded: {error}",
+                          stacklevel=3)
+            return
+        self.kernel_windows_, self.kernel_window_counts_ = found.windows, found.counts
+        self.kernel_window_shares_ = found.shares
 
     def _file_training(self, text_file: TextFile, settings: dict, seed: int,
                        checkpointing: Checkpointing, mode: InferenceMode) -> Training:

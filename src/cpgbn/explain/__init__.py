@@ -3,9 +3,9 @@ from .coherence import (CoherenceResult, assigned_topic_words, cooccurrence, ker
                         model_coherence, npmi, phrase_topic_words)
 from .hierarchy import (HIDDEN, MIN_COLUMN_SHARE, TopicNode, check_layer, column_mass, format_columns, format_tree,
                         kernel_weights, phrase_matrix, top_words_per_column, topic_tree)
-from .phrases import (KernelAssignments, KernelSummary, Phrase, assign_kernels, best_phrases, corpus_phrases,
-                      format_kernel_table, kernel_table, phrases_from_columns, sharpness, sort_kernels,
-                      top_corpus_phrases)
+from .kernel_table import KernelSummary, format_kernel_table, kernel_table, sort_kernels
+from .phrases import (KernelAssignments, Phrase, assign_kernels, best_phrases, corpus_phrases,
+                      phrases_from_columns, sharpness, top_corpus_phrases)
 from .plots import class_usage_png, loglik_png, save_png, save_tree_svg, tree_svg, usage_png
 from .report import build_report, write_report
 from .summary import summary_facts, summary_text

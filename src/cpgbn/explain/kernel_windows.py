@@ -166,11 +166,21 @@ def record_kernel_windows(model, X) -> KernelWindows:
     by :func:`kernel_windows`.  Past ``RECORD_DOCS`` documents, a seeded sample of them, the
     same documents however ``X`` is given (a file is read twice, a block at a time), so that
     a streamed or distributed fit records what an in-memory one does."""
+    from ..errors import MemoryLimitError
     from .phrases import assign_kernels
     X = _record_sample(X)
-    with warnings.catch_warnings():   # the fit has warned of its documents once already
-        warnings.simplefilter("ignore", UserWarning)
-        assignments = assign_kernels(model, X, n_iter=RECORD_SWEEPS, burn_in=RECORD_BURN_IN)
+    while True:   # past the memory limit, the first half of the sample, and so on
+        try:
+            with warnings.catch_warnings():   # the fit has warned of its documents already
+                warnings.simplefilter("ignore", UserWarning)
+                assignments = assign_kernels(model, X, n_iter=RECORD_SWEEPS,
+                                             burn_in=RECORD_BURN_IN)
+            break
+        except MemoryLimitError:
+            if len(X) <= 1:
+                raise
+            X = X[:len(X) // 2] if not hasattr(X, "subset") else X.subset(
+                np.arange(len(X) // 2))
     return kernel_windows(assignments.grams, assignments.counts, top=RECORD_TOP)
 
 

@@ -34,7 +34,8 @@ from sklearn.utils.validation import check_is_fitted
 from ..version import VERSION
 from .coherence import DEFAULT_TOP_N, DEFAULT_WINDOW, CoherenceResult, model_coherence
 from .hierarchy import HIDDEN, MIN_COLUMN_SHARE, check_layer, format_tree, topic_tree
-from .phrases import KernelAssignments, assign_kernels, kernel_table, phrases_from_columns
+from .kernel_table import kernel_table
+from .phrases import KernelAssignments, assign_kernels, phrases_from_columns
 from .summary import summary_facts
 
 _CSS = """

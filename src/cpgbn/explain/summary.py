@@ -12,7 +12,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from .coherence import DEFAULT_TOP_N, DEFAULT_WINDOW, CoherenceResult, model_coherence
 from .hierarchy import HIDDEN, MIN_COLUMN_SHARE, shown_columns
-from .phrases import KernelSummary, assign_kernels, kernel_table, sort_kernels
+from .kernel_table import KernelSummary, kernel_table, sort_kernels
+from .phrases import assign_kernels
 
 
 def _thousands(n) -> str:

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import os
 
-from ..errors import CPGBNInputError
+from ..errors import MemoryLimitError
 
 
 #: Host bytes per (position, K_1) entry of the PyTorch sampler, by device type and by
@@ -121,11 +121,11 @@ def _gb(n: int) -> str:
 def check_memory(needed: int, limit: int | None) -> None:
     """Refuse, with the estimate in the message, a run that cannot fit."""
     if limit is not None and needed > limit:
-        raise CPGBNInputError(f"this run needs about {_gb(needed)} of memory, more than "
+        raise MemoryLimitError(f"this run needs about {_gb(needed)} of memory, more than "
                               f"memory_limit={_gb(limit)}; use fewer kernels, a smaller vocabulary "
                               "or fewer documents")
     available = available_bytes()
     if available is not None and needed > available:
-        raise CPGBNInputError(f"this run needs about {_gb(needed)} of memory but only "
+        raise MemoryLimitError(f"this run needs about {_gb(needed)} of memory but only "
                               f"{_gb(available)} is available; use fewer kernels, a smaller "
                               "vocabulary or fewer documents")
