@@ -144,8 +144,14 @@ def recorded_phrases(model, assignments: KernelAssignments | None = None, top_n:
         return None
     vocabulary = model.vocabulary_
     return [[Phrase(tuple(window_tokens(w, vocabulary)), float(share), int(count))
-             for w, count, share in zip(windows[k], counts[k], shares[k]) if count > 0][:top_n]
+             for i, (w, count, share) in enumerate(zip(windows[k], counts[k], shares[k]))
+             if count > 0 and (i == 0 or share >= SHOWN_SHARE)][:top_n]
             for k in range(len(windows))]
+
+
+#: Past its name, a window a kernel holds less of than this is not shown ("to _ _ (555x, 0%)"
+#: under "of _ _" says nothing about the kernel)
+SHOWN_SHARE = 0.01
 
 
 def sort_kernels(rows: list[KernelSummary], by: str = "usage") -> list[KernelSummary]:
