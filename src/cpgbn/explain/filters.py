@@ -53,24 +53,30 @@ def corpus_windows(data: ConvData) -> tuple[np.ndarray, np.ndarray]:
 def distinct_windows(windows: np.ndarray, counts: np.ndarray | None = None, *,
                      return_inverse: bool = False) -> tuple:
     """(the distinct rows of ``windows``, sorted, and how often each occurs, or the sum of
-    ``counts`` over its copies), and with ``return_inverse`` the distinct row of each row.
-    Each row is packed into one integer key when the word ids allow it (a sort of keys is
-    several times faster than numpy's unique over rows)."""
+    ``counts`` over its copies), and with ``return_inverse`` the distinct row of each row."""
     windows = np.asarray(windows, dtype=np.int64)
-    F = windows.shape[1]
     base = int(windows.max(initial=EMPTY)) + 2          # ids EMPTY..V-1 -> digits 0..V
-    if F * np.log2(max(base, 2)) < 62:
-        powers = base ** np.arange(F - 1, -1, -1, dtype=np.int64)
-        keys, inverse = np.unique((windows + 1) @ powers, return_inverse=True)
-        distinct = (keys[:, None] // powers) % base - 1
-    else:
-        distinct, inverse = np.unique(windows, axis=0, return_inverse=True)
+    _, first, inverse = np.unique(row_keys(windows - EMPTY, base), return_index=True,
+                                  return_inverse=True)
+    distinct = windows[first]
     weights = None if counts is None else np.asarray(counts, dtype=np.float64)
     inverse = inverse.ravel()
     total = np.rint(np.bincount(inverse, weights=weights, minlength=len(distinct)))
     if return_inverse:
         return distinct, total.astype(np.int64), inverse
     return distinct, total.astype(np.int64)
+
+
+def row_keys(digits: np.ndarray, base: int) -> np.ndarray:
+    """One key per row of ``digits`` (non-negative integers below ``base``): keys sort as the
+    rows do and are equal only for equal rows, so they compare between calls with one
+    ``base``.  An integer when the row's digits fit in 62 bits (a sort of keys is several times
+    faster than numpy's unique over rows), else the row's big-endian bytes."""
+    F = digits.shape[1]
+    if F * np.log2(max(base, 2)) < 62:
+        return digits @ (base ** np.arange(F - 1, -1, -1, dtype=np.int64))
+    packed = np.ascontiguousarray(digits.astype(">i8")).view(np.dtype((np.void, 8 * F)))
+    return packed.ravel()
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .filters import EMPTY, distinct_windows
+from .filters import EMPTY, distinct_windows, row_keys
 from .hierarchy import HIDDEN
 
 __all__ = ["KernelWindows", "kernel_windows", "window_tokens", "OPEN", "OPEN_BELOW"]
@@ -132,14 +132,8 @@ def _group(patterns: np.ndarray, weight: np.ndarray, base: int):
     """(keys sorted, summed weight per key, index of a row of each key) of the distinct rows
     of ``patterns`` (word ids, EMPTY and OPEN, shifted to digits 0..``base`` - 1), keys
     comparable between calls with one ``base``."""
-    shifted = patterns - OPEN                      # OPEN..V-1 -> 0..V+1
-    F = patterns.shape[1]
-    if F * np.log2(max(base, 2)) < 62:
-        keys = shifted @ (base ** np.arange(F - 1, -1, -1, dtype=np.int64))
-    else:   # too many digits for one integer: each row's bytes, big-endian so they sort as rows
-        keys = np.ascontiguousarray(shifted.astype(">i8")).view(np.dtype((np.void, 8 * F)))
-        keys = keys.ravel()
-    unique, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    unique, first, inverse = np.unique(row_keys(patterns - OPEN, base), return_index=True,
+                                       return_inverse=True)
     return unique, np.bincount(inverse.ravel(), weights=weight), first
 
 
@@ -167,6 +161,7 @@ def record_kernel_windows(model, X) -> KernelWindows:
     same documents however ``X`` is given (a file is read twice, a block at a time), so that
     a streamed or distributed fit records what an in-memory one does."""
     from ..errors import MemoryLimitError
+    from ..text.corpus import Corpus
     from .phrases import assign_kernels
     X = _record_sample(X)
     while True:   # past the memory limit, the first half of the sample, and so on
@@ -179,8 +174,8 @@ def record_kernel_windows(model, X) -> KernelWindows:
         except MemoryLimitError:
             if len(X) <= 1:
                 raise
-            X = X[:len(X) // 2] if not hasattr(X, "subset") else X.subset(
-                np.arange(len(X) // 2))
+            half = np.arange(len(X) // 2)
+            X = X.subset(half) if isinstance(X, Corpus) else [X[i] for i in half]
     return kernel_windows(assignments.grams, assignments.counts, top=RECORD_TOP)
 
 
