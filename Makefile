@@ -37,9 +37,10 @@ XDIST := -n $(TEST_WORKERS) --maxschedchunk 1
 test: install $(VENV)/.torch
 	$(PY) -m pytest -q $(XDIST)
 
-# The long tier of the Geweke tests (about 15 minutes of one core, split over the workers):
-# before a release note, and after any change to the sampler's conditionals (CONTRIBUTING.md).
-test-long: install
+# The long tier of the Geweke tests (about 20 minutes of one core, split over the workers; the
+# PyTorch sampler's cases of large cells among them): before a release note, and after any
+# change to the sampler's conditionals (CONTRIBUTING.md).
+test-long: install $(VENV)/.torch
 	$(PY) -m pytest -q -m long $(XDIST)
 
 clean:

@@ -99,9 +99,12 @@ def test_lda_topics_and_model_coherence(fitted):
     assert result.corpus_npmi.shape == (6,)
     for values in (result.kernel_npmi, result.lda_npmi, result.corpus_npmi):
         assert np.all((values >= -1) & (values <= 1))
-    assert "CPGBN kernels" in result.describe() and "LDA with 6 topics" in result.describe()
+    line = result.describe()   # the corpus words, LDA's counterpart, first
+    assert line.index("the words CPGBN's kernels explain") < line.index("LDA with 6 topics") \
+        < line.index("the top words of the kernels' columns")
     json.dumps(result.to_dict())
     alone = model_coherence(model, texts, top_n=5, lda=False)
     np.testing.assert_allclose(alone.kernel_npmi, result.kernel_npmi)
     assert alone.lda_npmi is None and "LDA" not in alone.describe()
+    assert "CPGBN kernels" in alone.describe()
     assert all(0 not in t for t in assigned_topic_words(assignments, 5))

@@ -31,16 +31,16 @@ def test_phrase_matrix_layer_one_is_the_kernel(model):
 
 
 def test_phrases_for_deep_topics(model):
-    cols = model.phrases(layer=2, topic=3, top_n=5)
+    cols = model.columns(layer=2, topic=3, top_n=5)
     assert len(cols) == 3 and all(len(c) == 5 for c in cols)
     assert all(p1 >= p2 for col in cols for (_, p1), (_, p2) in zip(col, col[1:]))
-    assert model.phrases(2) == model.phrases(layer=1, topic=2)
+    assert model.columns(2) == model.columns(layer=1, topic=2)
     with pytest.raises(CPGBNInputError, match="layer"):
-        model.phrases(layer=4, topic=0)
+        model.columns(layer=4, topic=0)
     with pytest.raises(CPGBNInputError, match="topic"):
-        model.phrases(layer=3, topic=2)
+        model.columns(layer=3, topic=2)
     with pytest.raises(CPGBNInputError):
-        model.phrases(1, layer=2, topic=1)
+        model.columns(1, layer=2, topic=1)
 
 
 def test_tree_structure(model):

@@ -217,7 +217,7 @@ def test_explain_tools_on_a_minibatch_model(fitted):
     from cpgbn.explain.report import build_report
 
     mode, model = fitted
-    columns = model.phrases(0, top_n=3)
+    columns = model.columns(0, top_n=3)
     assert len(columns) == 3 and all(len(c) == 3 for c in columns)
     assert model.tree(children=2).children
     text = summary_text(model)

@@ -153,7 +153,8 @@ def test_save_load_round_trip(tmp_path, deep_model):
     np.testing.assert_array_equal(loaded.loglik_trace_, deep_model.loglik_trace_)
     np.testing.assert_array_equal(loaded.kernel_usage(), deep_model.kernel_usage())
     for k in range(6):
-        assert loaded.phrases(k, 5) == deep_model.phrases(k, 5)
+        assert loaded.columns(k, 5) == deep_model.columns(k, 5)
+        assert loaded.phrases(k) == deep_model.phrases(k)
     np.testing.assert_array_equal(loaded.transform(NEW_TEXTS), deep_model.transform(NEW_TEXTS))
     np.testing.assert_array_equal(loaded.transform(NEW_TEXTS, all_layers=True),
                                   deep_model.transform(NEW_TEXTS, all_layers=True))
@@ -297,7 +298,7 @@ def test_more_sweeps_do_not_lower_the_fit():
 
 def test_phrases(deep_model):
     F, V = 3, len(deep_model.vocabulary_)
-    columns = deep_model.phrases(0, top_n=4)
+    columns = deep_model.columns(0, top_n=4)
     assert len(columns) == F
     for column in columns:
         assert len(column) == 4
@@ -307,17 +308,40 @@ def test_phrases(deep_model):
         assert all(isinstance(word, str) for word, _ in column)
 
     # Every word of a column, <unk> included: the probabilities are the whole column.
-    for column in deep_model.phrases(1, top_n=V, hide_unknown=False):
+    for column in deep_model.columns(1, top_n=V, hide_unknown=False):
         assert len(column) == V and OOV_TOKEN in [w for w, _ in column]
         assert sum(p for _, p in column) == pytest.approx(1.0, abs=1e-6)
-    for column in deep_model.phrases(1, top_n=V):  # hide_unknown=True by default
+    for column in deep_model.columns(1, top_n=V):  # hide_unknown=True by default
         assert len(column) == V - 1 and OOV_TOKEN not in [w for w, _ in column]
 
     for bad in (6, -1, 1.5, "0"):
         with pytest.raises(CPGBNInputError, match="kernel"):
-            deep_model.phrases(bad)
+            deep_model.columns(bad)
     with pytest.raises(CPGBNInputError, match="top_n"):
-        deep_model.phrases(0, top_n=0)
+        deep_model.columns(0, top_n=0)
+
+
+def test_a_kernels_phrases_are_what_topics_names_it(deep_model):
+    """``phrases(k)`` is the recorded windows, the first of them the kernel's name in every
+    view; a model without the record gives its best phrases under D_k."""
+    from copy import copy
+
+    from cpgbn.explain import kernel_table
+    rows = kernel_table(deep_model)
+    for k in range(6):
+        phrases = deep_model.phrases(k, top_n=3)
+        assert phrases == rows[k].corpus_phrases[:3]
+        if phrases:
+            assert " ".join(phrases[0].words) == rows[k].name
+            assert all(p.count >= 1 for p in phrases)
+    old = copy(deep_model)
+    old.kernel_windows_ = None   # as a model saved before the record
+    best = old.phrases(0, top_n=2)
+    assert len(best) == 2 and all(p.count is None for p in best)
+    assert best[0].text == kernel_table(old)[0].name
+    for bad in (6, -1, 1.5):
+        with pytest.raises(CPGBNInputError, match="kernel"):
+            deep_model.phrases(bad)
 
 
 @pytest.mark.parametrize("token_count", ["bernoulli-poisson", 1, 5])

@@ -257,6 +257,8 @@ def test_summary_text(model, corpus_and_labels, assignments):
     full = summary_text(model, texts, labels=labels, lda_iter=5, assignments=assignments)
     assert "80 documents" in full and "2 classes" in full and "phrase width" in full
     assert "NPMI" in full and "LDA with 6 topics" in full
+    phrases = next(line for line in full.splitlines() if line.startswith("phrases "))
+    assert "names of the 6 most used kernels" in phrases and "collocation baseline" in phrases
     facts = dict(summary_facts(model))
     assert facts["training data"] == f"80 documents, {model.n_train_tokens_} tokens"
 

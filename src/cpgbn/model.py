@@ -585,11 +585,32 @@ class CPGBN(TransformerMixin, BaseEstimator):
         self._check_fitted()
         return np.transpose(self.globals_.D, (2, 0, 1))
 
-    def phrases(self, kernel: int | None = None, top_n: int = 4, *, layer: int = 1,
+    def phrases(self, kernel: int, top_n: int = 5):
+        """The phrases kernel ``kernel`` explains in the training documents, as ``cpgbn
+        topics`` shows them, the first being the kernel's name in every view: a list of up to
+        ``top_n`` :class:`cpgbn.explain.Phrase` (``words`` with ``_`` at an open slot, ``weight``
+        the phrase's share of the kernel's count there, ``count`` its occurrences), from the
+        windows recorded at the end of the fit (:mod:`cpgbn.explain.kernel_windows`).  A model
+        saved without that record gives the kernel's most probable phrases under D_k (beam
+        search; ``count`` None).  :meth:`columns` is the per-column view."""
+        from .explain import MIN_COLUMN_SHARE, best_phrases
+        from .explain.kernel_table import recorded_phrases
+        self._check_fitted()
+        index = _check_int("kernel", kernel, 0)
+        if index >= self.globals_.D.shape[2]:
+            raise CPGBNInputError(f"kernel must be < {self.globals_.D.shape[2]}, got {index}")
+        top_n = _check_int("top_n", top_n, 1)
+        recorded = recorded_phrases(self, top_n=top_n)
+        if recorded is not None:
+            return recorded[index]
+        return best_phrases(self.globals_.D[:, :, index], self.vocabulary_, top_n,
+                            min_column_share=MIN_COLUMN_SHARE)
+
+    def columns(self, kernel: int | None = None, top_n: int = 4, *, layer: int = 1,
                 topic: int | None = None, hide_unknown: bool = True):
         """Top words of each column of a kernel (the paper's Table 3), or of a deeper topic.
 
-        ``phrases(k)`` is kernel k of layer 1; ``phrases(layer=t, topic=k)`` projects topic k of
+        ``columns(k)`` is kernel k of layer 1; ``columns(layer=t, topic=k)`` projects topic k of
         layer t onto the kernels (Phi^(2) ... Phi^(t) onto D).  Returns F columns, each a list of
         ``top_n`` ``(word, probability)`` pairs, probability normalised within the column.
         """

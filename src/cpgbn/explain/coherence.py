@@ -199,13 +199,19 @@ class CoherenceResult:
         return None if self.corpus_npmi is None else float(np.nanmean(self.corpus_npmi))
 
     def describe(self) -> str:
+        """One line; with assignments it leads with the words each kernel explains in the
+        corpus, the counterpart of LDA's topic words (the union of the columns' top words
+        mixes alternatives that never occur together, and is shown after them)."""
         where = "whole documents" if self.window is None else f"sliding windows of {self.window} tokens"
-        text = (f"NPMI of the top {self.top_n} words ({where}, {self.n_windows} windows): "
-                f"CPGBN kernels {self.mean:+.3f}")
+        text = f"NPMI of the top {self.top_n} words ({where}, {self.n_windows} windows): "
         if self.corpus_npmi is not None:
-            text += f" (words they explain in the corpus {self.corpus_mean:+.3f})"
+            text += f"the words CPGBN's kernels explain in the corpus {self.corpus_mean:+.3f}"
+        else:
+            text += f"CPGBN kernels {self.mean:+.3f}"
         if self.lda_npmi is not None:
             text += f", LDA with {len(self.lda_npmi)} topics {self.lda_mean:+.3f}"
+        if self.corpus_npmi is not None:
+            text += f" (the top words of the kernels' columns {self.mean:+.3f})"
         return text
 
     def to_dict(self) -> dict:

@@ -36,6 +36,7 @@ from .coherence import DEFAULT_TOP_N, DEFAULT_WINDOW, CoherenceResult, model_coh
 from .hierarchy import HIDDEN, MIN_COLUMN_SHARE, check_layer, format_tree, topic_tree
 from .kernel_table import kernel_table
 from .phrases import KernelAssignments, assign_kernels, phrases_from_columns
+from .phrase_quality import kernel_phrase_quality
 from .summary import summary_facts
 
 _CSS = """
@@ -258,18 +259,20 @@ def _coherence_html(coherence: CoherenceResult) -> str:
         values = np.asarray(values, dtype=np.float64)
         return (f"<td>{len(values)}</td><td>{np.nanmean(values):+.3f}</td>"
                 f"<td>{np.nanmedian(values):+.3f}</td>")
-    rows = [f"<tr><td>CPGBN kernels: top words of the columns</td>{stats(coherence.kernel_npmi)}</tr>"]
+    rows = []   # the counterpart of LDA's topic words first (CoherenceResult.describe)
     if coherence.corpus_npmi is not None:
         rows.append("<tr><td>CPGBN kernels: words they explain in the corpus</td>"
                     f"{stats(coherence.corpus_npmi)}</tr>")
     if coherence.lda_npmi is not None:
         rows.append(f"<tr><td>LDA (same vocabulary and documents)</td>{stats(coherence.lda_npmi)}</tr>")
+    rows.append(f"<tr><td>CPGBN kernels: top words of the columns</td>{stats(coherence.kernel_npmi)}</tr>")
     where = ("whole documents" if coherence.window is None
              else f"sliding windows of {coherence.window} tokens (a shorter document is one window)")
     parts = [f"<p>Mean pairwise NPMI of each topic's top {coherence.top_n} words, counted over "
              f"{escape(where)}: {coherence.n_windows:,} windows.  A kernel's words are the union "
-             "of its columns' top words, ranked by their largest column probability, or (second "
-             "row) the words whose occurrences it explains most in these documents.  -1: never "
+             "of its columns' top words, ranked by their largest column probability (last row: "
+             "a column's words are alternatives, which seldom occur together), or the words "
+             "whose occurrences it explains most in these documents.  -1: never "
              "together, 0: independent, +1: always together.</p>",
              '<table class="coh"><thead><tr><th>topics</th><th>count</th><th>mean</th>'
              f'<th>median</th></tr></thead><tbody>{"".join(rows)}</tbody></table>']
@@ -393,7 +396,8 @@ def build_report(model, texts=None, labels=None, *, title: str | None = None, so
                         min_column_share=min_column_share)
     rows.sort(key=lambda r: (-r.usage, r.kernel))
     facts = summary_facts(model, corpus=corpus, labels=labels, coherence=coherence,
-                          assignments=assignments)
+                          assignments=assignments,
+                          phrases=None if corpus is None else kernel_phrase_quality(rows, corpus))
     layers = tuple(model.layers_)
     title = title or f"CPGBN {'-'.join(map(str, layers))}"
 

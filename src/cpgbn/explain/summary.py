@@ -11,6 +11,7 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from .coherence import DEFAULT_TOP_N, DEFAULT_WINDOW, CoherenceResult, model_coherence
+from .phrase_quality import KernelPhraseQuality, kernel_phrase_quality
 from .hierarchy import HIDDEN, MIN_COLUMN_SHARE, shown_columns
 from .kernel_table import KernelSummary, kernel_table, sort_kernels
 from .phrases import assign_kernels
@@ -86,12 +87,13 @@ def _training_facts(model) -> list[tuple[str, str]]:
 
 
 def summary_facts(model, *, corpus=None, labels=None, coherence: CoherenceResult | None = None,
-                  assignments=None, min_column_share: float = MIN_COLUMN_SHARE
-                  ) -> list[tuple[str, str]]:
+                  assignments=None, min_column_share: float = MIN_COLUMN_SHARE,
+                  phrases: KernelPhraseQuality | None = None) -> list[tuple[str, str]]:
     """(label, value) pairs: model, vocabulary, observation model, training, fit, mixing, usage, the
     kernels' near-empty columns (below ``min_column_share`` of their mass), and with ``corpus``
     (an encoded :class:`~cpgbn.text.Corpus`) the data, with ``assignments`` the phrase widths,
-    with ``coherence`` NPMI."""
+    with ``phrases`` how the kernels' names read as phrases
+    (:func:`~cpgbn.explain.phrase_quality.kernel_phrase_quality`), with ``coherence`` NPMI."""
     check_is_fitted(model)
     g = model.globals_
     layers = tuple(model.layers_)
@@ -137,6 +139,8 @@ def summary_facts(model, *, corpus=None, labels=None, coherence: CoherenceResult
                                       f"(effective number, from the tokens each column explains "
                                       f"in the data); {single} of {K} kernels use essentially one "
                                       "column (width < 1.5)"))
+    if phrases is not None:
+        facts.append(("phrases", phrases.describe()))
     if coherence is not None:
         facts.append(("coherence", coherence.describe()))
     return facts
@@ -185,13 +189,14 @@ def summary_text(model, texts=None, *, top: int = 5, npmi: bool = True, lda: boo
     if coherence is None and corpus is not None and npmi:
         coherence = model_coherence(model, corpus, window=window, top_n=top_words, lda=lda,
                                     lda_iter=lda_iter, assignments=assignments)
-    facts = summary_facts(model, corpus=corpus, labels=labels, coherence=coherence,
-                          assignments=assignments, min_column_share=min_column_share)
-    width = max(len(label) for label, _ in facts)
-    lines = [f"{label:<{width}}  {value}" for label, value in facts]
     rows = kernel_table(model, top_words=1, top_phrases=2, assignments=assignments, corpus_top=2,
                         npmi=None if coherence is None else coherence.kernel_npmi,
                         min_column_share=min_column_share)
+    facts = summary_facts(model, corpus=corpus, labels=labels, coherence=coherence,
+                          assignments=assignments, min_column_share=min_column_share,
+                          phrases=None if corpus is None else kernel_phrase_quality(rows, corpus))
+    width = max(len(label) for label, _ in facts)
+    lines = [f"{label:<{width}}  {value}" for label, value in facts]
     lines.append("")
     lines.append(f"most used kernels (of {len(rows)}):")
     lines.append(top_kernels_text(rows, top))
