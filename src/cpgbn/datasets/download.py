@@ -218,11 +218,11 @@ def _raise_write_error(exc: OSError, path: Path):
 
 
 def _progress_bar(label: str, total: int | None, initial: int, enabled: bool):
-    from tqdm.auto import tqdm
+    from ..progress import progress_bar
 
-    return tqdm(total=None if total is None else total, initial=initial, desc=label,
-                unit="B", unit_scale=True, unit_divisor=1024, disable=not enabled,
-                file=sys.stderr, dynamic_ncols=True)
+    return progress_bar(total=None if total is None else total, initial=initial, desc=label,
+                        unit="B", unit_scale=True, unit_divisor=1024, enabled=enabled,
+                        file=sys.stderr, dynamic_ncols=True)
 
 
 def _content_range(value: str) -> tuple[int | None, int | None]:

@@ -24,7 +24,8 @@ keeps.  Every ``checkpoint_every`` steps (and at the end) the algorithm's arrays
 the trace are written atomically (:mod:`cpgbn.inference.checkpoint`), by the process that owns
 the checkpoint only (``communicator.is_root``): a run killed with ``kill -9`` keeps the previous
 complete checkpoint.  A non-finite loss raises :class:`NonFiniteLossError` naming the step,
-before anything of that step is saved.  Progress: a tqdm bar with documents/s and the loss.
+before anything of that step is saved.  Progress: a bar with documents/s and the loss
+(:mod:`cpgbn.progress`: tqdm's on a terminal, lines otherwise).
 """
 
 from __future__ import annotations
@@ -97,9 +98,8 @@ def _progress_bar(progress, total: int, initial: int, desc: str, unit: str):
         return progress   # the caller's bar
     if callable(progress):
         return progress(total, initial)   # the caller's factory
-    from tqdm.auto import tqdm
-    return tqdm(total=int(total), initial=initial, desc=desc, unit=unit, leave=False,
-                disable=None if progress is None else not progress)
+    from ..progress import progress_bar
+    return progress_bar(total=int(total), initial=initial, desc=desc, unit=unit, leave=False)
 
 
 def train(algorithm, batches, n_steps: int, *, checkpoint_dir=None, checkpoint_every: int = 50,
@@ -116,9 +116,10 @@ def train(algorithm, batches, n_steps: int, *, checkpoint_dir=None, checkpoint_e
     checkpoint_dir : directory or None; ``checkpoint_every`` steps between checkpoints, and
         one at the end unless ``save_at_end`` is False (a caller that deletes it right away).
     resume : continue from ``checkpoint_dir`` when it holds a checkpoint of the same run.
-    progress : None (a tqdm bar when stderr is a terminal), False (none), True (a bar), a
-        bar of the caller's (an object with ``update(n)``), or a factory
-        ``progress(total, initial) -> bar``; ``desc`` and ``unit`` label a bar made here.
+    progress : None or True (:func:`cpgbn.progress.progress_bar`: a tqdm bar when stderr is a
+        terminal, else a progress line at most every 30 s), False (none), a bar of the
+        caller's (an object with ``update(n)``), or a factory ``progress(total, initial) ->
+        bar``; ``desc`` and ``unit`` label a bar made here.
     on_step : optional ``on_step(i, report)`` after each step (tests stop a run with it).
     first_step : the steps the algorithm has already taken (a chain continued by hand).
     communicator : with several processes, only ``communicator.is_root`` reads and writes

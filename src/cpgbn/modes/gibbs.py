@@ -28,15 +28,16 @@ __all__ = ["GibbsMode", "progress_bars"]
 
 
 def progress_bars(show: bool, desc: str):
-    """A factory of tqdm bars of sweeps (``(total, initial) -> bar``, shown only when stderr
-    is a terminal) when ``show``, else None."""
+    """A factory of progress bars of sweeps (``(total, initial) -> bar``: a tqdm bar when
+    stderr is a terminal, else progress lines, :func:`cpgbn.progress.progress_bar`) when
+    ``show``, else None."""
     if not show:
         return None
 
     def bar(total: int, initial: int):
-        from tqdm.auto import tqdm
-        return tqdm(total=total, initial=initial, desc=desc, unit="sweep", leave=False,
-                    disable=None)
+        from ..progress import progress_bar
+        return progress_bar(total=total, initial=initial, desc=desc, unit="sweep",
+                            leave=False)
     return bar
 
 
