@@ -42,7 +42,7 @@ def main():
     if not model_dir.exists():
         print(cpgbn(*fit), end="")
     commands = {
-        "topics": ["topics", str(model_dir), "--sort", "sharpness", "--min-columns", "2", "--kernels", "6",
+        "topics": ["topics", str(model_dir), "--sort", "sharpness", "--min-columns", "2", "--kernels", "6", "--columns",
                    "--top", "3"],
         "tree": ["tree", str(model_dir), "--topics", "1", "--children", "3"],
         "summary": ["summary", str(model_dir), "trec", "--top", "5"],

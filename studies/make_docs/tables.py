@@ -302,8 +302,9 @@ TARGETS = {
                         "text-baselines": text_baselines_findings},
     "docs/speed.md": {"speed": speed_rows, "gpu-speed": gpu_speed_table},
     "docs/classifier.md": {"table4-first-cells": table4_first_cells},
-    "docs/explaining.md": {f"example-{name}": (lambda name=name: example(name))
-                           for name in ("topics", "tree", "summary")},
+    "docs/explaining.md": {**{f"example-{name}": (lambda name=name: example(name))
+                              for name in ("topics", "tree", "summary")},
+                           "phrase-topics": lambda: table_lines(RESULTS / "phrase_topics" / "measure.md")},
 }
 
 

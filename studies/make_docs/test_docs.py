@@ -15,6 +15,7 @@ from studies.common.paths import RESULTS, ROOT
 from studies.common.reports import load_cells
 from studies.feature_source import feature_source
 from studies.make_docs import bad_input, tables
+from studies.phrase_topics import measure as phrase_topics
 from studies.prior_share import prior_share
 from studies.prior_study import prior_study
 from studies.table2 import table2
@@ -32,6 +33,7 @@ REPORTS = {
     "transductive": (transductive.report_text, "transductive.json"),
     "vocab_ties": (vocab_ties.report, "vocab_ties.json"),
     "classifier_study": (classifier_study.report_text, "classifier_study.json"),
+    "phrase_topics": (phrase_topics.report_text, "measure.json"),
 }
 DOC_PAGES = ["README.md", "studies/README.md", *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md"))]
 
