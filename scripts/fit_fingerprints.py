@@ -48,10 +48,53 @@ def fingerprint(model, train, test) -> dict:
             "test_feature_sum": float(np.asarray(f_test, dtype=np.float64).sum())}
 
 
-#: Every case: the Gibbs sampler (numba, two corpora and depths; PyTorch on the CPU) and the
-#: minibatch modes, from texts in memory and from a TSV file streamed in blocks.
+#: Every case: the Gibbs sampler (numba, two corpora and depths; PyTorch on the CPU), the
+#: minibatch modes, from texts in memory and from a TSV file streamed in blocks, the classifier,
+#: and a Gibbs fit of two workers under torchrun.
 CASES = ("trec-200", "mr-200-100-50", "torch-small", "minibatch-gibbs", "minibatch-gibbs-file",
-         "hybrid", "hybrid-file")
+         "hybrid", "hybrid-file", "classifier", "distributed")
+
+
+def classifier_fingerprint(train, labels, test) -> dict:
+    """sCPGBN (the classifier's defaults but a 20-10 model, 2 epochs of batches of 100)."""
+    from cpgbn.classifier import CPGBNClassifier
+    model = CPGBNClassifier((20, 10), vocab_size=500, batch_size=100, n_epochs=2,
+                            random_state=0, n_threads=2).fit(train, labels)
+    g = model.globals_
+    return {"D": digest(g.D), "phi": digest(*g.phi), "r": digest(g.r),
+            "test_probabilities": digest(model.predict_proba(test)),
+            "loss_trace": digest(np.asarray(model.loss_trace_))}
+
+
+def distributed_fingerprint(train, labels, test, n_iter: int, burn_in: int) -> dict:
+    """``cpgbn fit --distributed`` on two workers of torchrun (Gibbs, a 20-10 model), loaded
+    back in this process."""
+    import os
+    import socket
+    import tempfile
+
+    import cpgbn
+    from cpgbn import CPGBN
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "train.tsv"
+        path.write_text("".join(f"{y}\t{x}\n" for x, y in zip(train, labels)), encoding="utf-8")
+        src = str(Path(cpgbn.__file__).resolve().parents[1])
+        env = dict(os.environ, OMP_NUM_THREADS="1",
+                   PYTHONPATH=os.pathsep.join([src, os.environ.get("PYTHONPATH", "")]))
+        subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+                        "--master-port", str(port), "-m", "cpgbn.cli", "fit", str(path),
+                        "--out", str(Path(tmp) / "model"), "--layers", "20,10",
+                        "--vocab-size", "500", "--iterations", str(n_iter), "--burn-in",
+                        str(burn_in), "--seed", "0", "--quiet", "--threads", "1",
+                        "--distributed"], env=env, check=True, capture_output=True)
+        model = CPGBN.load(Path(tmp) / "model")
+    g = model.globals_
+    return {"D": digest(g.D), "phi": digest(*g.phi), "r": digest(g.r),
+            "loglik_trace": digest(np.asarray(model.loglik_trace_)),
+            "test_features": digest(model.transform(test))}
 
 
 def minibatch_fingerprint(model, train, test, streamed: bool, labels) -> dict:
@@ -122,6 +165,12 @@ def main(argv=None) -> None:
                 record[case] = minibatch_fingerprint(
                     CPGBN((20, 10), inference=mode, **small), trec_train[:600],
                     trec_test[:100], streamed, labels[:600])
+    if "classifier" in cases:
+        record["classifier"] = classifier_fingerprint(trec_train[:600], labels[:600],
+                                                      trec_test[:100])
+    if "distributed" in cases:
+        record["distributed"] = distributed_fingerprint(trec_train[:600], labels[:600],
+                                                        trec_test[:100], 6, 4)
     args.out.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     print(json.dumps(record, indent=1))
 

@@ -24,6 +24,7 @@ from .inference.labels import is_missing_label
 from .inference.shards import DOC_BLOCK
 from .model import CPGBN
 from .modes import Training
+from .modes.jobs import labels_per_document
 from .modes.minibatch import BLOCK_DOCS
 from .modes.supervised import SupervisedMode
 from .params import CLASSIFIER_PARAMETERS, declare_init
@@ -104,10 +105,8 @@ def _labels_and_missing(labels, n_docs: int) -> tuple[np.ndarray, np.ndarray]:
     if labels is None:
         raise CPGBNInputError("CPGBNClassifier.fit needs labels: fit(X, y), or a labelled "
                               "TextFile (label<TAB>text lines)")
-    labels = np.asarray(labels, dtype=object if isinstance(labels, list) else None)
-    if labels.ndim != 1 or len(labels) != n_docs:
-        raise CPGBNInputError(f"y must hold one label per document: {n_docs} documents, y of "
-                              f"shape {labels.shape}")
+    labels = labels_per_document(labels, n_docs,
+                                 dtype=object if isinstance(labels, list) else None)
     return labels, np.array([is_missing_label(v) for v in labels.tolist()], dtype=bool)
 
 

@@ -18,8 +18,7 @@ from numbers import Integral
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from .errors import (CPGBNInputError, check_int as _check_int,
-                     check_positive as _check_positive, empty_document_error)
+from .errors import CPGBNInputError, check_int as _check_int, check_positive as _check_positive
 from .inference.driver import RunResult
 from .inference.state import GlobalParameters, Hyperparameters
 from .inference.streams import transform_seed
@@ -274,12 +273,14 @@ class CPGBN(TransformerMixin, BaseEstimator):
         training figure is the log-likelihood in ``loglik_trace_``)."""
         return mode_class(self.inference).loss_name
 
-    def _data(self, corpus: Corpus, filter_width: int) -> ConvData:
+    def _data(self, corpus: Corpus, filter_width: int, stacklevel: int = 3) -> ConvData:
+        """The corpus' cells; a warning (attributed ``stacklevel`` frames up: the caller of
+        ``fit`` or ``transform``) for documents shorter than a filter."""
         data = from_token_sequences(corpus.tokens, corpus.offsets, filter_width,
                                     self._observation(), self.padding)
         if data.n_padded():
             warnings.warn(f"{data.n_padded()} document(s) shorter than filter_width={filter_width} "
-                          "are padded with empty columns", stacklevel=3)
+                          "are padded with empty columns", stacklevel=stacklevel)
         return data
 
     def _check_memory(self, needed: int | None) -> None:
@@ -319,6 +320,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
         this or any other number of workers, one process without a communicator included:
         the chain is the same (:mod:`cpgbn.modes.sharded`).
         """
+        from .modes.jobs import JobSettings, job_from_file, job_from_shard, job_from_texts
         settings = self._validated()
         mode = self._mode(settings)
         documents = X   # what the fit's record of kernel windows reads
@@ -334,29 +336,19 @@ class CPGBN(TransformerMixin, BaseEstimator):
                           communicator)   # random_state included
             if self.random_state is None:   # one chain: the root's fresh seed on every worker
                 seed = communicator.broadcast_object(seed)
-            training = self._shard_training(X, y, settings, seed, checkpointing, mode,
-                                            communicator)
+        spec = JobSettings(
+            settings, seed, checkpointing, self._chain_params(mode),
+            corpus=lambda X, size: self._corpus(X, None, size),
+            # _data <- this lambda <- a job builder <- fit <- fit's caller, who is warned
+            cells=lambda corpus: self._data(corpus, settings["filter_width"], stacklevel=5),
+            check_memory=self._check_memory, observation=self._observation(),
+            padding=self.padding)
+        if communicator is not None:
+            training = job_from_shard(spec, mode, X, y, communicator)
         elif isinstance(X, TextFile) and mode.streams_files:
-            training = self._file_training(X, settings, seed, checkpointing, mode)
+            training = job_from_file(spec, mode, X)
         else:
-            if isinstance(X, TextFile):
-                X, file_labels = X.read()
-                y = file_labels if y is None else y
-            corpus = documents = self._corpus(X, None, settings["vocab_size"])
-            if len(corpus) == 0:
-                raise CPGBNInputError("cannot fit on an empty corpus (0 documents)")
-            empty = np.flatnonzero(corpus.lengths == 0)
-            if len(empty):
-                raise empty_document_error(int(empty[0]) + 1, len(empty))
-            labels = None if y is None else np.asarray(y)
-            if labels is not None and labels.shape != (len(corpus),):
-                raise CPGBNInputError(f"y must hold one label per document: {len(corpus)} "
-                                      f"documents, y of shape {labels.shape}")
-            data = self._data(corpus, settings["filter_width"])
-            self._check_memory(mode.training_bytes(data, settings["layers"], len(corpus.vocabulary)))
-            training = Training(corpus.vocabulary, settings["layers"], settings["hyper"], seed,
-                                int(corpus.lengths.sum()), self._chain_params(mode), data=data,
-                                labels=labels, checkpointing=checkpointing)
+            training, documents = job_from_texts(spec, mode, X, y)
         self._set_fitted(mode.fit(self._prepare(training)))
         if communicator is None or communicator.is_root:   # the root reads X for it alone
             self._record_kernel_windows(documents)
@@ -375,58 +367,6 @@ class CPGBN(TransformerMixin, BaseEstimator):
             return
         self.kernel_windows_, self.kernel_window_counts_ = found.windows, found.counts
         self.kernel_window_shares_ = found.shares
-
-    def _file_training(self, text_file: TextFile, settings: dict, seed: int,
-                       checkpointing: Checkpointing, mode: InferenceMode) -> Training:
-        """The job of a fit that streams ``text_file`` a block at a time (one pass first)."""
-        from .modes.minibatch import BLOCK_DOCS
-        from .text.stream import scan_text_file
-        filter_width = settings["filter_width"]
-        scan = scan_text_file(text_file, settings["vocab_size"], block_lines=BLOCK_DOCS,
-                              short_below=filter_width - 2 * self.padding)
-        self._observation().check_document(scan.longest)   # before training, not at its block
-        if scan.n_short:
-            warnings.warn(f"{scan.n_short} document(s) shorter than filter_width={filter_width} "
-                          "are padded with empty columns", stacklevel=3)
-        vocabulary = scan.vocabulary
-
-        def encode(texts, first_line):   # a block's cells, as an in-memory fit builds them
-            with warnings.catch_warnings():   # short documents: counted by the scan
-                warnings.simplefilter("ignore", UserWarning)
-                return self._data(Corpus.from_texts(texts, vocabulary=vocabulary), filter_width)
-        encode.filter_width = filter_width   # what the block source reports as F
-
-        return Training(vocabulary, settings["layers"], settings["hyper"], seed, scan.n_tokens,
-                        self._chain_params(mode), file=text_file, scan=scan, encode=encode,
-                        checkpointing=checkpointing)
-
-    def _shard_training(self, X, y, settings: dict, seed: int, checkpointing: Checkpointing,
-                        mode: InferenceMode, communicator) -> Training:
-        """The job of one worker of a distributed fit: its shard's cells, the whole corpus'
-        vocabulary (:mod:`cpgbn.modes.sharded`)."""
-        from .modes.sharded import agree, read_shard, shared_vocabulary
-        if not mode.distributes:
-            raise CPGBNInputError(f"inference={mode.name!r} does not run distributed yet; "
-                                  f"use inference='gibbs', 'minibatch-gibbs' or 'hybrid'")
-        shard = read_shard(X, y, communicator, mode.shard_block())
-        vocabulary, n_tokens = shared_vocabulary(shard, settings["vocab_size"], communicator)
-        built = []
-
-        def build():   # a shard's document past the int32 counts: every worker refuses it
-            with warnings.catch_warnings():
-                if not communicator.is_root:   # each short document is reported once
-                    warnings.simplefilter("ignore", UserWarning)
-                built.append(self._data(Corpus.from_texts(shard.texts, vocabulary=vocabulary),
-                                        settings["filter_width"]))
-        agree(build, communicator)
-        data = built[0]
-        agree(lambda: self._check_memory(mode.training_bytes(data, settings["layers"],
-                                                             len(vocabulary))), communicator)
-        labels = None if shard.labels is None else np.asarray(shard.labels)
-        return Training(vocabulary, settings["layers"], settings["hyper"], seed, n_tokens,
-                        self._chain_params(mode), data=data, labels=labels,
-                        checkpointing=checkpointing, first_doc=shard.start,
-                        communicator=communicator)
 
     def _chain_params(self, mode: InferenceMode) -> dict:
         """The parameters that change the Markov chain (not threads or progress bars)."""
@@ -711,7 +651,7 @@ class PGBN(CPGBN):
             return ObservationModel.counts(1)
         return ObservationModel.counts(self.token_count)
 
-    def _data(self, corpus: Corpus, filter_width: int) -> ConvData:
+    def _data(self, corpus: Corpus, filter_width: int, stacklevel: int = 3) -> ConvData:
         return from_bag_of_words(corpus.tokens, corpus.offsets, self._observation().scale)
 
     def _model_settings(self) -> dict:
