@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 # cache, where `make demo` downloads what is missing.
 export CPGBN_DATA ?= $(if $(wildcard ../shared/data/TREC),$(abspath ../shared/data))
 
-.PHONY: install demo test test-long clean
+.PHONY: install demo test test-fast test-long clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,11 @@ XDIST := -n $(TEST_WORKERS) --maxschedchunk 1
 
 test: install $(VENV)/.torch
 	$(PY) -m pytest -q $(XDIST)
+
+# A contributor's edit loop: every test but the statistical ones (marker slow) and the long
+# tier; `make test` before a commit.
+test-fast: install $(VENV)/.torch
+	$(PY) -m pytest -q -m "not slow and not long" $(XDIST)
 
 # The long tier of the Geweke tests (about 20 minutes of one core, split over the workers; the
 # PyTorch sampler's cases of large cells among them): before a release note, and after any
