@@ -244,19 +244,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
     def _corpus(self, X, vocabulary: Vocabulary | None, vocab_size: int | None) -> Corpus:
         if isinstance(X, TextFile):   # read whole: the paths that stream never come here
             X = X.read_texts()
-        if isinstance(X, Corpus):
-            if vocabulary is not None and X.vocabulary != vocabulary:
-                raise CPGBNInputError("the corpus uses a different vocabulary than the fitted model;"
-                                      " pass raw texts or encode with model.vocabulary_")
-            return X
-        # a pandas Series or Index is not a registered Sequence; its tolist() is the column
-        if isinstance(X, str) or not (isinstance(X, Sequence | np.ndarray) or hasattr(X, "tolist")):
-            raise CPGBNInputError("X must be a sequence of document strings (a list, an array, a "
-                                  "pandas column), a cpgbn.text.Corpus or a cpgbn.text.TextFile")
-        texts = X if isinstance(X, Sequence) else X.tolist()
-        if vocabulary is None:
-            return Corpus.from_texts(texts, vocab_size=vocab_size)
-        return Corpus.from_texts(texts, vocabulary=vocabulary)
+        return Corpus.of(X, vocabulary, vocab_size)
 
     def _observation(self) -> ObservationModel:
         """``token_count`` resolved (and validated): the observation model of every token."""

@@ -64,6 +64,27 @@ class Corpus:
 
     # ------------------------------------------------------------------ construction
     @classmethod
+    def of(cls, X, vocabulary: Vocabulary | None = None, vocab_size: int | None = None
+           ) -> Corpus:
+        """Documents in a form the estimators take, as a Corpus: a Corpus as it is (it must
+        use ``vocabulary`` when one is given), or document strings (a list, a numpy array, a
+        pandas column) encoded with ``vocabulary``, or with a new vocabulary of at most
+        ``vocab_size`` rows."""
+        if isinstance(X, Corpus):
+            if vocabulary is not None and X.vocabulary != vocabulary:
+                raise CPGBNInputError("the corpus uses a different vocabulary than the fitted model;"
+                                      " pass raw texts or encode with model.vocabulary_")
+            return X
+        # a pandas Series or Index is not a registered Sequence; its tolist() is the column
+        if isinstance(X, str) or not (isinstance(X, Sequence | np.ndarray) or hasattr(X, "tolist")):
+            raise CPGBNInputError("X must be a sequence of document strings (a list, an array, a "
+                                  "pandas column), a cpgbn.text.Corpus or a cpgbn.text.TextFile")
+        texts = X if isinstance(X, Sequence) else X.tolist()
+        if vocabulary is None:
+            return cls.from_texts(texts, vocab_size=vocab_size)
+        return cls.from_texts(texts, vocabulary=vocabulary)
+
+    @classmethod
     def from_texts(
         cls,
         texts: Sequence[str],
