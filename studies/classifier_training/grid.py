@@ -110,7 +110,7 @@ CELLS = {
 BASELINE_CELLS = ("nbsvm-bigram",)
 
 
-def _gradient_summary(norms, clip=10.0) -> dict:
+def gradient_summary(norms, clip=10.0) -> dict:
     norms = np.asarray(norms, dtype=np.float64)
     if norms.size == 0:
         return {}
@@ -161,7 +161,7 @@ def run_cell(name, data_dir=None, dataset="subj", seed=0) -> dict:
                 predict_seconds=round(predict_seconds, 2), n_steps=len(model.loss_trace_),
                 best_epoch=getattr(model, "best_epoch_", None),
                 validation_curve=None if curve is None else [round(float(a), 4) for a in curve],
-                **_gradient_summary(model.gradient_norms_),
+                **gradient_summary(model.gradient_norms_),
                 command=command_line(), **provenance())
 
 

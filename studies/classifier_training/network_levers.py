@@ -60,7 +60,7 @@ from threadpoolctl import threadpool_limits
 from cpgbn.evaluate.provenance import provenance
 from cpgbn.files import write_file_atomically
 
-from studies.classifier_training.grid import CELLS_DIR, _gradient_summary, validation_split
+from studies.classifier_training.grid import CELLS_DIR, gradient_summary, validation_split
 from studies.common.paths import RESULTS
 from studies.common.reports import command_line, mean_std
 
@@ -219,11 +219,11 @@ def held_out(codes, seed: int, fraction: float):
     from sklearn.model_selection import train_test_split
 
     from cpgbn.inference.streams import derived_seed
-    from cpgbn.modes.supervised import _VALIDATION_SPLIT
+    from cpgbn.modes.supervised import VALIDATION_SPLIT_STREAM
     known = np.arange(len(codes))
     fitted, held = train_test_split(known, test_size=int(round(fraction * len(known))),
                                     stratify=codes, random_state=derived_seed(
-                                        seed, _VALIDATION_SPLIT) % (2 ** 32))
+                                        seed, VALIDATION_SPLIT_STREAM) % (2 ** 32))
     return np.sort(fitted), np.sort(held)
 
 
@@ -290,7 +290,7 @@ def run_cell(name: str, dataset: str, seed: int = 0, data_dir=None, limit=None) 
                 fit_seconds=round(seconds, 1), predict_seconds=round(predict_seconds, 2),
                 n_steps=n_steps, best_epoch=best_epoch,
                 validation_curve=[round(float(a), 4) for a in curve],
-                **_gradient_summary(norms, TRAINING["max_grad_norm"]),
+                **gradient_summary(norms, TRAINING["max_grad_norm"]),
                 command=command_line(), **provenance())
 
 

@@ -47,8 +47,9 @@ from .minibatch import block_source, steps_per_epoch
 #: What the softmax reads (:data:`cpgbn.backends.torch.encoder.CLASSIFIER_INPUTS`, repeated
 #: here so that checking a parameter does not import torch).
 CLASSIFIER_INPUTS = ("theta", "hidden+theta", "hidden")
-#: The stream of the validation split's draw (:func:`cpgbn.inference.streams.derived_seed`).
-_VALIDATION_SPLIT = 7301
+#: The stream of the validation split's draw (:func:`cpgbn.inference.streams.derived_seed`);
+#: public, so that a study can draw the split a fit draws
+VALIDATION_SPLIT_STREAM = 7301
 
 __all__ = ["SupervisedMode"]
 
@@ -128,7 +129,7 @@ class SupervisedMode(HybridMode):
                           UserWarning, stacklevel=2)
             return None
         from sklearn.model_selection import train_test_split
-        seed = derived_seed(training.seed, _VALIDATION_SPLIT) % (2 ** 32)
+        seed = derived_seed(training.seed, VALIDATION_SPLIT_STREAM) % (2 ** 32)
         fitted, held = train_test_split(known, test_size=n_held, stratify=codes[known],
                                         random_state=seed)
         fitted = np.sort(np.concatenate([fitted, np.flatnonzero(codes < 0)]))
