@@ -17,7 +17,8 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed
 
-demo: install
+# the demo installs PyTorch too, so that the README's classifier commands run after it
+demo: install $(VENV)/.torch
 	CPGBN_DOWNLOAD=1 $(VENV)/bin/cpgbn evaluate trec --layers 200 --protocol authors --seeds 0 --save-model runs/demo-trec
 	$(VENV)/bin/cpgbn topics runs/demo-trec --kernels 12
 
