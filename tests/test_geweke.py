@@ -11,7 +11,9 @@ What the statistics see.  Every parameter enters at least one statistic: the con
 each kernel D_k (sum of its squared entries; its mean is pinned at 1/(V F) by symmetry, its
 concentration is not) and the mass of the kernels' first column; the concentration of every
 column of every Phi^(t) and the mass of its first row; r's mean and mean log; the mean
-log theta^(t) per layer (clipped at -30, the tiny-shape tail); log c^(t+1) and
+log theta^(t) per layer (clipped at -30, the tiny-shape tail) and, for t >= 2, how each
+document's theta^(t) spreads over its topics (the mean sum of squared shares, which the upward
+split of the tables moves); log c^(t+1) and
 p^(t+1) = q^(t) / (c^(t+1) + q^(t)) per layer; w's fraction at the floor and its squashed
 mean.  The cases use a distinct Dirichlet concentration per layer and e0 != f0, so a
 hyperparameter taken from the wrong layer (or e0 and f0 swapped) changes the law.  The
@@ -29,8 +31,8 @@ Standard errors: the prior's from its sample variance, the chain's from batch me
 (``studies/mutation/run_mutations.py``, report in ``results/mutation/``): the threshold is
 |z| < 5.5 for each statistic; under a correct sampler the batch-means z is close to Student-t
 with N_BATCHES - 1 = 24 degrees of freedom, so a test with n statistics raises a false alarm
-with probability at most n P(|t_24| > 5.5) = n 1.2e-5: 2.7e-4 for the 23 statistics of
-``stack``, 1.3e-3 for the 112 of a whole tier.  The unmutated sampler passed the default tier
+with probability at most n P(|t_24| > 5.5) = n 1.2e-5: 3.0e-4 for the 25 statistics of
+``stack``, 1.4e-3 for the 118 of a whole tier.  The unmutated sampler passed the default tier
 with seed offsets 0-4 (environment variable ``CPGBN_GEWEKE_SEED``; largest |z| 4.4 of 380,
 measured with 100 batches, whose standard errors were too small, before the ``split`` cases
 existed) and the long tier with 0.
@@ -126,6 +128,7 @@ def statistic_names(case: Case) -> list[str]:
         names += [f"Phi{t} row 0 mass"]
     names += ["r mean", "log r mean"]
     names += [f"log theta{t} mean" for t in range(1, len(case.layers) + 1)]
+    names += [f"theta{t} share sum sq" for t in range(2, len(case.layers) + 1)]
     names += [f"log c{t + 1} mean" for t in range(1, len(case.layers) + 1)]
     names += [f"p{t + 1} mean" for t in range(1, len(case.layers) + 1)]
     names += ["w at floor", "w squashed mean"]
@@ -146,6 +149,12 @@ def statistics(g, w, theta, c, positions=None) -> np.ndarray:
     out += [float(g.r.mean()), float(np.maximum(np.log(g.r), -30.0).mean())]
     # theta^(1) sums the w above the floor: 0 when all are at the floor (log clipped at -30)
     out += [float(np.log(np.maximum(th, np.exp(-30.0))).mean()) for th in theta]
+    # how each document's theta^(t) (t >= 2) spreads over the topics: what the upward split of
+    # the tables to layer t moves (in proportion to Phi theta^(t); the layer's mean log theta
+    # barely sees the split lose its theta factor)
+    for th in theta[1:]:
+        th = np.maximum(th.astype(np.float64), 1e-300)
+        out.append(float(((th / th.sum(axis=1, keepdims=True)) ** 2).sum(axis=1).mean()))
     out += [float(np.log(cc).mean()) for cc in c]
     q = np.ones(len(c[0]))
     for cc in c:  # p^(t+1) = q^(t) / (c^(t+1) + q^(t)), q^(t+1) = ln(1 + q^(t) / c^(t+1))

@@ -153,6 +153,13 @@ MUTATIONS = [
              "value = log_gamma(state, prior_shape[k] / n_pos + total[k]) - log_rate",
              "free split: theta^(1) shape a_jk / S_j + A_jk instead of a_jk + A_jk",
              "theta^(1) | A (free split)"),
+    Mutation("upper_split_drops_theta_above", "inference/gibbs.py",
+             "m_next, counts = b.split_tables(tables, phi, state.theta[t],",
+             "m_next, counts = b.split_tables(tables, phi, state.theta[t] if t == 1 "
+             "else state.theta[t] * 0 + 1,",
+             "the tables of layer 2 and above split over the topics above in proportion to "
+             "Phi^(t+1) alone (theta^(t+1) dropped from the weights)",
+             "upward pass, split of layer-2+ tables", "issue 49"),
     Mutation("gamma_never_accepts", "backends/numba/distributions.py",
              "if v <= 0.0:",
              "if v <= 10.0:",
