@@ -30,6 +30,10 @@ def read_tsv(path: Path) -> list[str]:
         return [line.rstrip("\n").split("\t", 1)[1] for line in fh]
 
 
+def write_tsv(path: Path, texts, labels) -> None:
+    path.write_text("".join(f"{y}\t{x}\n" for x, y in zip(texts, labels)), encoding="utf-8")
+
+
 def digest(*arrays) -> str:
     h = hashlib.sha256()
     for a in arrays:
@@ -80,7 +84,7 @@ def distributed_fingerprint(train, labels, test, n_iter: int, burn_in: int) -> d
         port = sock.getsockname()[1]
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "train.tsv"
-        path.write_text("".join(f"{y}\t{x}\n" for x, y in zip(train, labels)), encoding="utf-8")
+        write_tsv(path, train, labels)
         src = str(Path(cpgbn.__file__).resolve().parents[1])
         env = dict(os.environ, OMP_NUM_THREADS="1",
                    PYTHONPATH=os.pathsep.join([src, os.environ.get("PYTHONPATH", "")]))
@@ -106,7 +110,7 @@ def minibatch_fingerprint(model, train, test, streamed: bool, labels) -> dict:
     from cpgbn import TextFile
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "train.tsv"
-        path.write_text("".join(f"{y}\t{x}\n" for x, y in zip(train, labels)), encoding="utf-8")
+        write_tsv(path, train, labels)
         model.fit(TextFile(path))
         f_train = model.transform(TextFile(path))
     f_test = model.transform(test)

@@ -38,6 +38,7 @@ from cpgbn.datasets import load_dataset
 from cpgbn.evaluate.provenance import provenance
 from cpgbn.explain import assign_kernels, kernel_table, sort_kernels
 from cpgbn.explain.coherence import assigned_topic_words, npmi
+from cpgbn.explain.kernel_table import FOLD_BELOW, shown_kernels
 from cpgbn.explain.phrase_quality import collocations, phrase_quality
 from cpgbn.files import write_file_atomically
 
@@ -67,7 +68,7 @@ def cpgbn_phrases(model, corpus) -> dict:
     """The shown kernels' names and the phrase kernels of a fitted model."""
     rows = sort_kernels(kernel_table(model))
     named = [r for r in rows if r.corpus_phrases]
-    shown = [r for r in rows if r.usage >= 0.001][:SHOWN]
+    shown = shown_kernels(rows, SHOWN)
     phrase_rows = [r for r in named if r.n_named_columns >= 2]
     quality = phrase_quality(corpus, [r.name for r in shown])
     return dict(
@@ -82,7 +83,7 @@ def cpgbn_phrases(model, corpus) -> dict:
                         for r in phrase_rows[:SHOWN]],
         phrase_kernel_quality=phrase_quality(corpus, [r.name for r in phrase_rows[:SHOWN]]
                                              ).to_dict() if phrase_rows else None,
-        n_folded=sum(r.usage < 0.001 for r in rows))
+        n_folded=sum(r.usage < FOLD_BELOW for r in rows))
 
 
 def labelled_lda(corpus, seed) -> tuple[list[str], list[list[str]], list[float]]:

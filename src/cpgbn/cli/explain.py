@@ -71,7 +71,7 @@ def cmd_topics(args) -> int:
                   "kernels": [row.to_dict() for row in rows]}
         print(json.dumps(record, indent=2, ensure_ascii=False, allow_nan=False))
     else:
-        from ..explain import format_kernel_table
+        from ..explain.kernel_table import FOLD_BELOW, format_kernel_table
         shown, folded = rows, []
         if args.kernels is None and args.ids is None and not args.all:
             shown = [row for row in rows if row.usage >= FOLD_BELOW]
@@ -81,11 +81,6 @@ def cmd_topics(args) -> int:
             print(f"({len(folded)} more kernels explain < {100 * FOLD_BELOW:g}% of the corpus "
                   f"each, {100 * sum(r.usage for r in folded):.1f}% together; --all lists them)")
     return 0
-
-
-#: ``cpgbn topics`` folds away kernels below this share of the corpus's theta^(1) (issue 48:
-#: they explain almost nothing, and listed they read as topics)
-FOLD_BELOW = 0.001
 
 
 def _topic_rows(model, args) -> list:

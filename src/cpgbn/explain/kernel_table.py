@@ -20,7 +20,7 @@ from .hierarchy import (HIDDEN, MIN_COLUMN_SHARE, check_min_column_share, column
 from .phrases import KernelAssignments, Phrase, best_phrases, sharpness
 
 __all__ = ["KernelSummary", "kernel_table", "recorded_phrases", "sort_kernels",
-           "format_kernel_table", "SORT_KEYS"]
+           "format_kernel_table", "SORT_KEYS", "FOLD_BELOW", "shown_kernels"]
 @dataclass
 class KernelSummary:
     """One row of the phrase table: everything shown about kernel ``kernel``."""
@@ -166,6 +166,17 @@ def sort_kernels(rows: list[KernelSummary], by: str = "usage") -> list[KernelSum
         value = getattr(row, by)
         return (value is None or not np.isfinite(value), -(value or 0.0), row.kernel)
     return sorted(rows, key=key)
+
+
+#: The views fold away kernels below this share of the corpus's theta^(1) (``cpgbn topics``
+#: unless asked for them; issue 48: they explain almost nothing, and listed they read as topics)
+FOLD_BELOW = 0.001
+
+
+def shown_kernels(rows: list[KernelSummary], top: int | None = None) -> list[KernelSummary]:
+    """The ``top`` most used of ``rows`` that are not folded away (``FOLD_BELOW``), most used
+    first: the kernels ``cpgbn topics --kernels top`` shows."""
+    return [r for r in sort_kernels(rows, "usage") if r.usage >= FOLD_BELOW][:top]
 
 
 def format_kernel_table(rows: list[KernelSummary], top_words: int | None = None,

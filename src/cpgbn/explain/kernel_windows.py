@@ -161,7 +161,6 @@ def record_kernel_windows(model, X) -> KernelWindows:
     same documents however ``X`` is given (a file is read twice, a block at a time), so that
     a streamed or distributed fit records what an in-memory one does."""
     from ..errors import MemoryLimitError
-    from ..text.corpus import Corpus
     from .phrases import assign_kernels
     X = _record_sample(X)
     while True:   # past the memory limit, the first half of the sample, and so on
@@ -174,14 +173,12 @@ def record_kernel_windows(model, X) -> KernelWindows:
         except MemoryLimitError:
             if len(X) <= 1:
                 raise
-            half = np.arange(len(X) // 2)
-            X = X.subset(half) if isinstance(X, Corpus) else [X[i] for i in half]
+            X = _take(X, np.arange(len(X) // 2))
     return kernel_windows(assignments.grams, assignments.counts, top=RECORD_TOP)
 
 
 def _record_sample(X):
     """At most ``RECORD_DOCS`` of the documents ``X``, in corpus order (module constants)."""
-    from ..text.corpus import Corpus
     from ..text.stream import TextFile
     if isinstance(X, TextFile):
         n = sum(len(block) for block in X.blocks(RECORD_DOCS))
@@ -194,8 +191,13 @@ def _record_sample(X):
         return texts
     if len(X) <= RECORD_DOCS:
         return X
-    keep = _sample_indices(len(X))
-    return X.subset(keep) if isinstance(X, Corpus) else [X[i] for i in keep]
+    return _take(X, _sample_indices(len(X)))
+
+
+def _take(X, indices: np.ndarray):
+    """The documents ``indices`` of ``X`` (a Corpus, or a list of texts), as the same kind."""
+    from ..text.corpus import Corpus
+    return X.subset(indices) if isinstance(X, Corpus) else [X[i] for i in indices]
 
 
 def _sample_indices(n: int) -> np.ndarray:

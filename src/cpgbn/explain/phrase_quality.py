@@ -78,6 +78,27 @@ def _match(corpus: Corpus, pattern: np.ndarray) -> tuple[int, int, np.ndarray]:
     return int(match.sum()), len(starts), np.array(singles, dtype=np.int64)
 
 
+def _ngram_npmi(count, n_starts: int, singles) -> np.ndarray:
+    """The n-gram NPMI (module docstring) from window counts: ``count`` of the ``n_starts``
+    window starts hold the whole phrase, ``singles[i]`` its i-th fixed word at its offset
+    (an array of n >= 2 rows; one value per phrase along the other axes); -1 for a phrase that
+    never occurs, 1 for one at every start."""
+    count = np.asarray(count, dtype=np.float64)
+    singles = np.asarray(singles, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):   # the two ends, set below
+        log_joint = np.log(count / n_starts)
+        pmi = log_joint - np.log(singles / n_starts).sum(axis=0)
+        value = pmi / ((len(singles) - 1) * -log_joint)
+    return np.where(count == 0, -1.0, np.where(log_joint >= 0, 1.0, value))
+
+
+def _match_npmi(count: int, n_starts: int, singles: np.ndarray) -> float:
+    """:func:`_ngram_npmi` of one :func:`_match`; NaN for one fixed word or no window."""
+    if len(singles) < 2 or n_starts == 0:
+        return float("nan")
+    return float(_ngram_npmi(count, n_starts, singles))
+
+
 def phrase_counts(corpus: Corpus, patterns) -> np.ndarray:
     """How often each pattern (word ids, :data:`ANY` for an open slot) occurs in ``corpus`` as
     contiguous tokens of one document."""
@@ -89,20 +110,7 @@ def phrase_counts(corpus: Corpus, patterns) -> np.ndarray:
 def phrase_npmi(corpus: Corpus, pattern) -> float:
     """The n-gram NPMI of the fixed words of ``pattern`` (module docstring); NaN for a pattern
     with one fixed word or a corpus without a window of its length."""
-    pattern = _check_pattern(pattern, len(corpus.vocabulary))
-    fixed = pattern[pattern != ANY]
-    if len(fixed) < 2:
-        return float("nan")
-    count, n_starts, singles = _match(corpus, pattern)
-    if n_starts == 0:
-        return float("nan")
-    if count == 0:
-        return -1.0
-    log_joint = np.log(count / n_starts)
-    if log_joint >= 0:   # the phrase at every window start
-        return 1.0
-    pmi = log_joint - np.log(singles / n_starts).sum()
-    return float(pmi / ((len(fixed) - 1) * -log_joint))
+    return _match_npmi(*_match(corpus, _check_pattern(pattern, len(corpus.vocabulary))))
 
 
 @dataclass
@@ -159,9 +167,12 @@ def phrase_quality(corpus: Corpus, phrases) -> PhraseQuality:
     """Support and NPMI (module docstring) of ``phrases`` (token lists or space-separated
     strings, ``_`` for an open slot) on ``corpus``."""
     phrases = [p.split() if isinstance(p, str) else list(p) for p in phrases]
-    patterns = [_encode_phrase(p, corpus.vocabulary) for p in phrases]
-    return PhraseQuality(phrases=phrases, counts=phrase_counts(corpus, patterns),
-                         npmi=np.array([phrase_npmi(corpus, p) for p in patterns]))
+    V = len(corpus.vocabulary)
+    matches = [_match(corpus, _check_pattern(_encode_phrase(p, corpus.vocabulary), V))
+               for p in phrases]   # one pass over the corpus per phrase, for both numbers
+    return PhraseQuality(phrases=phrases,
+                         counts=np.array([m[0] for m in matches], dtype=np.int64),
+                         npmi=np.array([_match_npmi(*m) for m in matches]))
 
 
 def collocations(corpus: Corpus, top: int = 12, min_count: int = 5) -> PhraseQuality:
@@ -178,11 +189,9 @@ def collocations(corpus: Corpus, top: int = 12, min_count: int = 5) -> PhraseQua
     keys, counts = np.unique(first[keep] * V + second[keep], return_counts=True)
     frequent = counts >= min_count
     keys, counts = keys[frequent], counts[frequent]
-    n = max(len(starts), 1)
-    log_joint = np.log(counts / n)
-    pmi = (log_joint - np.log(np.bincount(first, minlength=V)[keys // V] / n)
-           - np.log(np.bincount(second, minlength=V)[keys % V] / n))
-    scores = np.where(log_joint < 0, pmi / np.where(log_joint < 0, -log_joint, 1.0), 1.0)
+    scores = _ngram_npmi(counts, max(len(starts), 1),
+                         [np.bincount(first, minlength=V)[keys // V],
+                          np.bincount(second, minlength=V)[keys % V]])
     order = np.lexsort((keys, -scores))[:top]   # ties by word ids, for a stable list
     vocabulary = corpus.vocabulary
     phrases = [vocabulary.decode([int(k // V), int(k % V)]) for k in keys[order]]
@@ -200,7 +209,7 @@ class KernelPhraseQuality:
     baseline."""
 
     names: PhraseQuality
-    """The names of the most used kernels (usage >= ``min_usage``)."""
+    """The names of the most used kernels (of those not folded away)."""
     n_phrase_kernels: int
     """Kernels whose name fixes two words or more."""
     n_kernels: int
@@ -218,16 +227,17 @@ class KernelPhraseQuality:
                 "n_kernels": self.n_kernels, "collocations": self.collocations.to_dict()}
 
 
-def kernel_phrase_quality(rows, corpus: Corpus, top: int = SHOWN_KERNELS,
-                          min_usage: float = 0.001) -> KernelPhraseQuality | None:
+def kernel_phrase_quality(rows, corpus: Corpus, top: int = SHOWN_KERNELS
+                          ) -> KernelPhraseQuality | None:
     """Score the names of the ``top`` most used kernels among the phrase table's ``rows``
-    (:func:`~cpgbn.explain.kernel_table.kernel_table`, with corpus phrases) that explain at
-    least ``min_usage`` of the corpus; None when no kernel has a name from the corpus."""
+    (:func:`~cpgbn.explain.kernel_table.kernel_table`, with corpus phrases) that are not
+    folded away (:func:`~cpgbn.explain.kernel_table.shown_kernels`); None when no kernel has
+    a name from the corpus."""
+    from .kernel_table import shown_kernels
     named = [r for r in rows if r.corpus_phrases]
     if not named:
         return None
-    shown = sorted((r for r in named if r.usage >= min_usage),
-                   key=lambda r: (-r.usage, r.kernel))[:top]
+    shown = shown_kernels(named, top)
     return KernelPhraseQuality(
         names=phrase_quality(corpus, [r.corpus_phrases[0].words for r in shown]),
         n_phrase_kernels=sum(1 for r in named if r.n_named_columns >= 2),
