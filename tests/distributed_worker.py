@@ -50,8 +50,8 @@ def fit_arrays(data, *, first_doc: int = 0, communicator=None, on_sweep=None,
     rows), of D, Phi and r, the final globals and the log-likelihood trace.  With
     ``checkpoint_dir``: a checkpoint every 2 sweeps, and ``resume`` continues one.
     ``use_torch``: the PyTorch sampler (blocks of :data:`TORCH_BLOCK`)."""
-    from cpgbn.inference.updates import SingleProcess
-    from cpgbn.modes.sharded import corpus_identity
+    from cpgbn.inference.checkpoint import corpus_identity
+    from cpgbn.inference.communicator import as_communicator
 
     if use_torch:
         from cpgbn.inference.gibbs import TorchGibbsSampler
@@ -63,7 +63,7 @@ def fit_arrays(data, *, first_doc: int = 0, communicator=None, on_sweep=None,
     state = sampler.initial_state(LAYERS, VOCAB)
     checkpointing = {}
     if checkpoint_dir is not None:
-        identity = corpus_identity(data, first_doc, communicator or SingleProcess(), SEED)
+        identity = corpus_identity(data, first_doc, as_communicator(communicator), SEED)
         checkpointing = dict(checkpoint_dir=checkpoint_dir, checkpoint_every=2, resume=resume,
                              identity=identity)
     result = sampler.run(state, N_ITER, BURN_IN, on_sweep=on_sweep, **checkpointing)

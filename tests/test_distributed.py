@@ -22,7 +22,7 @@ import cpgbn
 from cpgbn.errors import CPGBNInputError
 from cpgbn.inference.exact import ExactSum
 from cpgbn.inference.shards import DOC_BLOCK, shard_range
-from cpgbn.inference.updates import SingleProcess
+from cpgbn.inference.communicator import SingleProcess
 
 import distributed_worker as worker
 
@@ -148,9 +148,9 @@ def test_a_distributed_classifier_takes_the_whole_corpus_classes_and_its_errors(
 
 
 def test_a_check_that_fails_on_one_worker_fails_on_every_worker():
-    """modes.sharded.agree: the memory a shard needs may exceed the limit on one worker only;
+    """inference.communicator.agree: the memory a shard needs may exceed the limit on one worker only;
     every worker then raises that worker's one-line error (none waits in a collective)."""
-    from cpgbn.modes.sharded import agree
+    from cpgbn.inference.communicator import agree
 
     def job(limit, _, comm):
         def check():
@@ -692,28 +692,45 @@ def test_cpgbn_fit_distributed_refuses_bad_options_in_one_line(tmp_path, capsys,
     assert code == 2 and message in err and err.count("\n") == 1, err
 
 
-def test_the_estimators_sharded_path_with_one_process_is_the_plain_fit(tmp_path):
-    """fit(X, communicator=SingleProcess()): the shard (all of it), the merged vocabulary and
-    the gathered features are the plain fit's, bit for bit."""
+def test_one_workers_shard_and_vocabulary_are_the_whole_corpus_and_its_vocabulary():
+    """The shard path's reading with a group of one (read_shard, shared_vocabulary): all the
+    documents, and the vocabulary and token count one process builds from them, so a group's
+    workers encode with the single process' vocabulary.  (A fit with
+    ``communicator=SingleProcess()`` is the plain fit: one process takes the in-memory path.)"""
+    from cpgbn.modes.sharded import read_shard, shared_vocabulary
+    from cpgbn.text import Corpus
+    from helpers import random_texts
+
+    texts = random_texts(50, seed=2)
+    shard = read_shard(texts, None, SingleProcess())
+    assert (shard.texts, shard.start, shard.stop, shard.n_docs) == (texts, 0, 50, 50)
+    for size in (25, None):
+        vocabulary, n_tokens = shared_vocabulary(shard, size, SingleProcess())
+        corpus = Corpus.from_texts(texts, vocab_size=size)
+        assert vocabulary == corpus.vocabulary
+        assert n_tokens == int(corpus.lengths.sum())
+
+
+def test_a_fit_given_the_single_process_communicator_is_the_plain_fit(tmp_path):
+    """fit(X, communicator=SingleProcess()) is fit(X), bit for bit, and its checkpoints
+    resume as one process' do (the checkpoint is deleted once the fit completes)."""
     from cpgbn import CPGBN
     from helpers import random_texts
 
     texts = random_texts(50, seed=2)
     params = dict(layers=(4, 2), vocab_size=25, n_iter=4, burn_in=2, random_state=1)
     plain = CPGBN(**params).fit(texts)
-    sharded = CPGBN(**params).fit(texts, communicator=SingleProcess())
-    assert sharded.vocabulary_ == plain.vocabulary_
-    assert sharded.n_train_tokens_ == plain.n_train_tokens_
+    given = CPGBN(**params).fit(texts, communicator=SingleProcess(),
+                                checkpoint_dir=tmp_path / "ckpt", checkpoint_every=1)
+    assert given.vocabulary_ == plain.vocabulary_
     for name in ("train_features_", "kernel_usage_", "loglik_trace_"):
-        np.testing.assert_array_equal(getattr(sharded, name), getattr(plain, name), err_msg=name)
-    for a, b in zip([sharded.globals_.D, sharded.globals_.r, *sharded.globals_.phi],
+        np.testing.assert_array_equal(getattr(given, name), getattr(plain, name), err_msg=name)
+    for a, b in zip([given.globals_.D, given.globals_.r, *given.globals_.phi],
                     [plain.globals_.D, plain.globals_.r, *plain.globals_.phi]):
         np.testing.assert_array_equal(a, b)
-    # its checkpoints resume as one process' do (the fit is deleted once complete)
-    checkpointed = CPGBN(**params).fit(texts, communicator=SingleProcess(),
-                                       checkpoint_dir=tmp_path / "ckpt", checkpoint_every=1)
-    np.testing.assert_array_equal(checkpointed.loglik_trace_, plain.loglik_trace_)
     assert not (tmp_path / "ckpt").exists()
+    np.testing.assert_array_equal(given.transform(texts[:7], communicator=SingleProcess()),
+                                  plain.transform(texts[:7]))
 
 
 def test_a_worker_reads_only_its_line_range(tmp_path):

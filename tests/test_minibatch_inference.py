@@ -17,7 +17,8 @@ from cpgbn.inference.batches import (Batch, ConvDataBlocks, Minibatches, TextFil
                                      text_encoder)
 from cpgbn.inference.checkpoint import read_checkpoint
 from cpgbn.inference.training import NonFiniteLossError
-from cpgbn.inference.updates import (DistributedGlobalUpdate, GibbsGlobalUpdate, SingleProcess,
+from cpgbn.inference.communicator import SingleProcess
+from cpgbn.inference.updates import (DistributedGlobalUpdate, GibbsGlobalUpdate,
                                      TLASGRGlobalUpdate)
 from cpgbn.simulate import sample_corpus
 from cpgbn.text.readers import read_line_blocks, read_lines

@@ -19,7 +19,8 @@ The supervised model (sCPGBN), a classifier that is also a phrase-topic model:
 # ``import cpgbn`` and the CLI's commands that neither train nor encode stay fast.
 from .version import VERSION as __version__
 from .errors import CPGBNInputError, DataFileError, ModelFormatError
-from .model import CPGBN, PGBN
+from .model import CPGBN
+from .pgbn import PGBN
 from .classifier import CPGBNClassifier
 from .text.stream import TextFile
 

@@ -20,6 +20,7 @@ from sklearn.base import ClassifierMixin
 
 from .errors import CPGBNInputError, one_line, warn_whitespace_twins
 from .inference.checkpoint import fingerprint
+from .inference.communicator import as_communicator
 from .inference.labels import is_missing_label
 from .inference.shards import DOC_BLOCK
 from .model import CPGBN
@@ -316,7 +317,7 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
         if training.file is not None:   # streamed: the classes from one pass over the labels
             training.classes, digest = file_classes(
                 training.file, semi_supervised=bool(self.semi_supervised))
-        elif training.communicator is not None:   # a worker's shard: the corpus' classes
+        elif training.communicator.world_size > 1:   # a worker's shard: the corpus' classes
             training.labels, training.classes, digest = shared_labels(
                 training.labels, training.data.n_docs, training.first_doc,
                 semi_supervised=bool(self.semi_supervised), communicator=training.communicator)
@@ -340,7 +341,7 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
         elif y is None:
             check_labels(None, 0, semi_supervised=False)
         super().fit(X, y, **fit_params)
-        if fit_params.get("communicator") is None:
+        if as_communicator(fit_params.get("communicator")).world_size == 1:   # X is whole
             self._record_unit_statistics(X)
         return self
 

@@ -19,7 +19,7 @@
   from wherever a model of any version has them; a model without them loads with none.
   A classifier (:class:`cpgbn.classifier.CPGBNClassifier`, version 4 and later) adds its
   ``classes`` (JSON numbers or strings), ``paper_xi`` and ``estimator``, the class that saved it; a model
-  without ``estimator`` was saved by :class:`~cpgbn.model.CPGBN` or :class:`~cpgbn.model.PGBN`.
+  without ``estimator`` was saved by :class:`~cpgbn.model.CPGBN` or :class:`~cpgbn.pgbn.PGBN`.
 * Atomic: everything is written to a temporary sibling directory that replaces the target
   by rename, so an interrupted save leaves the old model (or nothing), never half a model.
 * Checked: the sha256 of ``arrays.npz`` is stored in ``model.json``; truncation or corruption

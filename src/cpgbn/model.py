@@ -11,23 +11,24 @@ collected sweeps, paper section 4; a hybrid model's encoder gives them in one fo
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
 from dataclasses import dataclass
-from numbers import Integral
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from .errors import CPGBNInputError, check_int as _check_int, check_positive as _check_positive
+from .errors import CPGBNInputError, check_int as _check_int
+from .inference.checkpoint import fingerprint
+from .inference.communicator import agree, as_communicator, gather_rows, same_settings
 from .inference.driver import RunResult
-from .inference.state import GlobalParameters, Hyperparameters
+from .inference.state import GlobalParameters
 from .inference.streams import transform_seed
-from .layers.cells import ConvData, ObservationModel, from_bag_of_words, from_token_sequences
+from .layers.cells import ConvData, ObservationModel, from_token_sequences
 from .modes import (FITTED_ATTRIBUTES, Checkpointing, FittedState, InferenceMode, Training,
-                    check_mode_parameters, features, mode_class, mode_for)
+                    features, mode_class, mode_for)
 from .modes.gibbs import GibbsMode
 from .params import (CPGBN_PARAMETERS, DEFAULT_TOKEN_COUNT, MODEL as MODEL_PARAMETERS,
-                     PGBN_PARAMETERS, declare_init)
+                     declare_init)
+from .settings import model_settings, run_settings
 from .text.corpus import Corpus
 from .text.stream import TextFile
 from .text.vocabulary import Vocabulary
@@ -161,66 +162,13 @@ class CPGBN(TransformerMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ validation
     def _model_settings(self) -> dict:
-        """The model's parameters checked (messages name the parameter) and resolved."""
-        layers = self.layers
-        if isinstance(layers, Integral) and not isinstance(layers, bool):
-            layers = (layers,)
-        if not isinstance(layers, Sequence) or len(layers) == 0:
-            raise CPGBNInputError(f"layers must be a non-empty sequence of integers, got {layers!r}")
-        layers = tuple(_check_int("layer size", k, 1) for k in layers)
-        eta = self.eta
-        etas = tuple(eta) if isinstance(eta, Sequence) else (eta,) * len(layers)
-        if len(etas) != len(layers):
-            raise CPGBNInputError(f"eta must be one number or one per layer ({len(layers)}), got {eta!r}")
-        etas = tuple(_check_positive("eta", e) for e in etas)
-        observation = self._observation()
-        filter_width = _check_int("filter_width", self.filter_width, 1)
-        padding = _check_int("padding", self.padding, 0)
-        if padding > filter_width - 1:
-            raise CPGBNInputError(f"padding must be <= filter_width - 1 = {filter_width - 1} (a "
-                                  f"kernel must cover at least one word), got {padding}")
-        beta = self.pooling_concentration
-        return dict(
-            layers=layers, filter_width=filter_width,
-            vocab_size=_check_int("vocab_size", self.vocab_size, 2), observation=observation,
-            hyper=Hyperparameters(eta=etas, e0=_check_positive("e0", self.e0),
-                                  f0=_check_positive("f0", self.f0), sample_r=bool(self.sample_r),
-                                  pooling_concentration=(
-                                      None if beta is None
-                                      else _check_positive("pooling_concentration", beta))))
+        """The model's parameters checked and resolved (:func:`cpgbn.settings.model_settings`)."""
+        return model_settings(self)
 
     def _run_settings(self) -> dict:
-        """How fits and inference run: the Gibbs sweeps, the features, threads, memory, device
-        and every mode's own parameters, checked and resolved; what ``transform`` reads."""
-        n_iter = _check_int("n_iter", self.n_iter, 1)
-        burn_in = _check_int("burn_in", self.burn_in, 0)
-        if burn_in >= n_iter:
-            raise CPGBNInputError(f"burn_in must be < n_iter, got burn_in={burn_in}, n_iter={n_iter}")
-        t_iter = n_iter if self.transform_iter is None else _check_int(
-            "transform_iter", self.transform_iter, 1)
-        t_burn = burn_in if self.transform_burn_in is None else _check_int(
-            "transform_burn_in", self.transform_burn_in, 0)
-        if t_burn >= t_iter:
-            raise CPGBNInputError(
-                f"transform_burn_in must be < transform_iter, got {t_burn} and {t_iter}")
-        if self.feature_normalization not in ("length", "none"):
-            raise CPGBNInputError("feature_normalization must be 'length' or 'none', got "
-                                  f"{self.feature_normalization!r}")
-        if self.n_threads is not None:
-            _check_int("n_threads", self.n_threads, 1)
-        if self.memory_limit is not None:
-            _check_int("memory_limit", self.memory_limit, 1)
-        if self.device is not None:
-            try:
-                from .backends.torch.devices import resolve_device
-            except ImportError:
-                raise CPGBNInputError("device=... needs PyTorch: pip install 'cpgbn[torch]'") from None
-            resolve_device(self.device)
-        return dict(
-            **check_mode_parameters(self._mode_parameters()),
-            n_iter=n_iter, burn_in=burn_in, transform_iter=t_iter, transform_burn_in=t_burn,
-            feature_normalization=self.feature_normalization, n_threads=self.n_threads,
-            memory_limit=self.memory_limit, device=self.device, progress=bool(self.progress))
+        """How fits and inference run, checked and resolved (:func:`cpgbn.settings.
+        run_settings`); what ``transform`` reads."""
+        return run_settings(self, self._mode_parameters())
 
     def _mode_parameters(self) -> dict:
         """What the inference modes check (:func:`cpgbn.modes.check_mode_parameters`): the
@@ -308,53 +256,43 @@ class CPGBN(TransformerMixin, BaseEstimator):
         this or any other number of workers, one process without a communicator included:
         the chain is the same (:mod:`cpgbn.modes.sharded`).
         """
+        from .explain.kernel_windows import record_kernel_windows
         from .modes.jobs import JobSettings, job_from_file, job_from_shard, job_from_texts
+        from .version import __version__
         settings = self._validated()
         mode = self._mode(settings)
         documents = X   # what the fit's record of kernel windows reads
         checkpointing = Checkpointing(checkpoint_dir,
                                       _check_int("checkpoint_every", checkpoint_every, 1),
                                       bool(resume))
-        seed = (int(np.random.SeedSequence().entropy % _MAX_SEED) if self.random_state is None
+        seed = (None if self.random_state is None
                 else _check_int("random_state", self.random_state, 0))
-        if communicator is not None:
-            from .modes.sharded import same_settings
-            from .version import __version__
-            same_settings({**self._chain_params(mode), "cpgbn version": __version__},
-                          communicator)   # random_state included
-            if self.random_state is None:   # one chain: the root's fresh seed on every worker
-                seed = communicator.broadcast_object(seed)
+        chain_params = self._chain_params(mode)
+        comm = as_communicator(communicator)
+        same_settings({**chain_params, "cpgbn version": __version__},
+                      comm)   # random_state included
+        if seed is None:   # one chain: the root's fresh seed on every worker
+            seed = comm.broadcast_object(int(np.random.SeedSequence().entropy % _MAX_SEED))
         spec = JobSettings(
-            settings, seed, checkpointing, self._chain_params(mode),
+            settings, seed, checkpointing, chain_params,
             corpus=lambda X, size: self._corpus(X, None, size),
             # _data <- this lambda <- a job builder <- fit <- fit's caller, who is warned
             cells=lambda corpus: self._data(corpus, settings["filter_width"], stacklevel=5),
             check_memory=self._check_memory, observation=self._observation(),
             padding=self.padding)
-        if communicator is not None:
-            training = job_from_shard(spec, mode, X, y, communicator)
+        if comm.world_size > 1:   # this worker's shard of X
+            training = job_from_shard(spec, mode, X, y, comm)
         elif isinstance(X, TextFile) and mode.streams_files:
             training = job_from_file(spec, mode, X)
         else:
             training, documents = job_from_texts(spec, mode, X, y)
         self._set_fitted(mode.fit(self._prepare(training)))
-        if communicator is None or communicator.is_root:   # the root reads X for it alone
-            self._record_kernel_windows(documents)
+        # the phrases every view names a kernel by; the root reads X for it alone
+        found = record_kernel_windows(self, documents) if comm.is_root else None
+        if found is not None:   # None: not even one document's inference fits the memory
+            self.kernel_windows_, self.kernel_window_counts_ = found.windows, found.counts
+            self.kernel_window_shares_ = found.shares
         return self
-
-    def _record_kernel_windows(self, documents) -> None:
-        """``kernel_windows_`` and its counts and shares (:mod:`cpgbn.explain.kernel_windows`);
-        where not even one document's inference fits the memory limit, a warning and none."""
-        from .errors import MemoryLimitError
-        from .explain.kernel_windows import record_kernel_windows
-        try:
-            found = record_kernel_windows(self, documents)
-        except MemoryLimitError as error:
-            warnings.warn(f"the kernels' corpus windows were not recorded: {error}",
-                          stacklevel=3)
-            return
-        self.kernel_windows_, self.kernel_window_counts_ = found.windows, found.counts
-        self.kernel_window_shares_ = found.shares
 
     def _chain_params(self, mode: InferenceMode) -> dict:
         """The parameters that change the Markov chain (not threads or progress bars)."""
@@ -432,48 +370,34 @@ class CPGBN(TransformerMixin, BaseEstimator):
         line range) and the root returns every document's features, equal to one process'
         (the others return None).
         """
+        from .modes.jobs import transform_blocks
         self._check_fitted()
         settings = self._run_settings()
         mode = self._mode(settings)
-        normalization = settings["feature_normalization"]
-        if communicator is not None:
-            from .inference.checkpoint import fingerprint
-            from .modes.sharded import gather_rows, read_shard, same_settings
-            refusal = mode.transform_refusal()
-            if refusal is not None:
-                raise CPGBNInputError(refusal)
-            # one model and one way to infer on every worker (a stale copy of the model
-            # directory on one machine would mix two models' features)
-            g, params = self.globals_, self.get_params()
-            same_settings({**{name: value for name, value in params.items()
-                              if name not in ("n_threads", "progress", "memory_limit")},
-                           "model": fingerprint(g.D, *g.phi, g.r, self.seed_),
-                           "all_layers": all_layers}, communicator)
-            shard = read_shard(X, None, communicator, mode.shard_block())
-            return gather_rows(features(*self._thetas(shard.texts, mode, shard.start,
-                                                      communicator),
-                                        normalization, all_layers), communicator)
-        if isinstance(X, TextFile) and mode.streams_transform():   # block by block
-            from .modes.minibatch import BLOCK_DOCS
-            return np.vstack([features(*self._thetas(texts, mode), normalization, all_layers)
-                              for texts in X.blocks(BLOCK_DOCS)])
-        return features(*self._thetas(X, mode), normalization, all_layers)
+        comm = as_communicator(communicator)
+        # one model and one way to infer on every worker (a stale copy of the model directory
+        # on one machine would mix two models' features)
+        g, params = self.globals_, self.get_params()
+        same_settings({**{name: value for name, value in params.items()
+                          if name not in ("n_threads", "progress", "memory_limit")},
+                       "model": fingerprint(g.D, *g.phi, g.r, self.seed_),
+                       "all_layers": all_layers}, comm)
+        rows = [features(*self._thetas(texts, mode, first_doc, comm),
+                         settings["feature_normalization"], all_layers)
+                for texts, first_doc in transform_blocks(mode, X, comm)]
+        return gather_rows(rows[0] if len(rows) == 1 else np.vstack(rows), comm)
 
-    def _thetas(self, X, mode: InferenceMode, first_doc: int = 0, communicator=None):
-        """(theta^(1..T), cells) of the documents ``X`` as ``transform`` infers them;
-        ``first_doc``, ``communicator``: the global id of ``X``'s first document and the
-        workers, for a worker's shard (whose cells' and memory's verdicts are every worker's)."""
+    def _thetas(self, X, mode: InferenceMode, first_doc: int, communicator):
+        """(theta^(1..T), cells) of the documents ``X`` as ``transform`` infers them, whose
+        first document has global id ``first_doc``; the workers' verdicts on the cells and
+        the memory are every worker's (:func:`~cpgbn.inference.communicator.agree`)."""
         built = []
 
         def check():
             data = self._data(self._corpus(X, self.vocabulary_, None), self.globals_.D.shape[1])
             self._check_memory(mode.inference_bytes(data, self.layers_, len(self.vocabulary_)))
             built.append(data)
-        if communicator is None:
-            check()
-        else:
-            from .modes.sharded import agree
-            agree(check, communicator)
+        agree(check, communicator)
         return mode.thetas(self._fitted_state(), built[0], first_doc=first_doc), built[0]
 
     def log_likelihood(self, X=None) -> float:
@@ -613,39 +537,4 @@ class CPGBN(TransformerMixin, BaseEstimator):
         return {"X_types": ["string"], "non_deterministic": False}
 
 
-class PGBN(CPGBN):
-    """Poisson Gamma Belief Network on bag-of-words counts (Zhou, Cong & Chen 2016): the baseline.
-
-    The same sampler as :class:`CPGBN` with filter width 1 and each document a single column of
-    word counts, so the bottom layer is Poisson factor analysis (``layers=(200,)``: PFA) and the
-    stack above it is identical.  Word order is ignored.  ``token_count`` multiplies every word
-    count (1 = the plain model; larger values temper the likelihood like CPGBN's pseudo-count).
-    ``filter_width`` is ignored (always 1).  The minibatch ``inference`` modes apply as for
-    CPGBN (the hybrid's encoder then reads each document's word counts).
-    ``pooling_concentration`` is not offered: with one position per document the split is
-    trivial and both pooling priors are the same model.
-    """
-
-    #: One column per document: nothing to pad, and nothing to split over positions (not
-    #: parameters, so not in ``get_params``).
-    padding = 0
-    pooling_concentration = None
-
-    __init__ = declare_init(PGBN_PARAMETERS)
-
-    def _observation(self) -> ObservationModel:
-        """Word counts, multiplied by ``token_count`` (an integer; the link is not offered)."""
-        if self.token_count == "bernoulli-poisson":
-            return ObservationModel.counts(1)
-        return ObservationModel.counts(self.token_count)
-
-    def _data(self, corpus: Corpus, filter_width: int, stacklevel: int = 3) -> ConvData:
-        return from_bag_of_words(corpus.tokens, corpus.offsets, self._observation().scale)
-
-    def _model_settings(self) -> dict:
-        params = super()._model_settings()
-        params["filter_width"] = 1
-        return params
-
-
-__all__ = ["CPGBN", "PGBN", "Inference", "DEFAULT_TOKEN_COUNT", "GlobalParameters"]
+__all__ = ["CPGBN", "Inference", "DEFAULT_TOKEN_COUNT", "GlobalParameters"]

@@ -1,6 +1,6 @@
 """The estimators' parameters, declared once: names, defaults and order.
 
-:class:`~cpgbn.model.CPGBN` and :class:`~cpgbn.model.PGBN` take the same parameters except
+:class:`~cpgbn.model.CPGBN` and :class:`~cpgbn.pgbn.PGBN` take the same parameters except
 where the bag-of-words model differs (filter width 1, plain word counts, no padding and no
 positional pooling prior), so PGBN's list is CPGBN's with those changes
 (:data:`PGBN_PARAMETERS`) instead of a second copy of every name and default.

@@ -34,7 +34,8 @@ from sklearn.svm import SVC, LinearSVC
 from ..baselines import LDAFeatures
 from ..datasets import dataset_info, fold_indices, load_dataset
 from ..errors import CPGBNInputError
-from ..model import CPGBN, DEFAULT_TOKEN_COUNT, PGBN
+from ..model import CPGBN, DEFAULT_TOKEN_COUNT
+from ..pgbn import PGBN
 from .provenance import provenance
 
 

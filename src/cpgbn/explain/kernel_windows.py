@@ -153,13 +153,15 @@ RECORD_SWEEPS, RECORD_BURN_IN = 6, 3
 RECORD_TOP = 5
 
 
-def record_kernel_windows(model, X) -> KernelWindows:
+def record_kernel_windows(model, X) -> KernelWindows | None:
     """What a fitted model records at the end of its fit (``kernel_windows_``): the windows
     each kernel explains in its training documents ``X`` (strings, a Corpus or a TextFile),
     found by :func:`~cpgbn.explain.phrases.assign_kernels` with the fitted globals and ranked
     by :func:`kernel_windows`.  Past ``RECORD_DOCS`` documents, a seeded sample of them, the
     same documents however ``X`` is given (a file is read twice, a block at a time), so that
-    a streamed or distributed fit records what an in-memory one does."""
+    a streamed or distributed fit records what an in-memory one does.  None, with a warning
+    (attributed to the fit's caller), where not even one document's inference fits the memory
+    limit."""
     from ..errors import MemoryLimitError
     from .phrases import assign_kernels
     X = _record_sample(X)
@@ -170,9 +172,11 @@ def record_kernel_windows(model, X) -> KernelWindows:
                 assignments = assign_kernels(model, X, n_iter=RECORD_SWEEPS,
                                              burn_in=RECORD_BURN_IN)
             break
-        except MemoryLimitError:
+        except MemoryLimitError as error:
             if len(X) <= 1:
-                raise
+                warnings.warn(f"the kernels' corpus windows were not recorded: {error}",
+                              stacklevel=3)   # record_kernel_windows <- fit <- its caller
+                return None
             X = _take(X, np.arange(len(X) // 2))
     return kernel_windows(assignments.grams, assignments.counts, top=RECORD_TOP)
 

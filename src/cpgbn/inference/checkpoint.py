@@ -23,9 +23,10 @@ import numpy as np
 
 from ..errors import CPGBNInputError, ModelFormatError
 from ..files import write_directory_atomically
+from .shards import DOC_BLOCK
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "Checkpoint", "fingerprint", "has_checkpoint",
-           "save_checkpoint", "read_checkpoint"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "Checkpoint", "fingerprint", "corpus_identity",
+           "has_checkpoint", "save_checkpoint", "read_checkpoint"]
 
 FORMAT = "cpgbn-checkpoint"
 #: 2: one format for every mode (version 1 was the Gibbs chain's own; the minibatch modes had
@@ -45,6 +46,28 @@ def fingerprint(*parts) -> str:
         else:
             digest.update(json.dumps(part, sort_keys=True, default=str).encode())
     return digest.hexdigest()
+
+
+def corpus_identity(data, first_doc: int, communicator, *extra) -> str:
+    """A fingerprint of the whole corpus' cells (and of ``extra``: the vocabulary, the
+    parameters) that does not depend on how the documents are split over workers: each
+    worker hashes its blocks of :data:`DOC_BLOCK` documents (a shard is whole blocks), the
+    root hashes the blocks' hashes in order and every worker gets the result.  A checkpoint
+    written by any number of workers (one process included) is resumed by any other."""
+    if first_doc % DOC_BLOCK:
+        raise CPGBNInputError(f"a shard starts at a multiple of {DOC_BLOCK} documents, not "
+                              f"at {first_doc}")
+    hashes = []
+    for start in range(0, data.n_docs, DOC_BLOCK):
+        stop = min(start + DOC_BLOCK, data.n_docs)
+        lo, hi = int(data.doc_cells[start]), int(data.doc_cells[stop])
+        hashes.append(fingerprint(data.cell_word[lo:hi], data.cell_col[lo:hi],
+                                  np.asarray(data.cell_count[lo:hi]),
+                                  np.diff(data.doc_cells[start:stop + 1]),
+                                  data.doc_length[start:stop]))
+    parts = communicator.gather(hashes)
+    whole = None if parts is None else fingerprint([h for part in parts for h in part], *extra)
+    return communicator.broadcast_object(whole)
 
 
 @dataclass

@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .communicator import as_communicator
 from .exact import ExactSum
 from .mixing import Mixing, MixingTrace
 from .state import GibbsState, GlobalParameters, state_on, write_back
 from .training import StepReport, train
-from .updates import SingleProcess
 
 
 @dataclass
@@ -145,7 +145,7 @@ class GibbsChain:
                  monitor=None, on_sweep=None, communicator=None):
         self.sampler, self.burn_in = sampler, int(burn_in)
         self.monitor, self.on_sweep = monitor, on_sweep
-        self.communicator = SingleProcess() if communicator is None else communicator
+        self.communicator = as_communicator(communicator)
         if collect_globals is None:
             collect_globals = sampler.learn_globals
         self._attach(state, Collector.empty(state, collect_globals) if collector is None

@@ -74,6 +74,7 @@ from ..backends.numba.backend import NumbaBackend
 from ..errors import CPGBNInputError
 from . import streams
 from .backend import Backend
+from .communicator import as_communicator
 from .driver import Collector, RunResult, run_chain
 from .exact import ExactSum
 from .state import GibbsState, GlobalParameters, Hyperparameters, state_on, write_back
@@ -109,7 +110,7 @@ class GibbsSampler:
         backend's document block: 32 for numba): the documents then draw the numbers they
         draw in the whole corpus (streams keyed by the global block), so shards of a corpus
         swept apart, with the same globals, give the whole corpus' local draws.
-    communicator : a :class:`~cpgbn.inference.updates.Communicator` or None
+    communicator : a :class:`~cpgbn.inference.communicator.Communicator` or None (one process)
         This sampler is one of several workers, each over its shard of the corpus (a range of
         global ids from ``first_doc``, :func:`cpgbn.inference.shards.shard_range`): the global
         update sums the statistics over them first (:class:`~cpgbn.inference.updates.
@@ -137,9 +138,11 @@ class GibbsSampler:
                         else backend)
         if global_update is None and learn_globals:
             global_update = GibbsGlobalUpdate()
-        self.communicator = communicator
-        if communicator is not None and global_update is not None:
-            global_update = DistributedGlobalUpdate(global_update, communicator)
+        self.communicator = as_communicator(communicator)
+        # a group sums its workers' statistics; one process skips the wrapper, which would
+        # reduce the backend's per-thread kernel counts to a total and back every sweep
+        if self.communicator.world_size > 1 and global_update is not None:
+            global_update = DistributedGlobalUpdate(global_update, self.communicator)
         self.global_update = global_update
 
     @property

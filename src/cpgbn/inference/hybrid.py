@@ -75,6 +75,7 @@ import numpy as np
 from ..errors import CPGBNInputError, check_choice
 from .backend import EncoderBackend
 from .batches import Batch, ConvDataBlocks, Minibatches
+from .communicator import as_communicator
 from .labels import LabelCodes
 from .state import GibbsState, GlobalParameters, Hyperparameters
 from .streams import ENCODER_DRAW as _ENCODER_DRAW, ENCODER_INIT as _ENCODER_INIT
@@ -258,8 +259,7 @@ class HybridTrainer:
                  validation: Validation | None = None, communicator=None):
         from .minibatch import check_globals, initial_globals
 
-        self.communicator = (communicator if communicator is not None
-                             and communicator.world_size > 1 else None)
+        self.communicator = as_communicator(communicator)
         self.layers = tuple(int(k) for k in layers)
         self.vocab_size, self.filter_width = int(vocab_size), int(filter_width)
         self.hyper, self.seed = hyper, int(seed)
@@ -301,8 +301,8 @@ class HybridTrainer:
                                   f"steps between are the cross-entropy's), got "
                                   f"{generative_every}")
         self.generative_every = int(generative_every)
-        if validation is not None and (self.labels is None or communicator is not None
-                                       and communicator.world_size > 1):
+        if validation is not None and (self.labels is None
+                                       or self.communicator.world_size > 1):
             raise CPGBNInputError("validation needs classes and one process")
         self.validation = validation
         self.gradient_norms: list = []
@@ -403,7 +403,7 @@ class HybridTrainer:
             self.rate_prior, supervision, elbo=generative, loss_scale=self.loss_scale,
             elbo_reaches_filters=self.elbo_reaches_filters)
         n_docs = batch.n_docs
-        if self.communicator is not None:   # before the check: every worker must agree
+        if self.communicator.world_size > 1:   # before the check: every worker must agree
             loss, kl, n_docs = self.encoder_backend.average_gradients(
                 self.communicator, n_docs, loss, kl)
         report = StepReport(loss, kl, n_docs)
@@ -452,9 +452,9 @@ class HybridTrainer:
             sweep=i)
         stats = sampler.statistics_given_locals(state, i)
         stats.kernel_counts = self.encoder_backend.expected_kernel_counts(draw, g.D)
-        update = (self.update if self.communicator is None   # read here: tests replace it
-                  else DistributedGlobalUpdate(self.update, self.communicator))
-        update.apply(b, g, stats, hyper=self.hyper, sweep=i)
+        # self.update read here: tests replace it
+        DistributedGlobalUpdate(self.update, self.communicator).apply(b, g, stats,
+                                                                      hyper=self.hyper, sweep=i)
 
     # ---------------------------------------------------------------- checkpoints
     def encoder_weights(self) -> dict:

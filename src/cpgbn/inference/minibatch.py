@@ -32,6 +32,7 @@ from .gibbs import GibbsSampler
 from .state import GlobalParameters, Hyperparameters
 from . import streams
 from .batches import Batch, ConvDataBlocks, Minibatches
+from .communicator import as_communicator
 from .prior import sample_globals
 from .tlasgr import TLASGRSchedule
 from .training import StepReport, TrainingTrace, train
@@ -97,8 +98,7 @@ class MinibatchGibbs:
                  n_docs_total: int, seed: int, burn_in: int = 24, collect: int = 16,
                  schedule: TLASGRSchedule = TLASGRSchedule(),
                  globals_: GlobalParameters | None = None, communicator=None):
-        self.communicator = (communicator if communicator is not None
-                             and communicator.world_size > 1 else None)
+        self.communicator = as_communicator(communicator)
         self.layers = tuple(int(k) for k in layers)
         self.vocab_size, self.filter_width = int(vocab_size), int(filter_width)
         self.hyper, self.seed = hyper, int(seed)
@@ -142,7 +142,7 @@ class MinibatchGibbs:
         for _ in range(self.collect):
             collect.sweep_on_backend(state)
         loss, n_docs = -float(state.loglik.sum()) / batch.n_docs, batch.n_docs
-        if self.communicator is not None:
+        if self.communicator.world_size > 1:
             # the union's loss first: every worker must agree on whether the step updates
             summed = self.communicator.sum(np.array([loss * n_docs, n_docs], dtype=np.float64))
             loss, n_docs = float(summed[0] / summed[1]), int(summed[1])
@@ -150,9 +150,7 @@ class MinibatchGibbs:
             stats = kept.mean()
             counts = np.zeros(g.D.shape, dtype=np.float64)
             counts[words] = stats.kernel_counts
-            update = (self.update if self.communicator is None
-                      else DistributedGlobalUpdate(self.update, self.communicator))
-            update.apply(backend, g, replace(stats, kernel_counts=counts), hyper=self.hyper,
+            DistributedGlobalUpdate(self.update, self.communicator).apply(backend, g, replace(stats, kernel_counts=counts), hyper=self.hyper,
                          sweep=i)
         return StepReport(loss, None, n_docs)
 

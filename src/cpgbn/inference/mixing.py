@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .communicator import as_communicator
+
 __all__ = ["Mixing", "MixingMonitor", "MixingTrace", "assignment_change_counts",
            "change_shares", "dominant_kernels", "effective_sample_size"]
 
@@ -231,7 +233,7 @@ class MixingMonitor:
 
     def __init__(self, weights=None, communicator=None):
         self.weights = None if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
-        self.communicator = communicator
+        self.communicator = as_communicator(communicator)
         self._memory = None
         self._weights_on = None
 
@@ -248,7 +250,7 @@ class MixingMonitor:
         with backend.sweep_context():  # numba: BLAS on one thread, as in the sweep
             counts, self._memory = backend.assignment_changes(state.m, self._memory)
             sums = backend.to_numpy(self._weights_on @ state.theta[0], np.float64)
-        if self.communicator is not None and self.communicator.world_size > 1:
+        if self.communicator.world_size > 1:
             # the shares read the first five counts, all sums (the sixth is a maximum)
             counts = self.communicator.sum(np.asarray(counts[:5], dtype=np.int64))
             sums = self.communicator.sum(np.asarray(sums, dtype=np.float64))

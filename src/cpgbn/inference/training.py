@@ -40,6 +40,7 @@ import numpy as np
 from ..errors import CPGBNInputError
 from . import checkpoint
 from .batches import Batch, Cursor
+from .communicator import as_communicator
 
 __all__ = ["NonFiniteLossError", "StepReport", "Algorithm", "TrainingTrace", "train"]
 
@@ -136,9 +137,10 @@ def train(algorithm, batches, n_steps: int, *, checkpoint_dir=None, checkpoint_e
         raise CPGBNInputError(f"n_steps must be >= 1, got {n_steps}")
     if int(checkpoint_every) < 1:
         raise CPGBNInputError(f"checkpoint_every must be >= 1, got {checkpoint_every}")
-    group = communicator is not None and communicator.world_size > 1
+    communicator = as_communicator(communicator)
+    group = communicator.world_size > 1
     deals_rows = getattr(algorithm, "deals_rows", False)
-    writes = checkpoint_dir is not None and (communicator is None or communicator.is_root)
+    writes = checkpoint_dir is not None and communicator.is_root
     print_ = checkpoint.fingerprint({"config": algorithm.config(),
                                      "batches": batches.identity()})
     step, trace = int(first_step), TrainingTrace()
@@ -215,8 +217,7 @@ def _own_cursor(saved: dict, communicator) -> Cursor:
     workers = saved.pop("workers", None)
     if workers is None or all(w == workers[0] for w in workers):
         return Cursor(**saved)
-    rank, world = ((0, 1) if communicator is None
-                   else (communicator.rank, communicator.world_size))
+    rank, world = communicator.rank, communicator.world_size
     if len(workers) != world:
         raise CPGBNInputError(f"this checkpoint was written by {len(workers)} workers, each "
                               f"at its own place in its shard's minibatches; resume it with "

@@ -19,8 +19,9 @@ and before the downward pass (steps 2 and 5 of the sweep, which only these stati
 * :class:`TLASGRGlobalUpdate`: one TLASGR-MCMC step for D and every Phi^(t) from minibatch
   statistics scaled by rho = N / |batch| (:mod:`cpgbn.inference.tlasgr`, notes section 6);
 * :class:`DistributedGlobalUpdate`: wraps any of them for data-parallel workers: the statistics
-  are sum-reduced across workers through a :class:`Communicator`, the root applies the inner
-  update, and the new globals are broadcast.
+  are sum-reduced across workers through a communicator
+  (:mod:`cpgbn.inference.communicator`), the root applies the inner update, and the new
+  globals are broadcast.
 
 An update has one method, ``apply(backend, globals_, stats, *, hyper, sweep)``, which replaces
 the arrays of ``globals_`` (a :class:`~cpgbn.inference.state.GlobalParameters` on the backend)
@@ -34,21 +35,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Protocol
-
 import numpy as np
 
 from ..errors import CPGBNInputError
 from ..layers.cells import counts_dtype
 from . import streams
 from .backend import Backend
+from .communicator import SingleProcess
 from .exact import ExactSum
 from .state import GlobalParameters, Hyperparameters
 from .streams import stream
 from .tlasgr import TLASGRSchedule, TLASGRState, tlasgr_step
 
 __all__ = ["SufficientStatistics", "GlobalUpdate", "GibbsGlobalUpdate", "AccumulateStatistics",
-           "TLASGRGlobalUpdate", "Communicator", "DistributedGlobalUpdate", "SingleProcess",
-           "phi_eta"]
+           "TLASGRGlobalUpdate", "DistributedGlobalUpdate", "phi_eta"]
 
 
 def phi_eta(hyper: Hyperparameters, t: int) -> float:
@@ -243,73 +243,6 @@ class TLASGRGlobalUpdate:
         self.states = [TLASGRState.from_arrays({name: arrays[f"tlasgr_{i}_{name}"]
                                                 for name in ("precision", "n_updates")})
                        for i in range(n_params)]
-
-
-class Communicator(Protocol):
-    """What the inference layer needs from a group of workers: a sum-reduce, a broadcast from
-    the root and a barrier (:class:`SingleProcess`; torch.distributed in
-    :mod:`cpgbn.backends.torch.distributed`).  Every worker calls each method in the same
-    order with arrays of the same shape and dtype; an array comes back of the type, dtype and
-    shape it went in (numpy, or a backend's tensor).  A worker that fails or stops answering
-    makes the others raise within the communicator's timeout, never hang."""
-
-    is_root: bool
-    rank: int
-    world_size: int
-
-    def sum(self, array):
-        """The element-wise sum of ``array`` over all workers, returned on every worker."""
-
-    def broadcast(self, array):
-        """The root's ``array``, returned on every worker."""
-
-    def barrier(self) -> None:
-        """Returns once every worker has called it."""
-
-    def gather(self, value) -> list | None:
-        """Every worker's ``value`` (any picklable object), in rank order, on the root; None
-        on the others.  For what is read once, not per sweep (a shard's word counts, its
-        features at the end)."""
-
-    def broadcast_object(self, value):
-        """The root's ``value`` (any picklable object) on every worker."""
-
-    def scatter_object(self, values):
-        """Worker r's item of the root's list ``values`` (one picklable object per worker;
-        ignored on the others): a checkpoint's rows dealt to the workers that hold them."""
-
-
-@dataclass
-class SingleProcess:
-    """The trivial communicator: one worker, which is the root."""
-
-    is_root: bool = True
-    rank: int = 0
-    world_size: int = 1
-
-    @staticmethod
-    def sum(array):
-        return array
-
-    @staticmethod
-    def broadcast(array):
-        return array
-
-    @staticmethod
-    def barrier() -> None:
-        return None
-
-    @staticmethod
-    def gather(value) -> list:
-        return [value]
-
-    @staticmethod
-    def broadcast_object(value):
-        return value
-
-    @staticmethod
-    def scatter_object(values):
-        return values[0]
 
 
 def _sum_kernel_counts(backend, comm, total):

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ..backends.openmp import import_torch_first
+from ..inference.communicator import Communicator, SingleProcess
 from ..inference.shards import DOC_BLOCK
 from ..inference.state import GlobalParameters, Hyperparameters
 from ..layers.cells import ConvData
@@ -157,8 +158,8 @@ class Training:
     chain_params : the parameters that change the chain (fingerprints of checkpoints).
     checkpointing : :class:`Checkpointing`.
     first_doc, communicator : a distributed fit's worker (:mod:`cpgbn.modes.sharded`):
-        ``data`` is its shard, whose first document has global id ``first_doc``; None: one
-        process over the whole corpus.
+        ``data`` is its shard, whose first document has global id ``first_doc``; one process
+        over the whole corpus: 0 and :class:`~cpgbn.inference.communicator.SingleProcess`.
     """
 
     vocabulary: Vocabulary
@@ -175,7 +176,7 @@ class Training:
     classes: np.ndarray | None = None
     checkpointing: Checkpointing = field(default_factory=Checkpointing)
     first_doc: int = 0
-    communicator: object | None = None
+    communicator: Communicator = field(default_factory=SingleProcess)
 
 
 def features(thetas, data: ConvData, normalization: str, all_layers: bool = False) -> np.ndarray:

@@ -20,9 +20,9 @@ from ..inference.shards import DOC_BLOCK
 from ..inference.streams import transform_seed
 from ..layers.cells import COUNT_LIMIT, ConvData
 from ..errors import CPGBNInputError
+from ..inference.checkpoint import corpus_identity
+from ..inference.communicator import gather_rows
 from .base import FittedState, InferenceMode, Training, features, numba_threads
-from ..inference.updates import SingleProcess
-from .sharded import corpus_identity, gather_rows
 
 __all__ = ["GibbsMode", "progress_bars"]
 
@@ -80,11 +80,11 @@ class GibbsMode(InferenceMode):
         streams are keyed by global document blocks, which makes the workers' chain the
         single process')."""
         comm = training.communicator
-        if comm is None:
-            return self.sampler(training.data, training.hyper, training.seed, learn_globals=True)
         if type(self).sampler is not GibbsMode.sampler:
-            raise CPGBNInputError(f"{type(self).__name__} draws with a sampler of its own, "
-                                  f"which does not run distributed")
+            if comm.world_size > 1:
+                raise CPGBNInputError(f"{type(self).__name__} draws with a sampler of its own, "
+                                      f"which does not run distributed")
+            return self.sampler(training.data, training.hyper, training.seed, learn_globals=True)
         return self._sampler(training.data, training.hyper, training.seed, learn_globals=True,
                              first_doc=training.first_doc, communicator=comm)
 
@@ -125,26 +125,23 @@ class GibbsMode(InferenceMode):
         with numba_threads(s["n_threads"]):
             sampler = self._training_sampler(training)
             state = sampler.initial_state(training.layers, len(training.vocabulary))
-            identity = corpus_identity(data, training.first_doc, comm or SingleProcess(),
+            identity = corpus_identity(data, training.first_doc, comm,
                                        training.vocabulary.tokens, training.chain_params,
                                        training.seed)
             result = sampler.run(state, s["n_iter"], s["burn_in"],
-                                 progress=progress_bars(s["progress"] and (
-                                     comm is None or comm.is_root), "fit"),   # shown once
+                                 progress=progress_bars(s["progress"] and comm.is_root,
+                                                        "fit"),   # shown once
                                  monitor=MixingMonitor(weights, comm),
                                  checkpoint_dir=ckpt.directory,
                                  checkpoint_every=ckpt.every, resume=ckpt.resume,
                                  identity=identity, labels=training.labels)
-        if ckpt.directory is not None and (comm is None or comm.is_root):
+        if ckpt.directory is not None and comm.is_root:
             shutil.rmtree(ckpt.directory, ignore_errors=True)
-        theta = result.theta_mean
-        train_features = features(theta, data, s["feature_normalization"])   # row by row
-        if comm is not None:   # the root gathers the workers' rows, in document order
-            theta = [gather_rows(t, comm) for t in theta]
-            train_features = gather_rows(train_features, comm)
-        usage = None if theta[0] is None else theta[0].sum(axis=0)
-        if comm is not None:
-            usage = comm.broadcast_object(usage)
+        # the root gathers the workers' rows, in document order (the others get None)
+        theta = [gather_rows(t, comm) for t in result.theta_mean]
+        train_features = gather_rows(features(result.theta_mean, data,
+                                              s["feature_normalization"]), comm)   # row by row
+        usage = comm.broadcast_object(None if theta[0] is None else theta[0].sum(axis=0))
         return FittedState(
             vocabulary_=training.vocabulary, layers_=training.layers, hyper_=training.hyper,
             seed_=training.seed, globals_=result.globals_mean, kernel_usage_=usage / usage.sum(),

@@ -1,4 +1,5 @@
-"""A fit's job, built in one place: the three ways the training documents reach a mode.
+"""A fit's job, built in one place: the three ways the training documents reach a mode (and
+the ways a transform's documents do, :func:`transform_blocks`).
 
 :meth:`CPGBN.fit <cpgbn.model.CPGBN.fit>` reads its settings, picks the mode
 (:func:`~cpgbn.modes.mode_for`), builds the job here and hands it to ``mode.fit``:
@@ -30,7 +31,7 @@ from ..text.corpus import Corpus
 from .base import Checkpointing, InferenceMode, Training
 
 __all__ = ["JobSettings", "job_from_texts", "job_from_file", "job_from_shard",
-           "labels_per_document"]
+           "labels_per_document", "transform_blocks"]
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,8 @@ def job_from_file(spec: JobSettings, mode: InferenceMode, text_file) -> Training
 def job_from_shard(spec: JobSettings, mode: InferenceMode, X, y, communicator) -> Training:
     """The job of one worker of a distributed fit: its shard's cells, the whole corpus'
     vocabulary (:mod:`cpgbn.modes.sharded`)."""
-    from .sharded import agree, read_shard, shared_vocabulary
+    from ..inference.communicator import agree
+    from .sharded import read_shard, shared_vocabulary
     if not mode.distributes:
         raise CPGBNInputError(f"inference={mode.name!r} does not run distributed yet; "
                               f"use inference='gibbs', 'minibatch-gibbs' or 'hybrid'")
@@ -139,3 +141,23 @@ def job_from_shard(spec: JobSettings, mode: InferenceMode, X, y, communicator) -
     labels = labels_per_document(shard.labels, len(shard.texts))
     return spec.training(vocabulary, n_tokens, data=data, labels=labels,
                          first_doc=shard.start, communicator=communicator)
+
+
+def transform_blocks(mode: InferenceMode, X, communicator):
+    """The documents of a ``transform``, as (texts, global id of the first) per block: a
+    worker's shard of ``X`` when several share the work (each returns its rows to the root),
+    a TextFile a block at a time where the mode's features of a document do not depend on
+    the others' (:meth:`~cpgbn.modes.base.InferenceMode.streams_transform`), else ``X``
+    whole."""
+    from ..text.stream import TextFile
+    if communicator.world_size > 1:
+        from .sharded import read_shard
+        refusal = mode.transform_refusal()
+        if refusal is not None:
+            raise CPGBNInputError(refusal)
+        shard = read_shard(X, None, communicator, mode.shard_block())
+        return [(shard.texts, shard.start)]
+    if isinstance(X, TextFile) and mode.streams_transform():
+        from .minibatch import BLOCK_DOCS
+        return ((texts, 0) for texts in X.blocks(BLOCK_DOCS))
+    return [(X, 0)]

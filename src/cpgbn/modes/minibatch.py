@@ -22,12 +22,12 @@ import numpy as np
 
 from ..errors import CPGBNInputError, check_int
 from ..inference.batches import ConvDataBlocks, TextFileBlocks
-from ..inference.checkpoint import fingerprint
+from ..inference.checkpoint import corpus_identity, fingerprint
+from ..inference.communicator import gather_rows
 from ..inference.shards import DOC_BLOCK
 from ..layers.cells import ConvData
 from .base import FittedState, Training, features, numba_threads
 from .gibbs import GibbsMode
-from .sharded import corpus_identity, gather_rows
 
 __all__ = ["BLOCK_DOCS", "LOCAL_BURN_IN", "LOCAL_COLLECT", "MinibatchMode",
            "MinibatchGibbsMode", "steps_per_epoch"]
@@ -87,15 +87,10 @@ def block_source(training: Training, *, memory_block_docs: int | None = None):
         memory_block_docs = BLOCK_DOCS
     if training.data is not None:
         data = training.data
-        if training.communicator is None:
-            corpus_print = fingerprint(data.cell_word, data.cell_col,
-                                       np.asarray(data.cell_count), data.doc_cells,
-                                       data.doc_length, training.vocabulary.tokens,
-                                       training.chain_params, training.seed)
-        else:   # the whole corpus', whichever worker reads it (the root checks it)
-            corpus_print = corpus_identity(data, training.first_doc, training.communicator,
-                                           training.vocabulary.tokens, training.chain_params,
-                                           training.seed)
+        # the whole corpus', whichever worker (or the one process) reads it
+        corpus_print = corpus_identity(data, training.first_doc, training.communicator,
+                                       training.vocabulary.tokens, training.chain_params,
+                                       training.seed)
         return _FingerprintedBlocks(data, corpus_print, training.labels,
                                     block_docs=memory_block_docs)
     file_print = fingerprint(training.scan.digest, training.vocabulary.tokens,
@@ -141,20 +136,20 @@ class MinibatchMode(GibbsMode):
 
     def fit(self, training: Training) -> FittedState:
         s, ckpt, comm = self.settings, training.checkpointing, training.communicator
-        root = comm is None or comm.is_root
         source = self.block_source(training)
+        # the workers' documents together (one process: its own); every worker runs the
+        # steps of the largest shard
+        sizes = comm.gather(int(source.n_docs))
+        n_docs, step_docs = comm.broadcast_object(
+            None if sizes is None else (sum(sizes), max(sizes)))
         common = dict(seed=training.seed, batch_size=s["batch_size"],
                       checkpoint_dir=ckpt.directory, checkpoint_every=ckpt.every,
-                      resume=ckpt.resume, progress=None if s["progress"] and root else False)
-        step_docs = source.n_docs
-        if comm is not None:   # a worker of a data-parallel fit
-            sizes = comm.gather(int(source.n_docs))
-            n_docs, step_docs = comm.broadcast_object(
-                None if sizes is None else (sum(sizes), max(sizes)))
-            common.update(communicator=comm, n_docs_total=n_docs)
-        common["n_steps"] = self.n_steps(step_docs, source.block_docs)
+                      resume=ckpt.resume,
+                      progress=None if s["progress"] and comm.is_root else False,
+                      communicator=comm, n_docs_total=n_docs,
+                      n_steps=self.n_steps(step_docs, source.block_docs))
         run, extra = self.learn(training, source, common)
-        if ckpt.directory is not None and root:
+        if ckpt.directory is not None and comm.is_root:
             shutil.rmtree(ckpt.directory, ignore_errors=True)
         traces = {name: np.asarray(values, dtype=np.float64) for name, values in
                   (("loss_trace_", run.trace.loss), ("kl_trace_", run.trace.kl),
@@ -169,11 +164,10 @@ class MinibatchMode(GibbsMode):
         if training.data is not None:
             theta = self.thetas(fitted, training.data)
             train_features = features(theta, training.data, s["feature_normalization"])
-            usage = theta[0].sum(axis=0)
-            if comm is not None:   # the root gathers the workers' rows, in document order
-                usage = comm.sum(usage)
-                theta = [gather_rows(t, comm) for t in theta]
-                train_features = gather_rows(train_features, comm)
+            usage = comm.sum(theta[0].sum(axis=0))
+            # the root gathers the workers' rows, in document order (the others get None)
+            theta = [gather_rows(t, comm) for t in theta]
+            train_features = gather_rows(train_features, comm)
             fitted.train_theta_ = None if theta[0] is None else theta
             fitted.train_features_ = train_features
         else:

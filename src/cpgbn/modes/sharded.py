@@ -17,8 +17,10 @@ torchrun) trains the exact Gibbs sampler data-parallel
   string), and broadcasts the vocabulary, so every worker encodes with the single process'
   vocabulary.  An empty document anywhere makes every worker raise the same one-line error.
 
-After the chain (:func:`gather_rows`): the root collects the workers' rows of per-document
-arrays (the training features), in rank order, which is document order.
+After the chain the root collects the workers' rows of per-document arrays (the training
+features) in rank order, which is document order
+(:func:`cpgbn.inference.communicator.gather_rows`, which every run calls: in one process it
+returns the rows it is given).
 """
 
 from __future__ import annotations
@@ -26,18 +28,15 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-import numpy as np
-
 from ..errors import CPGBNInputError, empty_document_error
-from ..inference.checkpoint import fingerprint
+from ..inference.communicator import root_verdict
 from ..inference.shards import DOC_BLOCK, shard_range
 from ..text.corpus import Corpus
 from ..text.stream import TextFile, count_documents, documents_digest, read_line_range
 from ..text.tokenize import tokenize
 from ..text.vocabulary import Vocabulary
 
-__all__ = ["Shard", "read_shard", "same_corpus", "same_settings", "shared_vocabulary",
-           "root_verdict", "agree", "gather_rows", "corpus_identity"]
+__all__ = ["Shard", "read_shard", "same_corpus", "shared_vocabulary"]
 
 
 @dataclass
@@ -102,23 +101,6 @@ def same_corpus(n_docs: int, digest: str, communicator, error: str | None = None
     root_verdict((n_docs, digest, error), judge, communicator)
 
 
-def same_settings(settings: dict, communicator) -> None:
-    """Every worker raises one line unless all were given the same ``settings`` (the
-    parameters that change the chain, the seed's included): a worker started with another
-    command line would draw its documents under other conditionals, and the sums would mix
-    two models without a word."""
-    def judge(seen):
-        names = sorted({name for one in seen for name in one}, key=str)
-        differ = [name for name in names if len({one.get(name) for one in seen}) > 1]
-        if not differ:
-            return None
-        return ("the workers were given different settings: " + "; ".join(
-            f"{name} (" + ", ".join(f"rank {r}: {one.get(name, 'unset')}"
-                                    for r, one in enumerate(seen)) + ")"
-            for name in differ) + "; start every worker with the same command")
-    root_verdict({name: repr(value) for name, value in settings.items()}, judge, communicator)
-
-
 def shared_vocabulary(shard: Shard, vocab_size: int | None,
                       communicator) -> tuple[Vocabulary, int]:
     """(the vocabulary of the whole corpus, its number of tokens), the same on every worker
@@ -152,56 +134,3 @@ def shared_vocabulary(shard: Shard, vocab_size: int | None,
     if message is not None:
         raise CPGBNInputError(message)
     return Vocabulary.from_dict(vocabulary), int(n_total)
-
-
-def root_verdict(value, judge, communicator) -> None:
-    """Every worker's ``value`` goes to the root, whose ``judge(values)`` (rank order) gives
-    an error message or None; every worker then raises that one-line CPGBNInputError or
-    goes on, so none is left waiting in a collective for one that stopped."""
-    values = communicator.gather(value)
-    message = communicator.broadcast_object(None if values is None else judge(values))
-    if message is not None:
-        raise CPGBNInputError(message)
-
-
-def agree(check, communicator) -> None:
-    """Run ``check()`` on every worker; if it raised a CPGBNInputError on any of them, every
-    worker raises the first one's (in rank order).  For a check whose verdict may differ by
-    shard (the memory a shard needs): a worker that raised alone would leave the others
-    waiting in the next collective until the timeout."""
-    try:
-        check()
-        message = None
-    except CPGBNInputError as error:
-        message = str(error)
-    root_verdict(message, lambda messages: next((m for m in messages if m is not None), None),
-                 communicator)
-
-
-def gather_rows(array: np.ndarray, communicator) -> np.ndarray | None:
-    """The workers' rows of ``array`` stacked in rank order (document order) on the root;
-    None on the others."""
-    parts = communicator.gather(np.ascontiguousarray(array))
-    return None if parts is None else np.concatenate(parts, axis=0)
-
-
-def corpus_identity(data, first_doc: int, communicator, *extra) -> str:
-    """A fingerprint of the whole corpus' cells (and of ``extra``: the vocabulary, the
-    parameters) that does not depend on how the documents are split over workers: each
-    worker hashes its blocks of :data:`DOC_BLOCK` documents (a shard is whole blocks), the
-    root hashes the blocks' hashes in order and every worker gets the result.  A checkpoint
-    written by any number of workers (one process included) is resumed by any other."""
-    if first_doc % DOC_BLOCK:
-        raise CPGBNInputError(f"a shard starts at a multiple of {DOC_BLOCK} documents, not "
-                              f"at {first_doc}")
-    hashes = []
-    for start in range(0, data.n_docs, DOC_BLOCK):
-        stop = min(start + DOC_BLOCK, data.n_docs)
-        lo, hi = int(data.doc_cells[start]), int(data.doc_cells[stop])
-        hashes.append(fingerprint(data.cell_word[lo:hi], data.cell_col[lo:hi],
-                                  np.asarray(data.cell_count[lo:hi]),
-                                  np.diff(data.doc_cells[start:stop + 1]),
-                                  data.doc_length[start:stop]))
-    parts = communicator.gather(hashes)
-    whole = None if parts is None else fingerprint([h for part in parts for h in part], *extra)
-    return communicator.broadcast_object(whole)

@@ -116,7 +116,7 @@ class SupervisedMode(HybridMode):
         has none (the last epoch is kept); so does a corpus too small to hold out one
         document of each class twice, with a warning."""
         fraction = self.settings["validation_fraction"]
-        if fraction == 0 or training.data is None or training.communicator is not None:
+        if fraction == 0 or training.data is None or training.communicator.world_size > 1:
             return None
         codes = LabelCodes(training.classes).codes(training.labels, training.data.n_docs)
         known = np.flatnonzero(codes >= 0)
@@ -158,8 +158,9 @@ class SupervisedMode(HybridMode):
         s = self.settings
         # the corpus' mean units per document: over every worker's documents
         paper_xi = self.paper_xi(training.n_tokens, training.data.n_docs
-                                 if training.data is not None and training.communicator is None
-                                 else common.get("n_docs_total", source.n_docs))
+                                 if training.data is not None
+                                 and training.communicator.world_size == 1
+                                 else common["n_docs_total"])
         validation = None
         split = getattr(self, "_split", None)
         if split is not None:

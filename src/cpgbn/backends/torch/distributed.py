@@ -1,6 +1,6 @@
 """torch.distributed as the inference layer's communicator: sum-reduce, broadcast, barrier.
 
-:class:`TorchCommunicator` implements :class:`cpgbn.inference.updates.Communicator` over a
+:class:`TorchCommunicator` implements :class:`cpgbn.inference.communicator.Communicator` over a
 torch.distributed process group, so that the data-parallel Gibbs sampler (a shard of documents
 per worker, :class:`~cpgbn.inference.updates.DistributedGlobalUpdate`) runs under ``torchrun``
 on one machine or several.  Arrays go in and come back as they were given: numpy arrays

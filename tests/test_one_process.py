@@ -1,0 +1,131 @@
+"""One process is a group of one: no layer asks whether a communicator is present, and a fit
+in one process walks the estimator's rooms once each (issue 49).
+
+* The source: a comparison of a communicator with None (``comm is None``, ``communicator is
+  not None``, ``training.communicator is None``) or a fallback ``comm or ...`` appears nowhere
+  in ``src/cpgbn`` but in :func:`cpgbn.inference.communicator.as_communicator`, the one place
+  that turns the API's ``communicator=None`` into ``SingleProcess()``.  A planted test of that
+  kind is found (so the check is not vacuous).
+* The walk: the calls ``CPGBN.fit`` makes itself (one level down), grouped into stays, one
+  per run of calls into one module.  Besides the estimator's own module (the hallway), no
+  module is entered twice; the distributed module ``modes/sharded.py`` is not entered at any
+  depth; the job is built once.
+"""
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+from cpgbn import CPGBN
+from helpers import random_texts
+
+SOURCE = Path(__file__).resolve().parents[1] / "src" / "cpgbn"
+COMMUNICATOR_NAMES = {"comm", "communicator"}
+ALLOWED = {("inference/communicator.py", "as_communicator")}
+
+
+def _names_a_communicator(node) -> bool:
+    if isinstance(node, ast.Name):
+        return node.id in COMMUNICATOR_NAMES
+    if isinstance(node, ast.Attribute):
+        return node.attr in COMMUNICATOR_NAMES
+    if isinstance(node, ast.Call):   # fit_params.get("communicator")
+        return any(isinstance(a, ast.Constant) and a.value in COMMUNICATOR_NAMES
+                   for a in node.args)
+    return False
+
+
+def communicator_absence_tests(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, enclosing function) of every ``<communicator> is [not] None`` and
+    ``<communicator> or ...`` in ``tree``."""
+    found = []
+
+    def visit(node, function):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            function = node.name
+        if isinstance(node, ast.Compare) and any(isinstance(op, (ast.Is, ast.IsNot))
+                                                 for op in node.ops):
+            sides = [node.left, *node.comparators]
+            if (any(isinstance(s, ast.Constant) and s.value is None for s in sides)
+                    and any(_names_a_communicator(s) for s in sides)):
+                found.append((node.lineno, function))
+        if (isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or)
+                and _names_a_communicator(node.values[0])):
+            found.append((node.lineno, function))
+        for child in ast.iter_child_nodes(node):
+            visit(child, function)
+    visit(tree, None)
+    return found
+
+
+def test_no_layer_asks_whether_a_communicator_is_present():
+    offenders = []
+    for path in sorted(SOURCE.rglob("*.py")):
+        rel = path.relative_to(SOURCE).as_posix()
+        for line, function in communicator_absence_tests(ast.parse(path.read_text())):
+            if (rel, function) not in ALLOWED:
+                offenders.append(f"{rel}:{line} ({function})")
+    assert offenders == [], offenders
+
+
+def test_a_planted_absence_test_is_found():
+    planted = ast.parse(
+        "def fit(training, communicator=None, **kw):\n"
+        "    if communicator is None:\n"
+        "        pass\n"
+        "    root = training.communicator is not None and training.communicator.is_root\n"
+        "    c = comm or make()\n"
+        "    if kw.get('communicator') is None:\n"
+        "        pass\n"
+        "    if other is None or comm.world_size > 1:\n"
+        "        pass\n")
+    assert communicator_absence_tests(planted) == [(2, "fit"), (4, "fit"), (5, "fit"),
+                                                   (6, "fit")]
+
+
+def _walk(fit):
+    """The calls into ``src/cpgbn`` while ``fit()`` runs: (depth below CPGBN.fit, module,
+    qualified name)."""
+    calls, depth, top = [], [0], [None]
+
+    def profile(frame, event, arg):
+        if event == "call":
+            depth[0] += 1
+            code = frame.f_code
+            if code.co_filename.startswith(str(SOURCE)):
+                module = Path(code.co_filename).relative_to(SOURCE).as_posix()
+                if top[0] is None and module == "model.py" and code.co_name == "fit":
+                    top[0] = depth[0]
+                if top[0] is not None:
+                    calls.append((depth[0] - top[0], module, code.co_qualname))
+        elif event == "return":
+            depth[0] -= 1
+    sys.setprofile(profile)
+    try:
+        fit()
+    finally:
+        sys.setprofile(None)
+    return calls
+
+
+def test_a_one_process_fit_enters_each_room_once():
+    texts = random_texts(40, seed=1)
+    model = CPGBN(layers=(4, 2), n_iter=3, burn_in=1, random_state=0, vocab_size=30)
+    calls = _walk(lambda: model.fit(texts))
+    stays = []
+    for depth, module, name in calls:
+        if depth == 1 and not name.startswith("<"):
+            if not stays or stays[-1][0] != module:
+                stays.append((module, []))
+            stays[-1][1].append(name)
+    rooms = [module for module, _ in stays if module != "model.py"]
+    assert len(rooms) == len(set(rooms)), stays
+    assert {"modes/jobs.py", "modes/gibbs.py", "inference/communicator.py"} <= set(rooms)
+    assert not [c for c in calls if c[1] == "modes/sharded.py"]
+    names = [name for _, _, name in calls]
+    assert names.count("job_from_texts") == 1
+    # the cells and the memory check: once for the job, once for the kernel-windows record
+    # (inference of the training documents with the fitted globals, explain/kernel_windows)
+    assert names.count("CPGBN._data") == names.count("CPGBN._check_memory") == 2
+    assert names.count("record_kernel_windows") == 1
