@@ -289,11 +289,6 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
     transform_iter, transform_burn_in = _FIXED["transform_iter"], _FIXED["transform_burn_in"]
 
     @property
-    def loss_name(self) -> str:
-        """What ``loss_trace_`` holds (the supervised fit's loss, not the hybrid's ELBO)."""
-        return SupervisedMode.loss_name
-
-    @property
     def softmax_input_(self) -> str:
         """What the fitted softmax reads: "hidden" (the pooled first hidden layer h^(1)),
         "hidden+theta" or "theta" (theta^(1..T), the paper's form), from ``encoder_config_``.
@@ -305,11 +300,9 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
     def _mode_parameters(self) -> dict:
         return {**_FIXED, **self.get_params()}
 
-    def _run_settings(self) -> dict:
-        settings = super()._run_settings()
-        settings.update(SupervisedMode.check_parameters(self.get_params()),
-                        inference=SupervisedMode)
-        return settings
+    def _mode_class(self) -> type[SupervisedMode]:
+        """The supervised mode (its loss is L_g + xi L_c, ``loss_name`` says so)."""
+        return SupervisedMode
 
     def _prepare(self, training: Training) -> Training:
         """The classes, and a digest of the labels in the checkpoints' fingerprint (a resumed

@@ -168,7 +168,12 @@ class CPGBN(TransformerMixin, BaseEstimator):
     def _run_settings(self) -> dict:
         """How fits and inference run, checked and resolved (:func:`cpgbn.settings.
         run_settings`); what ``transform`` reads."""
-        return run_settings(self, self._mode_parameters())
+        return run_settings(self, self._mode_parameters(), self._mode_class())
+
+    def _mode_class(self) -> type[InferenceMode]:
+        """The class of this estimator's inference mode: the one place that names it (the
+        value of ``inference``; the classifier's supervised mode)."""
+        return mode_class(self.inference)
 
     def _mode_parameters(self) -> dict:
         """What the inference modes check (:func:`cpgbn.modes.check_mode_parameters`): the
@@ -207,7 +212,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
     def loss_name(self) -> str | None:
         """What ``loss_trace_`` holds in this model's inference mode (None for Gibbs, whose
         training figure is the log-likelihood in ``loglik_trace_``)."""
-        return mode_class(self.inference).loss_name
+        return self._mode_class().loss_name
 
     def _data(self, corpus: Corpus, filter_width: int, stacklevel: int = 3) -> ConvData:
         """The corpus' cells; a warning (attributed ``stacklevel`` frames up: the caller of

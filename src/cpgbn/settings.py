@@ -54,10 +54,11 @@ def model_settings(model) -> dict:
                                   else _check_positive("pooling_concentration", beta))))
 
 
-def run_settings(model, mode_parameters: dict) -> dict:
+def run_settings(model, mode_parameters: dict, mode) -> dict:
     """How fits and inference run: the Gibbs sweeps, the features, threads, memory, device
     and every mode's own parameters (``mode_parameters``, :func:`cpgbn.modes.
-    check_mode_parameters`), checked and resolved."""
+    check_mode_parameters`), checked and resolved; ``inference``: the estimator's ``mode``
+    class."""
     n_iter = _check_int("n_iter", model.n_iter, 1)
     burn_in = _check_int("burn_in", model.burn_in, 0)
     if burn_in >= n_iter:
@@ -83,7 +84,7 @@ def run_settings(model, mode_parameters: dict) -> dict:
             raise CPGBNInputError("device=... needs PyTorch: pip install 'cpgbn[torch]'") from None
         resolve_device(model.device)
     return dict(
-        **check_mode_parameters(mode_parameters),
+        **check_mode_parameters(mode_parameters, mode),
         n_iter=n_iter, burn_in=burn_in, transform_iter=t_iter, transform_burn_in=t_burn,
         feature_normalization=model.feature_normalization, n_threads=model.n_threads,
         memory_limit=model.memory_limit, device=model.device,

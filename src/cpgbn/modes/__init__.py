@@ -54,12 +54,13 @@ def mode_class(name) -> type[InferenceMode]:
     return MODE_CLASSES[name]
 
 
-def check_mode_parameters(params: dict) -> dict:
+def check_mode_parameters(params: dict, mode: type[InferenceMode]) -> dict:
     """Every mode's own parameters of ``params`` checked and resolved (as scikit-learn
-    validates the parameters a model does not use), and ``inference`` itself."""
-    resolved = {"inference": mode_class(params["inference"])}
-    for mode in MODE_CLASSES.values():
-        resolved.update(mode.check_parameters(params))
+    validates the parameters a model does not use), those of the estimator's ``mode`` too
+    (a subclass of a mode's class may add some), and ``inference``: ``mode``."""
+    resolved = {"inference": mode}
+    for each in dict.fromkeys([*MODE_CLASSES.values(), mode]):
+        resolved.update(each.check_parameters(params))
     return resolved
 
 
