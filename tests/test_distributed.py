@@ -465,11 +465,16 @@ def test_cpgbn_fit_distributed_under_torchrun_saves_the_single_process_model(tmp
     np.testing.assert_array_equal(np.load(tmp_path / "two.npy"), np.load(tmp_path / "one.npy"))
 
 
-@pytest.mark.slow(seconds=80)   # two torchrun runs and two one-process runs of the PyTorch sampler
+@pytest.mark.long   # two torchrun runs and two one-process runs of the PyTorch sampler: 80 s
 def test_cpgbn_fit_and_transform_distributed_on_the_pytorch_sampler(tmp_path):
     """``--device cpu --distributed``: shards of whole 1,024-document blocks (the PyTorch
     sampler's random-stream block on the CPU), so 1,100 documents make two workers, whose
-    model and features are one process' bit for bit."""
+    model and features are one process' bit for bit.
+
+    In the long tier (``make test-long``): ``make test`` keeps its two halves, the command's
+    distributed fit and transform on the numba sampler (above) and the PyTorch sampler's
+    workers making its single-process chain (test_torch_workers_make_its_single_process_chain
+    _and_resume_with_two_or_one)."""
     from cpgbn.backends.torch.devices import DOC_BLOCKS
     from cpgbn.cli import main
     from helpers import random_texts, write_tsv

@@ -193,9 +193,9 @@ def test_multinomial_unit_counts_per_row(n):
 # ---------------------------------------------------------------------- Geweke
 @pytest.mark.slow
 @pytest.mark.parametrize("case_name,n_sweeps", [   # seconds on the 2-core machine, in a suite
-    pytest.param("binary", 10000, marks=pytest.mark.slow(seconds=85)),
+    pytest.param("binary", 10000, marks=pytest.mark.long),
     pytest.param("counts", 20000, marks=pytest.mark.long),
-    pytest.param("split", 10000, marks=pytest.mark.slow(seconds=100)),
+    pytest.param("split", 10000, marks=pytest.mark.long),
     pytest.param("split_counts", 20000, marks=pytest.mark.long)])
 def test_geweke_torch_sweep(case_name, n_sweeps):
     """Four of tests/test_geweke.py's cases: the Bernoulli-Poisson link under a two-layer stack
@@ -207,12 +207,15 @@ def test_geweke_torch_sweep(case_name, n_sweeps):
     under three layers and with beta = 5 and cells of 10-30 units (the case that sees the
     tables' law).
 
-    The two cases of large cells (190 s each in a suite, a third of the suite's time) are in
-    the long tier (``make test-long``).  What they reach beyond the two kept here is the
-    draws of large counts, and those have their own laws in this file: the zero-truncated
-    Poisson past the switch at 10, CRT moments at 400 customers, the multinomial of 300
-    units, the position tables' exact posterior; and the whole sweep is compared with the
-    numba sampler's in distribution below."""
+    All four are in the long tier (``make test-long``, before a release and after any change
+    to the sampler's conditionals: CONTRIBUTING.md): 85-190 s each in a suite, they were
+    half of ``make test``'s time (issue 49: ten minutes on two cores).  In ``make test`` the
+    PyTorch sampler keeps its draws' own laws in this file (the zero-truncated Poisson past
+    the switch at 10, CRT moments at 400 customers, the multinomial of 300 units, the position
+    tables' exact posterior, the weights' conditional under both pooling priors in
+    tests/test_pooling_concentration.py) and the whole sweep's agreement with the numba
+    sampler's in distribution below, whose conditionals the numba Geweke cases test at every
+    seed offset (the mutation report: results/mutation)."""
     z = run_geweke(CASES[case_name], n_prior=n_sweeps, n_chain=n_sweeps, seed=11,
                    make_sampler=TorchGibbsSampler)
     assert np.all(np.isfinite(z))

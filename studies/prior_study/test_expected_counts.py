@@ -44,6 +44,9 @@ def _watched(estimator, *, initial=None, before=None, after=None):
                               {"sampler_class": Recording}))
 
 
+# In the long tier (``make test-long``): the study's sampler compiles the numba sweep for
+# float latent counts, 50 s of one core for a one-second test, in every ``make test``.
+@pytest.mark.long
 def test_numba_expected_counts_are_fractional_and_keep_every_unit():
     seen = []
 
