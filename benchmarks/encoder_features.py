@@ -19,7 +19,7 @@ position is visible.
 Both are measured in two fresh processes that differ only in what starts first: torch, as
 cpgbn arranges, or numba's thread pool (``numba.get_num_threads()`` before torch is
 imported), the order that made the features 20x slower (the OpenMP note in
-``cpgbn/backends/openmp.py``).
+``cpgbn/backends/numba/openmp.py``).
 
     python benchmarks/encoder_features.py --data-dir ../shared/data --out results/speed/encoder_features.json
 """

@@ -98,9 +98,9 @@ if _WORKER is not None and int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 import pytest  # noqa: E402
 
 # torch (when installed) before anything can start numba's thread pool, as the library
-# arranges for its own calls (cpgbn/backends/openmp.py): tests call numba's parallel kernels
+# arranges for its own calls (cpgbn/backends/numba/openmp.py): tests call numba's parallel kernels
 # directly, and a pool started first would slow every torch test after it in that worker
-from cpgbn.backends.openmp import import_torch_first  # noqa: E402
+from cpgbn.backends.numba.openmp import import_torch_first  # noqa: E402
 
 import_torch_first()
 
@@ -233,7 +233,7 @@ def numba_one_thread():
     at several times the cost with two threads on a busy machine."""
     import numba
 
-    from cpgbn.backends.openmp import import_torch_first
+    from cpgbn.backends.numba.openmp import import_torch_first
     import_torch_first()   # before numba's pool starts, as the library does
     previous = numba.get_num_threads()
     numba.set_num_threads(1)

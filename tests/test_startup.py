@@ -2,7 +2,7 @@
 
 torch's import takes a second or more (``cpgbn --version`` took 3 s while ``import cpgbn``
 imported it).  cpgbn imports torch only just before numba's thread pool can start, which must
-not come first (:mod:`cpgbn.backends.openmp` says why), so a fit or an inference pays for it
+not come first (:mod:`cpgbn.backends.numba.openmp` says why), so a fit or an inference pays for it
 and nothing else does.  Both halves are checked: what must not import torch, and that each
 piece of cpgbn that can start numba's pool imports torch before it does.
 

@@ -15,7 +15,7 @@ The supervised model (sCPGBN), a classifier that is also a phrase-topic model:
 """
 
 # torch is not imported here: cpgbn imports it (when installed) just before numba's thread
-# pool can start, which must not come first (cpgbn.backends.openmp says why), so that
+# pool can start, which must not come first (cpgbn.backends.numba.openmp says why), so that
 # ``import cpgbn`` and the CLI's commands that neither train nor encode stay fast.
 from .version import VERSION as __version__
 from .errors import CPGBNInputError, DataFileError, ModelFormatError

@@ -53,15 +53,6 @@ TORCH_POSITION_BYTES = {"cpu": {True: 16 + 16 + 2, False: 16 + 16},
                         "cuda": {True: 16, False: 16}}
 
 
-def device_type(device) -> str | None:
-    """The kind of a ``device`` parameter as the estimates take it: None (the numba sampler),
-    "cuda" or "cpu"; "cuda:1" and torch.device objects too, without importing torch (a bad
-    device is refused where the sampler starts)."""
-    if device is None:
-        return None
-    return "cuda" if str(getattr(device, "type", device)).startswith("cuda") else "cpu"
-
-
 def estimate_bytes(n_docs: int, n_positions: int, n_cells: int, vocab_size: int, filter_width: int,
                    layers, n_threads: int, training: bool = True,
                    device_type: str | None = None, wide_kernel_counts: bool = False) -> int:

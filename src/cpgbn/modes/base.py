@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..backends.openmp import import_torch_first
+from ..backends.numba.openmp import import_torch_first
 from ..inference.communicator import Communicator, SingleProcess
 from ..inference.shards import DOC_BLOCK
 from ..inference.state import GlobalParameters, Hyperparameters
@@ -194,7 +194,7 @@ def numba_threads(n_threads):
     """numba's threads set to ``n_threads`` (None: unchanged), restored afterwards."""
     import numba
 
-    import_torch_first()  # asking numba for its threads starts its pool (cpgbn.backends.openmp)
+    import_torch_first()  # asking numba for its threads starts its pool (backends.numba.openmp)
     previous = numba.get_num_threads()
     if n_threads is not None:
         numba.set_num_threads(min(int(n_threads), numba.config.NUMBA_NUM_THREADS))

@@ -13,10 +13,10 @@ import shutil
 
 import numpy as np
 
-from ..backends.openmp import import_torch_first
+from ..backends.numba.openmp import import_torch_first
+from ..backends.registry import gibbs_backend
 from ..inference.gibbs import GibbsSampler, RunResult
 from ..inference.mixing import MixingMonitor
-from ..inference.shards import DOC_BLOCK
 from ..inference.streams import transform_seed
 from ..layers.cells import COUNT_LIMIT, ConvData
 from ..errors import CPGBNInputError
@@ -60,20 +60,15 @@ class GibbsMode(InferenceMode):
     def _sampler(self, data, hyper, seed: int, *, learn_globals: bool, first_doc: int = 0,
                  communicator=None):
         device = self.settings["device"]
-        if device is None:
-            return GibbsSampler(data, hyper, seed, learn_globals=learn_globals,
-                                first_doc=first_doc, communicator=communicator)
-        from ..inference.gibbs import TorchGibbsSampler
-        return TorchGibbsSampler(data, hyper, seed, learn_globals=learn_globals, device=device,
-                                 first_doc=first_doc, communicator=communicator)
+        backend = gibbs_backend(device).make(data, seed, first_doc=first_doc, device=device)
+        return GibbsSampler(data, hyper, seed, learn_globals=learn_globals, backend=backend,
+                            communicator=communicator)
 
     def shard_block(self) -> int:
         """The sampler's random-stream block: numba's 32 documents, or the PyTorch backend's
-        on ``device`` when it is set (:func:`cpgbn.backends.torch.devices.doc_block_for`)."""
-        if self.settings["device"] is None:
-            return DOC_BLOCK
-        from ..backends.torch.devices import doc_block_for
-        return doc_block_for(self.settings["device"])
+        on ``device`` when it is set (:mod:`cpgbn.backends.registry`)."""
+        device = self.settings["device"]
+        return gibbs_backend(device).doc_block(device)
 
     def _training_sampler(self, training: Training):
         """The sampler of a fit: :meth:`sampler`'s, or one worker's over its shard (its
@@ -102,13 +97,12 @@ class GibbsMode(InferenceMode):
         check_device_memory`), since the host's check cannot see it."""
         import numba
 
-        from ..inference.memory import device_type, estimate_bytes
-        import_torch_first()  # get_num_threads starts numba's pool (cpgbn.backends.openmp)
+        from ..inference.memory import estimate_bytes
+        import_torch_first()  # get_num_threads starts numba's pool (cpgbn.backends.numba.openmp)
         n_threads = self.settings["n_threads"] or numba.get_num_threads()
-        device = device_type(self.settings["device"])
-        if device == "cuda":
-            from ..backends.torch.devices import check_device_memory
-            check_device_memory(data.n_positions, layers[0], self.settings["device"])
+        backend = gibbs_backend(self.settings["device"])
+        backend.check_device_memory(data.n_positions, layers[0], self.settings["device"])
+        device = backend.memory_kind(self.settings["device"])
         wide = training and device is None and data.largest_word_units() > COUNT_LIMIT
         return estimate_bytes(data.n_docs, data.n_positions, data.n_cells, vocab_size,
                               data.filter_width, layers, n_threads, training, device, wide)

@@ -73,9 +73,10 @@ class HybridMode(MinibatchMode):
     def training_bytes(self, data: ConvData, layers, vocab_size: int) -> int | None:
         # minibatches; the Gibbs refinement runs in blocks
         from ..inference.hybrid import ENCODER_CHUNK_POSITIONS, REFINE_BLOCK_DOCS
-        from ..inference.memory import device_type, estimate_hybrid_bytes
+        from ..backends.registry import gibbs_backend
+        from ..inference.memory import estimate_hybrid_bytes
         s = self.settings
-        if device_type(s["device"]) == "cuda":
+        if gibbs_backend(s["device"]).memory_kind(s["device"]) == "cuda":
             return None   # the estimate's encoder arrays would be the GPU's, not the host's
         refine = REFINE_BLOCK_DOCS if s["refine_iter"] > 0 else 0
         # a step's graph holds a group of at most ENCODER_CHUNK_POSITIONS positions

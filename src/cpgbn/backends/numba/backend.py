@@ -25,7 +25,7 @@ from threadpoolctl import ThreadpoolController
 from ...errors import CPGBNInputError
 from ...layers.cells import counts_dtype
 from . import conv, gbn
-from ..openmp import import_torch_first
+from .openmp import import_torch_first
 from .mixing import compare_assignments
 from .shared_shape import shared_shape_table
 
@@ -81,7 +81,7 @@ class NumbaBackend:
         if int(first_doc) < 0 or int(first_doc) % DOC_BLOCK:
             raise CPGBNInputError(f"first_doc must be a non-negative multiple of {DOC_BLOCK} "
                                   f"(the random streams' document block), got {first_doc}")
-        import_torch_first()  # before a kernel starts numba's thread pool (cpgbn.backends.openmp)
+        import_torch_first()  # before a kernel starts numba's pool (backends.numba.openmp)
         self.data = data
         self.seed = int(seed)
         #: The global number of the first document block (module docstring).

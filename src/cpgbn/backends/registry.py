@@ -1,0 +1,82 @@
+"""The Gibbs backends by device: the one place that maps ``CPGBN(device=...)`` to a backend.
+
+``device=None`` is the numba backend (:mod:`cpgbn.backends.numba`); any other value ("cpu",
+"cuda", "cuda:1", a torch.device) the PyTorch backend (:mod:`cpgbn.backends.torch`, imported
+only when asked for).  An entry says what the layers above need of a backend on a device:
+
+* ``make(data, seed, first_doc=..., device=...)``: the backend over the documents (the
+  protocol of :mod:`cpgbn.inference.backend`), which a
+  :class:`~cpgbn.inference.gibbs.GibbsSampler` runs;
+* ``doc_block(device)``: its random streams' document block (a distributed run's shards are
+  whole blocks, :func:`cpgbn.inference.shards.shard_range`);
+* ``memory_kind(device)``: the device type of the host-memory estimate
+  (:func:`cpgbn.inference.memory.estimate_bytes`: None for numba, "cpu" or "cuda");
+* ``check_device_memory(n_positions, n_kernels, device)``: the refusal of a run that the
+  device's own memory cannot hold, which the host's check cannot see (a no-op on the host).
+
+A new backend is a folder of :mod:`cpgbn.backends` and one entry here (docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+__all__ = ["GibbsBackendEntry", "gibbs_backend", "BACKENDS"]
+
+
+@dataclass(frozen=True)
+class GibbsBackendEntry:
+    """What a device needs of its Gibbs backend (module docstring)."""
+
+    name: str
+    make: Callable
+    doc_block: Callable[[object], int]
+    memory_kind: Callable[[object], str | None]
+    check_device_memory: Callable[[int, int, object], None]
+
+
+def _numba_make(data, seed: int, *, first_doc: int = 0, device=None):
+    from .numba.backend import NumbaBackend
+    return NumbaBackend(data, int(seed), first_doc=first_doc)
+
+
+def _numba_doc_block(device) -> int:
+    from .numba.backend import DOC_BLOCK
+    return DOC_BLOCK
+
+
+def _torch_make(data, seed: int, *, first_doc: int = 0, device="cpu"):
+    from .torch.backend import TorchBackend
+    return TorchBackend(data, int(seed), device=device, first_doc=first_doc)
+
+
+def _torch_doc_block(device) -> int:
+    from .torch.devices import doc_block_for
+    return doc_block_for(device)
+
+
+def _torch_memory_kind(device) -> str:
+    # without importing torch: a bad device is refused where the sampler starts
+    return "cuda" if str(getattr(device, "type", device)).startswith("cuda") else "cpu"
+
+
+def _torch_check_device_memory(n_positions: int, n_kernels: int, device) -> None:
+    if _torch_memory_kind(device) == "cuda":
+        from .torch.devices import check_device_memory
+        check_device_memory(n_positions, n_kernels, device)
+
+
+#: The entries by name.
+BACKENDS = {
+    "numba": GibbsBackendEntry("numba", _numba_make, _numba_doc_block,
+                               memory_kind=lambda device: None,
+                               check_device_memory=lambda n_positions, n_kernels, device: None),
+    "torch": GibbsBackendEntry("torch", _torch_make, _torch_doc_block, _torch_memory_kind,
+                               _torch_check_device_memory),
+}
+
+
+def gibbs_backend(device) -> GibbsBackendEntry:
+    """The entry of the backend that runs the Gibbs sampler on ``device`` (None: numba)."""
+    return BACKENDS["numba" if device is None else "torch"]
