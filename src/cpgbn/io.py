@@ -40,7 +40,7 @@ from .errors import ModelFormatError
 from .files import MODEL_MARKER, write_directory_atomically
 from .inference.mixing import Mixing
 from .inference.state import GlobalParameters, Hyperparameters
-from .modes.base import SAVED_ARRAYS, SAVED_TIMINGS, FittedState
+from .modes.base import SAVED_ARRAYS, SAVED_JSON, SAVED_TIMINGS, FittedState
 from .text.vocabulary import Vocabulary
 
 FORMAT = "cpgbn-model"
@@ -70,6 +70,12 @@ def _jsonable(value):
     if isinstance(value, np.floating):
         return float(value)
     return value
+
+
+def _json_value(saved):
+    """A ``saved_as="json"`` fitted value as the estimator holds it: the classes as an
+    array, numbers as they are."""
+    return np.asarray(saved) if isinstance(saved, list) else saved
 
 
 def save_model(params: dict, fitted: FittedState, directory, *,
@@ -115,10 +121,10 @@ def save_model(params: dict, fitted: FittedState, directory, *,
             meta["estimator"] = estimator
         if weights is not None:
             meta["encoder_config"] = {k: _jsonable(v) for k, v in fitted.encoder_config_.items()}
-        if fitted.classes_ is not None:   # a classifier's classes, as JSON numbers or strings
-            meta["classes"] = np.asarray(fitted.classes_).tolist()
-            meta["paper_xi"] = fitted.paper_xi_
-            meta["best_epoch"] = fitted.best_epoch_
+        for name, key in SAVED_JSON.items():   # a classifier's classes (numbers or strings), ...
+            value = getattr(fitted, name)
+            if value is not None:
+                meta[key] = np.asarray(value).tolist()
         with open(tmp / _META, "w", encoding="utf-8") as fh:
             json.dump(meta, fh)
         timings = {name: None if getattr(fitted, name) is None
@@ -229,9 +235,8 @@ def load_model(directory, *, estimator: str | None = None) -> tuple[dict, Fitted
             **timings,
             encoder_config_=encoder_config,
             encoder_weights_=encoder_weights if encoder_config is not None else None,
-            classes_=None if meta.get("classes") is None else np.asarray(meta["classes"]),
-            paper_xi_=meta.get("paper_xi"),
-            best_epoch_=meta.get("best_epoch"),
+            **{name: _json_value(meta[key]) for name, key in SAVED_JSON.items()
+               if meta.get(key) is not None},
             format_version_=meta["format_version"],
             saved_by_version_=meta.get("library_version"))
     except (KeyError, TypeError, ValueError, zipfile.BadZipFile, OSError) as exc:

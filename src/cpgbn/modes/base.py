@@ -37,7 +37,8 @@ class FittedState:
     Every mode sets the first nine; the others are None where a mode has no such thing.
     This list is the only list of the fitted attributes: the estimator assigns them from it
     and :mod:`cpgbn.io` saves and loads them from it (a field whose metadata says
-    ``saved_as="array"`` is saved under its own name in the model's npz file).
+    ``saved_as="array"`` is saved under its own name in the model's npz file, one whose
+    metadata says ``saved_as="json"`` under its ``key`` in the model's JSON).
     """
 
     vocabulary_: Vocabulary
@@ -72,15 +73,18 @@ class FittedState:
     """Hybrid: the encoder's JSON-able configuration."""
     encoder_weights_: dict | None = None
     """Hybrid: the encoder's weights, float32 arrays by ``state_dict`` name."""
-    classes_: np.ndarray | None = None
+    classes_: np.ndarray | None = field(default=None,
+                                        metadata={"saved_as": "json", "key": "classes"})
     """A supervised fit (:class:`cpgbn.classifier.CPGBNClassifier`): the classes, in the order
     of the softmax's outputs."""
-    paper_xi_: float | None = None
+    paper_xi_: float | None = field(default=None,
+                                    metadata={"saved_as": "json", "key": "paper_xi"})
     """A supervised fit: the weight of the cross-entropy per document, the paper's xi
     (:mod:`cpgbn.modes.supervised`)."""
     validation_curve_: np.ndarray | None = field(default=None, metadata={"saved_as": "array"})
     """A supervised fit with a validation split: its accuracy at the end of each epoch."""
-    best_epoch_: int | None = None
+    best_epoch_: int | None = field(default=None,
+                                    metadata={"saved_as": "json", "key": "best_epoch"})
     """A supervised fit with a validation split: the epoch (1-based) whose encoder and
     globals the model keeps."""
     gradient_norms_: np.ndarray | None = field(default=None, metadata={"saved_as": "array"})
@@ -133,6 +137,10 @@ SAVED_ARRAYS = tuple(f.name for f in fields(FittedState) if f.metadata.get("save
 #: they differ from run to run, everything else is a function of data, parameters and seed.
 SAVED_TIMINGS = tuple(f.name for f in fields(FittedState)
                       if f.metadata.get("saved_as") == "timing")
+#: The optional fitted values saved in the model's JSON (``saved_as="json"``), by attribute
+#: name: their key there.
+SAVED_JSON = {f.name: f.metadata["key"] for f in fields(FittedState)
+              if f.metadata.get("saved_as") == "json"}
 
 
 @dataclass
