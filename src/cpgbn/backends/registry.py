@@ -15,6 +15,9 @@ only when asked for).  An entry says what the layers above need of a backend on 
   device's own memory cannot hold, which the host's check cannot see (a no-op on the host).
 
 A new backend is a folder of :mod:`cpgbn.backends` and one entry here (docs/architecture.md).
+The hybrid's and the classifier's encoder has one backend, PyTorch's:
+:func:`encoder_backend` gives its class (the protocol
+:class:`~cpgbn.inference.backend.EncoderBackend`).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-__all__ = ["GibbsBackendEntry", "gibbs_backend", "BACKENDS"]
+__all__ = ["GibbsBackendEntry", "gibbs_backend", "BACKENDS", "encoder_backend"]
 
 
 @dataclass(frozen=True)
@@ -80,3 +83,10 @@ BACKENDS = {
 def gibbs_backend(device) -> GibbsBackendEntry:
     """The entry of the backend that runs the Gibbs sampler on ``device`` (None: numba)."""
     return BACKENDS["numba" if device is None else "torch"]
+
+
+def encoder_backend() -> type:
+    """The class of the encoder's backend (PyTorch's, imported when first asked for): its
+    ``for_training`` and ``from_weights`` make one (:mod:`cpgbn.backends.torch.hybrid`)."""
+    from .torch.hybrid import TorchEncoderBackend
+    return TorchEncoderBackend

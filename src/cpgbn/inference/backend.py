@@ -222,6 +222,21 @@ class EncoderBackend(Protocol):
         """The encoder's deterministic mean path over ``data``, ``batch_size`` documents at a
         time: (w as float32 (P, K_1) numpy or None, theta^(1..T) as float64 numpy arrays)."""
 
+    def class_probabilities(self, phi, data, *, batch_size: int = 512,
+                            head_precision: str = "float32") -> np.ndarray:
+        """A supervised encoder's softmax on the mean path of ``data``: (N, C) float64
+        probabilities, no randomness."""
+
+    def softmax_inputs(self, phi, data, *, batch_size: int = 512,
+                       head_precision: str = "float32") -> np.ndarray:
+        """(N, units) float64: what the softmax reads of each document of ``data`` on the
+        mean path, in the order of the softmax's weight columns."""
+
+    def class_attributions(self, phi, data, targets) -> np.ndarray:
+        """(P, K_1) float64: how much each position and unit of ``data`` moved its document
+        towards its class of ``targets`` (the gradient of the target's log-odds times the
+        input, at the mean path)."""
+
     def weights(self) -> dict:
         """The encoder's parameters as numpy arrays by ``state_dict`` name."""
 

@@ -180,8 +180,8 @@ class HybridResult:
 
 def _torch_encoder():
     """The encoder backend's class (PyTorch), imported when first needed."""
-    from ..backends.torch.hybrid import TorchEncoderBackend
-    return TorchEncoderBackend
+    from ..backends.registry import encoder_backend
+    return encoder_backend()
 
 
 def build_encoder(encoder_config: dict, weights: dict | None = None, device="cpu"):

@@ -198,9 +198,9 @@ class SupervisedMode(HybridMode):
 
     def _encoder(self, fitted: FittedState):
         """The fitted encoder (with its softmax) on the mode's device."""
-        from ..backends.torch.hybrid import TorchEncoderBackend
+        from ..backends.registry import encoder_backend
         require_torch("a classifier's predictions")
-        return TorchEncoderBackend.from_weights(fitted.encoder_config_, fitted.encoder_weights_,
+        return encoder_backend().from_weights(fitted.encoder_config_, fitted.encoder_weights_,
                                                 self.settings["device"] or "cpu")
 
     def probabilities(self, fitted: FittedState, data: ConvData) -> np.ndarray:
