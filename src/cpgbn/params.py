@@ -89,7 +89,7 @@ PGBN_PARAMETERS = tuple(
 #: is written for the tied one), sCPGBN's own, and the hybrid inference's; the settings it
 #: fixes (the inference mode, no Gibbs refinement) are not parameters.
 #: Its defaults were chosen on validation splits of SUBJ, TREC and MR's training documents
-#: (studies/classifier_training, results/classifier_training.md): the softmax on the pooled
+#: (docs/classifier.md): the softmax on the pooled
 #: first hidden layer (on SUBJ, reading theta as well cost 4-8 points), xi 1e3 per unit (1e3
 #: to 1e6 level, 100 0.4 points lower), the generative half (the ELBO's gradient and the
 #: globals' step) every 16 minibatches and the cross-entropy alone on the others (the same

@@ -260,7 +260,7 @@ def table4_first_cells() -> str:
     validation accuracies, each test fold's accuracy (seed 0) and their mean, every seed's
     cells' mean and standard deviation (results/table4/table4.json), NBSVM-bigram's 10-fold mean (results/text_baselines) and
     the paper's figure (studies/table4's PAPER)."""
-    from studies.table4.table4 import PAPER as TABLE4_PAPER
+    from studies.table4.settings import PAPER as TABLE4_PAPER
     cells = json.loads((RESULTS / "table4" / "table4.json").read_text())["cells"].values()
     deep = [c for c in cells if c["dataset"] == "subj" and list(c["layers"]) == [200, 100, 50]]
     tuned = sorted((c for c in deep if c["kind"] == "tune"), key=lambda c: c["xi"])

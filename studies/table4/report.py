@@ -8,7 +8,7 @@ from cpgbn.files import write_file_atomically
 
 from studies.common.reports import load_cells
 
-from .table4 import BASELINE_RECORD, BASELINES, DATASETS, OUT, PAPER, TABLE
+from .settings import BASELINE_RECORD, BASELINES, DATASETS, OUT, PAPER, TABLE
 
 #: What a complete row holds: splits per dataset (10 folds for SUBJ and MR) times seeds.
 SPLITS = {"subj": 10, "mr": 10, "trec": 1, "imdb": 1}

@@ -36,22 +36,10 @@ from cpgbn.classifier import CPGBNClassifier
 from cpgbn.evaluate.calibration import expected_calibration_error
 from cpgbn.evaluate.provenance import provenance
 
-from studies.common.paths import RESULTS, ROOT
 from studies.common.reports import add_cell, command_line, load_cells
 from studies.text_baselines.text_baselines import splits
 
-OUT = RESULTS / "table4" / "table4.json"
-TABLE = RESULTS / "table4.md"
-#: Each test cell's fit checkpoints here (outside the repository's records; removed when the
-#: fit completes), so a killed run resumes its fit
-CHECKPOINTS = ROOT / "runs" / "table4"
-BASELINE_RECORD = RESULTS / "text_baselines" / "text_baselines.json"
-DATASETS = ("subj", "imdb", "mr", "trec")
-#: The paper's Table 4 (sCPGBN, accuracy %): layers -> dataset -> accuracy.
-PAPER = {1: {"subj": 93.4, "elec": 91.6, "imdb": 91.8},
-         2: {"subj": 93.7, "elec": 92.0, "imdb": 92.4},
-         3: {"subj": 93.8, "elec": 92.2, "imdb": 92.6}}
-BASELINES = ("nbsvm-bigram", "mnb-bigram", "svm-bigram", "lr-bigram", "svm-trigram")
+from .settings import CHECKPOINTS, OUT
 
 
 def _layers(text: str) -> tuple:

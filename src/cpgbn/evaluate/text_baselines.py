@@ -132,7 +132,7 @@ class NBSVMClassifier(ClassifierMixin, BaseEstimator):
     The paper's formula does not say which.  With bigram bags this reading comes within 0.3
     points of the paper's MR and SUBJ numbers (79.1 and 93.1 against 79.4 and 93.2), where the
     other, b' = b, gives 78.8 and 91.6, and 88.0 against 92.0 on TREC; on MR's unigram bag the
-    kept bias did better (78.3 against 77.2).  ``results/text_baselines/`` has both readings.
+    kept bias did better (78.3 against 77.2); docs/results.md says more.
 
     Two classes need one such model (c = ``classes_[1]``, the score's sign decides, as
     scikit-learn's binary classifiers); more classes are one-vs-rest, a log-count ratio per

@@ -32,8 +32,7 @@ Step i (1-based) on a minibatch of B documents out of N:
 
 Why "gibbs" is the default: on the planted 2-layer corpus of the recovery tests the paper's
 form stays near its random start (worst kernel TV 0.5 - 0.8 after 1500 - 6000 steps, against
-0.11 - 0.16 for "gibbs" after 300 steps, and the same test's tolerance 0.15;
-results/hybrid_statistics/), with the ELBO's rates at 1 or at their conditional means and
+0.11 - 0.16 for "gibbs" after 300 steps, and the same test's tolerance 0.15), with the ELBO's rates at 1 or at their conditional means and
 either shape of q(w) (issue 35; docs/hybrid.md).  Its statistics are a deterministic
 function of an encoder
 trained against the current globals, so globals and encoder settle on a joint fixed point

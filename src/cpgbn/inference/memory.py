@@ -24,7 +24,7 @@ int16 copy of m (training); on the host the state (w float32, m int32) and its c
 back from the device (16 bytes); its kernel counts are one int64 array, not per-thread
 slabs.  On the CPU both are host memory, about 34 bytes an entry: 2,000 IMDB reviews,
 K_1 = 200 (527,175 positions), one thread, peaked at 4.02 GB against this estimate's 3.45 GB
-(``benchmarks/gibbs_memory.py``, results/speed/gibbs_memory.json; the process's peak
+(measured by ``benchmarks/gibbs_memory.py``; the process's peak
 includes the interpreter, torch and the texts: 0.45 GB more than the estimate for numba,
 1.52 against 1.07 GB).  While m was int64 on the device the same fit peaked at 5.21 GB.  With a
 GPU the host holds 16 bytes an entry and the GPU the rest (peak 34 GiB on IMDB's 25,000
@@ -78,7 +78,7 @@ def estimate_hybrid_bytes(n_docs: int, n_positions: int, n_cells: int, vocab_siz
     """Bytes of a hybrid fit (module docstring); ``refine_block_docs`` > 0 adds one block of
     Gibbs refinement.  On IMDB's 25k training reviews (200-100-50, V = 30,001) it gives about
     1.2 GB, against a measured peak of 1.86 GB of which 0.4 GB is the interpreter, torch and
-    the texts (``results/speed/hybrid_imdb.md``)."""
+    the texts (docs/hybrid.md)."""
     K1 = layers[0]
     total = vocab_size * filter_width * K1 * 4 * 10
     total += chunk_positions * K1 * 4 * 40
