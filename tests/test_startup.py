@@ -90,7 +90,7 @@ _RECORD_LAUNCH = """
 
 @pytest.mark.parametrize("start", [
     pytest.param("""
-        from cpgbn.modes.base import numba_threads
+        from cpgbn.modes.runtime import numba_threads
         with numba_threads(1):
             pass
     """, id="numba_threads"),

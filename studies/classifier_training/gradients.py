@@ -46,7 +46,7 @@ def run(classifier_input: str, xi: float, steps: int, data_dir=None) -> dict:
     from cpgbn.inference.batches import ConvDataBlocks, Minibatches
     from cpgbn.inference.hybrid import HybridTrainer
     from cpgbn.inference.streams import ENCODER_DRAW, derived_seed
-    from cpgbn.modes.hybrid import torch_threads
+    from cpgbn.modes.runtime import torch_threads
 
     (fit_x, fit_y), _ = validation_split(data_dir)
     # the classifier's own encoding of the texts and its settings (one epoch is not run)

@@ -122,7 +122,7 @@ _NETWORK = ("n_epochs", "learning_rate", "batch_size", "vocab_size", "filter_wid
 
 def _supervised_class():
     """:class:`cpgbn.classifier.CPGBNClassifier` (it needs PyTorch), imported when asked for."""
-    from ..modes.hybrid import require_torch
+    from ..modes.runtime import require_torch
     require_torch("the supervised CPGBN (--supervised)")
     from ..classifier import CPGBNClassifier
     return CPGBNClassifier

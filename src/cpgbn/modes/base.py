@@ -13,13 +13,11 @@ distributed one) is a new subclass, not new branches in the estimator.
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
 
-from ..backends.numba.openmp import import_torch_first
 from ..inference.communicator import Communicator, SingleProcess
 from ..inference.shards import DOC_BLOCK
 from ..inference.state import GlobalParameters, Hyperparameters
@@ -27,7 +25,7 @@ from ..layers.cells import ConvData
 from ..text.vocabulary import Vocabulary
 
 __all__ = ["FittedState", "FITTED_ATTRIBUTES", "SAVED_ARRAYS", "Training", "Checkpointing", "InferenceMode",
-           "features", "numba_threads"]
+           "features"]
 
 
 @dataclass
@@ -195,21 +193,6 @@ def features(thetas, data: ConvData, normalization: str, all_layers: bool = Fals
     if normalization == "length":
         feats = feats / np.maximum(data.true_length, 1)[:, None]
     return feats
-
-
-@contextlib.contextmanager
-def numba_threads(n_threads):
-    """numba's threads set to ``n_threads`` (None: unchanged), restored afterwards."""
-    import numba
-
-    import_torch_first()  # asking numba for its threads starts its pool (backends.numba.openmp)
-    previous = numba.get_num_threads()
-    if n_threads is not None:
-        numba.set_num_threads(min(int(n_threads), numba.config.NUMBA_NUM_THREADS))
-    try:
-        yield
-    finally:
-        numba.set_num_threads(previous)
 
 
 class InferenceMode:

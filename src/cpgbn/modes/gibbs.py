@@ -22,7 +22,8 @@ from ..layers.cells import COUNT_LIMIT, ConvData
 from ..errors import CPGBNInputError
 from ..inference.checkpoint import corpus_identity
 from ..inference.communicator import gather_rows
-from .base import FittedState, InferenceMode, Training, features, numba_threads
+from .base import FittedState, InferenceMode, Training, features
+from .runtime import numba_threads
 
 __all__ = ["GibbsMode", "progress_bars"]
 

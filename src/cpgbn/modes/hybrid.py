@@ -9,7 +9,6 @@ arithmetic of the encoder's position head.
 
 from __future__ import annotations
 
-import contextlib
 
 import numpy as np
 
@@ -17,39 +16,11 @@ from ..errors import CPGBNInputError, check_choice, check_int, check_positive
 from ..inference.hybrid import ENCODER_PRECISIONS
 from ..inference.streams import transform_seed
 from ..layers.cells import ConvData
-from .base import FittedState, Training, numba_threads
+from .base import FittedState, Training
+from .runtime import require_torch, torch_threads
 from .minibatch import MinibatchMode
 
-__all__ = ["HybridMode", "require_torch", "torch_threads"]
-
-_TORCH_HINT = "needs PyTorch: pip install 'cpgbn[torch]'"
-
-
-def require_torch(what: str) -> None:
-    """Raise a CPGBNInputError with the extra's install hint when torch cannot be imported."""
-    import importlib
-    try:   # by name: only whether it imports matters here, no name of it is used
-        importlib.import_module("torch")
-    except ImportError:
-        raise CPGBNInputError(f"{what} {_TORCH_HINT}") from None
-
-
-@contextlib.contextmanager
-def torch_threads(n_threads):
-    """numba's and torch's intra-op threads set to ``n_threads`` (None: unchanged), restored
-    afterwards."""
-    if n_threads is None:
-        with numba_threads(None):
-            yield
-        return
-    import torch
-    previous = torch.get_num_threads()
-    torch.set_num_threads(int(n_threads))
-    try:
-        with numba_threads(n_threads):
-            yield
-    finally:
-        torch.set_num_threads(previous)
+__all__ = ["HybridMode"]
 
 
 class HybridMode(MinibatchMode):

@@ -26,7 +26,8 @@ from ..inference.checkpoint import corpus_identity, fingerprint
 from ..inference.communicator import gather_rows
 from ..inference.shards import DOC_BLOCK
 from ..layers.cells import ConvData
-from .base import FittedState, Training, features, numba_threads
+from .base import FittedState, Training, features
+from .runtime import numba_threads
 from .gibbs import GibbsMode
 
 __all__ = ["BLOCK_DOCS", "LOCAL_BURN_IN", "LOCAL_COLLECT", "MinibatchMode",

@@ -41,7 +41,8 @@ from ..inference.labels import LabelCodes
 from ..inference.streams import derived_seed
 from ..layers.cells import ConvData
 from .base import FittedState, Training
-from .hybrid import HybridMode, require_torch, torch_threads
+from .hybrid import HybridMode
+from .runtime import require_torch, torch_threads
 from .minibatch import block_source, steps_per_epoch
 
 #: What the softmax reads (:data:`cpgbn.backends.torch.encoder.CLASSIFIER_INPUTS`, repeated
