@@ -43,9 +43,11 @@ test: install $(VENV)/.torch
 test-fast: install $(VENV)/.torch
 	$(PY) -m pytest -q -m "not slow and not long" $(XDIST)
 
-# The long tier of the Geweke tests (about 20 minutes of one core, split over the workers; the
-# PyTorch sampler's cases of large cells among them): before a release note, and after any
-# change to the sampler's conditionals (CONTRIBUTING.md).
+# The long tier (marker long): the Geweke tests' long runs, the PyTorch sampler's four Geweke
+# cases, the distributed command on the PyTorch sampler and a study's test that compiles its
+# own kernels (about 25 minutes of one core, split over the workers: 20 before issue 49 moved
+# the last four of those here, about 5 together): before a release note, and after any change
+# to the sampler's conditionals (CONTRIBUTING.md).
 test-long: install $(VENV)/.torch
 	$(PY) -m pytest -q -m long $(XDIST)
 
