@@ -284,7 +284,7 @@ def write_report(out_dir: Path, meta: dict, rows: list[dict]) -> None:
              "first, then the long tier (marker `long`) if the default tier passed; a "
              "mutation that names its own test files runs those instead, whole, in the "
              "suite tier (marker `not long`, as `make test`; every failing test listed).  "
-             "max |z|: the largest Geweke z-score of the tests that ran (threshold 5).", "",
+             "max |z|: the largest Geweke z-score of the tests that ran (threshold 5.5).", "",
              "| mutation | origin | target | outcome | caught by | max abs z | seconds |",
              "|---|---|---|---|---|---|---|"]
     def cell(text) -> str:
