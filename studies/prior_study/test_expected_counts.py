@@ -44,8 +44,9 @@ def _watched(estimator, *, initial=None, before=None, after=None):
                               {"sampler_class": Recording}))
 
 
-# In the long tier (``make test-long``): the study's sampler compiles the numba sweep for
-# float latent counts, 50 s of one core for a one-second test, in every ``make test``.
+# The two tests of the study's numba sampler are in the long tier (``make test-long``): it
+# compiles the numba sweep for float latent counts, 50 s of one core for one-second tests
+# (moving one alone moved the compilation to the other: 17 s in a fresh-clone make test).
 @pytest.mark.long
 def test_numba_expected_counts_are_fractional_and_keep_every_unit():
     seen = []
@@ -69,6 +70,7 @@ def test_numba_expected_counts_are_fractional_and_keep_every_unit():
     assert np.isfinite(model.transform(_texts()[:5])).all()
 
 
+@pytest.mark.long
 def test_redistributed_w_follows_the_expected_counts_and_zero_is_absorbing():
     """The authors' w step: w_jks / theta_jk = m_jks / A_jk of the previous augmentation, and a
     kernel that has vanished from a document never comes back."""
