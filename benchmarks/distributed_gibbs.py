@@ -93,7 +93,7 @@ def kernel_draw_seconds(vocab_size: int, n_kernels: int, repeats: int = 3) -> fl
     import numba
 
     from cpgbn.backends.numba import conv
-    from cpgbn.backends.numba.backend import WORD_BLOCK
+    from cpgbn.backends.numba.numba_backend import WORD_BLOCK
     from cpgbn.backends.numba.shared_shape import shared_shape_table
     numba.set_num_threads(1)
     rng = np.random.default_rng(0)

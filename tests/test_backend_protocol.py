@@ -1,4 +1,4 @@
-"""The backend protocols of cpgbn.inference.backend: every implementation has every member.
+"""The backend protocols of cpgbn.inference.protocols: every implementation has every member.
 
 For each backend class (numba, PyTorch) and the hybrid's encoder backend: an instance passes
 ``isinstance`` against its ``runtime_checkable`` protocol, and every method the protocol
@@ -12,8 +12,8 @@ import inspect
 import numpy as np
 import pytest
 
-from cpgbn.backends.numba.backend import NumbaBackend
-from cpgbn.inference.backend import Backend, EncoderBackend, protocol_members
+from cpgbn.backends.numba.numba_backend import NumbaBackend
+from cpgbn.inference.protocols import Backend, EncoderBackend, protocol_members
 from cpgbn.layers.cells import from_token_sequences
 
 
@@ -61,7 +61,7 @@ def test_the_numba_backend_has_every_member():
 
 def test_the_torch_backend_has_every_member():
     pytest.importorskip("torch")
-    from cpgbn.backends.torch.backend import TorchBackend
+    from cpgbn.backends.torch.torch_backend import TorchBackend
 
     backend = TorchBackend(_data(), 0, device="cpu")
     assert isinstance(backend, Backend)
@@ -70,7 +70,7 @@ def test_the_torch_backend_has_every_member():
 
 def test_the_torch_encoder_backend_has_every_member():
     pytest.importorskip("torch")
-    from cpgbn.backends.torch.hybrid import TorchEncoderBackend
+    from cpgbn.backends.torch.encoder_backend import TorchEncoderBackend
 
     config = {"vocab_size": 6, "layers": [3, 2], "filter_width": 2}
     encoder = TorchEncoderBackend.for_training(config, init_seed=0, learning_rate=0.01)

@@ -2,7 +2,7 @@
 import numpy as np
 from threadpoolctl import threadpool_info
 
-from cpgbn.backends.numba.backend import one_blas_thread
+from cpgbn.backends.numba.numba_backend import one_blas_thread
 
 
 def _blas_threads():

@@ -19,7 +19,7 @@ from cpgbn.layers.batches import subset_cells
 torch = pytest.importorskip("torch")
 
 from cpgbn.backends.torch.elbo import conditional_rates, elbo_terms  # noqa: E402
-from cpgbn.backends.torch.hybrid import TorchEncoderBackend  # noqa: E402
+from cpgbn.backends.torch.encoder_backend import TorchEncoderBackend  # noqa: E402
 from cpgbn.backends.torch.packed import pack  # noqa: E402
 from cpgbn.classifier import CPGBNClassifier  # noqa: E402
 from test_classifier import order_corpus, small  # noqa: E402

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from cpgbn import CPGBN, PGBN
-from cpgbn.backends.numba.backend import NumbaBackend
+from cpgbn.backends.numba.numba_backend import NumbaBackend
 from cpgbn.errors import CPGBNInputError
 from cpgbn.inference.gibbs import GibbsSampler
 from cpgbn.inference.state import Hyperparameters

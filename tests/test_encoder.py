@@ -280,7 +280,7 @@ def test_bad_input_raises():
 
 def test_a_saved_configuration_without_the_shape_choice_rebuilds_the_paper_form():
     # models saved before "pooled" became the default name no choice; theirs was "paper"
-    from cpgbn.backends.torch.hybrid import build_encoder
+    from cpgbn.backends.torch.encoder_backend import build_encoder
     from cpgbn.inference.hybrid import ENCODER_DEFAULTS
     old = {"vocab_size": V, "layers": list(LAYERS), "filter_width": F}
     assert build_encoder(old).w_shape_above == "paper"

@@ -6,7 +6,7 @@ import pytest
 
 import cpgbn.modes.minibatch
 from cpgbn import CPGBN, TextFile
-from cpgbn.backends.numba.backend import DOC_BLOCK
+from cpgbn.backends.numba.numba_backend import DOC_BLOCK
 from cpgbn.errors import CPGBNInputError
 from cpgbn.inference.batches import Batch, ConvDataBlocks, Minibatches
 from cpgbn.inference.gibbs import GibbsSampler

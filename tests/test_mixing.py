@@ -8,7 +8,7 @@ import pytest
 from scipy.signal import lfilter
 
 from cpgbn import CPGBN, PGBN
-from cpgbn.backends.numba.backend import NumbaBackend
+from cpgbn.backends.numba.numba_backend import NumbaBackend
 from cpgbn.inference.mixing import (Mixing, assignment_change_counts, change_shares,
                                     dominant_kernels, effective_sample_size)
 from cpgbn.layers.cells import from_token_sequences
@@ -81,7 +81,7 @@ def test_the_numba_kernel_equals_the_numpy_expression():
 
 def test_the_torch_backend_equals_the_numpy_expression():
     torch = pytest.importorskip("torch")
-    from cpgbn.backends.torch.backend import TorchBackend
+    from cpgbn.backends.torch.torch_backend import TorchBackend
     arrays = _sequence(np.random.default_rng(1))
     backend = TorchBackend(_tiny_data(), 0, device="cpu", max_elements=1000)  # several chunks
     got = _run_backend(backend, arrays, lambda a: torch.tensor(a, dtype=torch.int64))

@@ -96,7 +96,7 @@ _RECORD_LAUNCH = """
     """, id="numba_threads"),
     pytest.param("""
         import numpy as np
-        from cpgbn.backends.numba.backend import NumbaBackend
+        from cpgbn.backends.numba.numba_backend import NumbaBackend
         from cpgbn.layers.cells import from_token_sequences
         backend = NumbaBackend(from_token_sequences(np.array([1, 2]), np.array([0, 2]), 1, 1), 0)
         backend.count_slabs((3, 1, 2))

@@ -212,7 +212,7 @@ def test_bad_inputs_raise():
 
 
 def _torch_backend():
-    from cpgbn.backends.torch.backend import TorchBackend
+    from cpgbn.backends.torch.torch_backend import TorchBackend
     from cpgbn.layers.cells import from_token_sequences
 
     data = from_token_sequences(np.array([1, 2, 3]), np.array([0, 3]), 2)
@@ -249,7 +249,7 @@ def test_the_step_on_torch_tensors_matches_numpy():
 def test_backend_normals_are_a_function_of_the_key():
     """Both backends' TLASGR normals repeat for a key and differ across keys; the numba
     backend's come one block of columns at a time, each block from its own stream."""
-    from cpgbn.backends.numba.backend import COLUMN_BLOCK, NumbaBackend
+    from cpgbn.backends.numba.numba_backend import COLUMN_BLOCK, NumbaBackend
 
     for backend in (NumbaBackend, _torch_backend()):
         first = backend.column_normals(5, 40, (3, 1, 0, 9))

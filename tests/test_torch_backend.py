@@ -29,7 +29,7 @@ from test_geweke import CASES, THRESHOLD, run_geweke  # noqa: E402
 from cpgbn.errors import CPGBNInputError  # noqa: E402
 from cpgbn.inference.gibbs import GibbsSampler  # noqa: E402
 from cpgbn.inference.state import GibbsState, Hyperparameters  # noqa: E402
-from cpgbn.backends.torch.backend import FLOOR  # noqa: E402
+from cpgbn.backends.torch.torch_backend import FLOOR  # noqa: E402
 from cpgbn.inference.gibbs import TorchGibbsSampler  # noqa: E402
 from cpgbn.simulate import sample_corpus, sample_globals  # noqa: E402
 

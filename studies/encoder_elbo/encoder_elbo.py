@@ -94,7 +94,7 @@ def heldout_bound(model, texts) -> dict:
     import torch
 
     from cpgbn.backends.torch.elbo import conditional_rates, elbo_terms
-    from cpgbn.backends.torch.hybrid import build_encoder
+    from cpgbn.backends.torch.encoder_backend import build_encoder
     from cpgbn.backends.torch.packed import pack_tokens
 
     corpus = model.encode(list(texts)[:HELDOUT_DOCS])

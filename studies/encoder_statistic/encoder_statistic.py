@@ -99,7 +99,7 @@ def _encoder_theta1_by_length(model: CPGBN, texts, *, median=False, shape_floor=
                               batch_size=512):
     """theta^(1) / L from the encoder's mean path (:func:`mean_path_theta1`), ``batch_size``
     documents at a time."""
-    from cpgbn.backends.torch.hybrid import build_encoder
+    from cpgbn.backends.torch.encoder_backend import build_encoder
     from cpgbn.backends.torch.packed import pack
     from cpgbn.layers.cells import from_token_sequences
     corpus = model.encode(texts)          # the cells as transform builds them

@@ -38,7 +38,7 @@ from math import lgamma
 import numba
 import numpy as np
 
-from cpgbn.backends.numba.backend import DOC_BLOCK, NumbaBackend
+from cpgbn.backends.numba.numba_backend import DOC_BLOCK, NumbaBackend
 from cpgbn.inference.gibbs import GibbsSampler
 from cpgbn.model import CPGBN
 from cpgbn.modes.gibbs import GibbsMode
@@ -63,7 +63,7 @@ def expected_counts_torch_backend():
     subclass, built on demand so that this module imports without torch)."""
     import torch
 
-    from cpgbn.backends.torch.backend import TorchBackend
+    from cpgbn.backends.torch.torch_backend import TorchBackend
 
     class ExpectedCountsTorchBackend(TorchBackend):
         count_dtype = np.float64

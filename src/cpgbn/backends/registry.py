@@ -5,7 +5,7 @@
 only when asked for).  An entry says what the layers above need of a backend on a device:
 
 * ``make(data, seed, first_doc=..., device=...)``: the backend over the documents (the
-  protocol of :mod:`cpgbn.inference.backend`), which a
+  protocol of :mod:`cpgbn.inference.protocols`), which a
   :class:`~cpgbn.inference.gibbs.GibbsSampler` runs;
 * ``doc_block(device)``: its random streams' document block (a distributed run's shards are
   whole blocks, :func:`cpgbn.inference.shards.shard_range`);
@@ -17,7 +17,7 @@ only when asked for).  An entry says what the layers above need of a backend on 
 A new backend is a folder of :mod:`cpgbn.backends` and one entry here (docs/architecture.md).
 The hybrid's and the classifier's encoder has one backend, PyTorch's:
 :func:`encoder_backend` gives its class (the protocol
-:class:`~cpgbn.inference.backend.EncoderBackend`).
+:class:`~cpgbn.inference.protocols.EncoderBackend`).
 """
 
 from __future__ import annotations
@@ -40,17 +40,17 @@ class GibbsBackendEntry:
 
 
 def _numba_make(data, seed: int, *, first_doc: int = 0, device=None):
-    from .numba.backend import NumbaBackend
+    from .numba.numba_backend import NumbaBackend
     return NumbaBackend(data, int(seed), first_doc=first_doc)
 
 
 def _numba_doc_block(device) -> int:
-    from .numba.backend import DOC_BLOCK
+    from .numba.numba_backend import DOC_BLOCK
     return DOC_BLOCK
 
 
 def _torch_make(data, seed: int, *, first_doc: int = 0, device="cpu"):
-    from .torch.backend import TorchBackend
+    from .torch.torch_backend import TorchBackend
     return TorchBackend(data, int(seed), device=device, first_doc=first_doc)
 
 
@@ -87,6 +87,6 @@ def gibbs_backend(device) -> GibbsBackendEntry:
 
 def encoder_backend() -> type:
     """The class of the encoder's backend (PyTorch's, imported when first asked for): its
-    ``for_training`` and ``from_weights`` make one (:mod:`cpgbn.backends.torch.hybrid`)."""
-    from .torch.hybrid import TorchEncoderBackend
+    ``for_training`` and ``from_weights`` make one (:mod:`cpgbn.backends.torch.encoder_backend`)."""
+    from .torch.encoder_backend import TorchEncoderBackend
     return TorchEncoderBackend

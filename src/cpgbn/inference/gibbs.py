@@ -43,7 +43,7 @@ against the joint distribution.
 
 The order is written once, in :meth:`GibbsSampler.sweep_on_backend`; a backend
 (:mod:`cpgbn.backends`) only draws.  What the schedule calls on it is declared in
-:class:`cpgbn.inference.backend.Backend`: the documents (``data``), array helpers, the initial
+:class:`cpgbn.inference.protocols.Backend`: the documents (``data``), array helpers, the initial
 draws and one method per conditional (``draw_first_layer`` for step 1, returning the kernel
 counts and the first layer's tables; ``draw_kernels``, ``draw_doc_scales``, ``layer_tables``,
 ``split_tables``, ``draw_phi``, ``draw_gamma_vector``, ``draw_doc_gammas``).  Each draw takes
@@ -70,10 +70,10 @@ from numbers import Real
 
 import numpy as np
 
-from ..backends.numba.backend import NumbaBackend
+from ..backends.numba.numba_backend import NumbaBackend
 from ..errors import CPGBNInputError
 from . import streams
-from .backend import Backend
+from .protocols import Backend
 from .communicator import as_communicator
 from .driver import Collector, RunResult, run_chain
 from .exact import ExactSum
@@ -102,8 +102,8 @@ class GibbsSampler:
         statistics at all otherwise.  An update that keeps the globals fixed
         (:class:`~cpgbn.inference.updates.AccumulateStatistics`) goes with
         ``learn_globals=False``.
-    backend : a :class:`~cpgbn.inference.backend.Backend` over ``data``, or None for
-        :class:`~cpgbn.backends.numba.backend.NumbaBackend` (built over ``data``, ``seed`` and
+    backend : a :class:`~cpgbn.inference.protocols.Backend` over ``data``, or None for
+        :class:`~cpgbn.backends.numba.numba_backend.NumbaBackend` (built over ``data``, ``seed`` and
         ``first_doc``).
     first_doc : int, default 0
         The global id of ``data``'s first document in a larger corpus (a multiple of the
@@ -387,7 +387,7 @@ class TorchGibbsSampler(GibbsSampler):
     def __init__(self, data, hyper: Hyperparameters, seed: int, *, learn_globals: bool = True,
                  device="cpu", max_elements: int | None = None, first_doc: int = 0,
                  doc_block: int | None = None, communicator=None):
-        from ..backends.torch.backend import TorchBackend
+        from ..backends.torch.torch_backend import TorchBackend
         backend = TorchBackend(data, int(seed), device=device, max_elements=max_elements,
                                first_doc=first_doc, doc_block=doc_block)
         super().__init__(data, hyper, seed, learn_globals=learn_globals, backend=backend,

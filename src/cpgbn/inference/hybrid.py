@@ -60,8 +60,8 @@ Gibbs refinement sweeps from there, :func:`refine_with_gibbs`.
 This module is the schedule: the order of the steps, which statistics feed which update, the
 grouping of documents, the seeds, what a checkpoint holds.  Every tensor operation (the
 encoder, its draws, loss, gradient and optimiser, its mean path) is a method of the encoder
-backend (:class:`cpgbn.inference.backend.EncoderBackend`;
-:class:`cpgbn.backends.torch.hybrid.TorchEncoderBackend` on the ``device`` asked for), imported
+backend (:class:`cpgbn.inference.protocols.EncoderBackend`;
+:class:`cpgbn.backends.torch.encoder_backend.TorchEncoderBackend` on the ``device`` asked for), imported
 when first needed, so that this module imports without torch.
 """
 
@@ -72,7 +72,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import CPGBNInputError, check_choice
-from .backend import EncoderBackend
+from .protocols import EncoderBackend
 from .batches import Batch, ConvDataBlocks, Minibatches
 from .communicator import as_communicator
 from .labels import LabelCodes
@@ -185,8 +185,8 @@ def _torch_encoder():
 
 def build_encoder(encoder_config: dict, weights: dict | None = None, device="cpu"):
     """A WeibullConvEncoder from its config (and weights: numpy arrays by state_dict name):
-    :func:`cpgbn.backends.torch.hybrid.build_encoder`."""
-    from ..backends.torch.hybrid import build_encoder as build
+    :func:`cpgbn.backends.torch.encoder_backend.build_encoder`."""
+    from ..backends.torch.encoder_backend import build_encoder as build
     return build(encoder_config, weights, device)
 
 
@@ -239,7 +239,7 @@ class HybridTrainer:
         (:class:`~cpgbn.inference.updates.DistributedGlobalUpdate`), so every worker holds
         the same encoder and globals.
 
-    The encoder's side is an :class:`~cpgbn.inference.backend.EncoderBackend` on ``device``
+    The encoder's side is an :class:`~cpgbn.inference.protocols.EncoderBackend` on ``device``
     (:attr:`encoder_backend`); :attr:`globals` are the globals as its arrays.
     """
 

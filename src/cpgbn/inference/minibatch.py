@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..backends.numba.backend import NumbaBackend
+from ..backends.numba.numba_backend import NumbaBackend
 from ..errors import CPGBNInputError
 from ..layers.batches import restrict_vocabulary
 from .gibbs import GibbsSampler

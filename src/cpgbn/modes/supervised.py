@@ -215,7 +215,7 @@ class SupervisedMode(HybridMode):
 
     def softmax_inputs(self, fitted: FittedState, data: ConvData) -> np.ndarray:
         """(N, units): what the softmax reads of each document of ``data`` on the encoder's
-        mean path (:meth:`cpgbn.backends.torch.hybrid.TorchEncoderBackend.softmax_inputs`)."""
+        mean path (:meth:`cpgbn.backends.torch.encoder_backend.TorchEncoderBackend.softmax_inputs`)."""
         s = self.settings
         backend = self._encoder(fitted)
         with torch_threads(s["n_threads"]):
@@ -225,7 +225,7 @@ class SupervisedMode(HybridMode):
     def attributions(self, fitted: FittedState, data: ConvData, targets) -> np.ndarray:
         """(P, K_1): how much each position and kernel of the documents ``data`` moved them
         towards the classes ``targets`` (indices), at the encoder's mean path
-        (:meth:`cpgbn.backends.torch.hybrid.TorchEncoderBackend.class_attributions`)."""
+        (:meth:`cpgbn.backends.torch.encoder_backend.TorchEncoderBackend.class_attributions`)."""
         backend = self._encoder(fitted)
         with torch_threads(self.settings["n_threads"]):
             return backend.class_attributions(fitted.globals_.phi, data, targets)

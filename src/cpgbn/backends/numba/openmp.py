@@ -9,7 +9,7 @@ loaded first both use one runtime.
 numba starts its pool lazily: at the first call of a parallel kernel (compiled or loaded from
 the cache) or of ``numba.get_num_threads``/``set_num_threads``, never at import.  So torch is
 imported here, by every piece of cpgbn that can start the pool, just before it does:
-:class:`~cpgbn.backends.numba.backend.NumbaBackend`, which alone calls the parallel kernels,
+:class:`~cpgbn.backends.numba.numba_backend.NumbaBackend`, which alone calls the parallel kernels,
 and :func:`cpgbn.modes.base.numba_threads` and the Gibbs mode's memory estimate, which ask
 numba for its thread count.  ``import cpgbn``, and the CLI's commands that neither train nor
 encode, then never pay torch's import (about a second, three for ``cpgbn --version``).

@@ -3,7 +3,7 @@
 The steps that draw per document re-seed the backend's generator for every block, from
 (seed, sweep, step, block) with the block numbered globally (a shard's first document has
 global id ``first_doc``, a multiple of the block), and draw the block's variates in one go
-(:class:`~cpgbn.backends.torch.backend.TorchBackend`).  A block's draws are then a function
+(:class:`~cpgbn.backends.torch.torch_backend.TorchBackend`).  A block's draws are then a function
 of its documents and that key alone: a shard swept apart draws what the whole corpus draws.
 """
 

@@ -7,7 +7,7 @@ most ``random.max_elements`` float64 entries.
 
 Pure functions over the corpus' tensors on the device (:class:`DeviceCells`) and a
 :class:`~cpgbn.backends.torch.random.TorchRandom` already keyed to the step and block; the
-order of the steps and the keys are :class:`~cpgbn.backends.torch.backend.TorchBackend`'s.
+order of the steps and the keys are :class:`~cpgbn.backends.torch.torch_backend.TorchBackend`'s.
 """
 
 from __future__ import annotations

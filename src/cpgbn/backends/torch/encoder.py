@@ -40,7 +40,7 @@ an empty position has it, and every (position, kernel) pair pays that in the KL:
 weights' KL per token is 128-147 nats with "pooled" against 199-224 with "paper" (three seeds),
 and the held-out bound 1865 against 1964 nats per token, at the same accuracy of the features
 (docs/hybrid.md).  "paper" stays for the models saved before that
-choice (their configuration names none: :func:`cpgbn.backends.torch.hybrid.build_encoder`
+choice (their configuration names none: :func:`cpgbn.backends.torch.encoder_backend.build_encoder`
 reads them as "paper").  With
 T = 1 (CPFA) there is no layer above w and its shape is Sigma alone.
 

@@ -6,13 +6,13 @@ arrays and makes the draws.  Two protocols say which members they use:
 
 * :class:`Backend`: the draws of a Gibbs sweep (paper section 3.1, one method per
   conditional), the array helpers the schedule and the global updates compute with, and the
-  standard normals of a TLASGR-MCMC step.  :class:`~cpgbn.backends.numba.backend.NumbaBackend`
-  (the default, numpy arrays on the CPU) and :class:`~cpgbn.backends.torch.backend.TorchBackend`
+  standard normals of a TLASGR-MCMC step.  :class:`~cpgbn.backends.numba.numba_backend.NumbaBackend`
+  (the default, numpy arrays on the CPU) and :class:`~cpgbn.backends.torch.torch_backend.TorchBackend`
   (tensors on a GPU or the CPU) implement it.
 * :class:`EncoderBackend`: the tensor side of the hybrid inference (paper Algorithm 1): the
   Weibull convolutional encoder, its gradient step on the negative ELBO, its mean path for
   features, and the checkpoint of its weights and optimiser.
-  :class:`~cpgbn.backends.torch.hybrid.TorchEncoderBackend` implements it.
+  :class:`~cpgbn.backends.torch.encoder_backend.TorchEncoderBackend` implements it.
 
 The protocols live here, beside their caller, rather than in ``backends/``: a backend imports
 nothing from ``inference/`` (it satisfies a protocol by its members alone, as

@@ -4,7 +4,7 @@ gradient step on the negative ELBO and its mean path, on one torch device.
 :class:`cpgbn.inference.hybrid.HybridTrainer` holds the schedule (which draw feeds which
 update, which documents are grouped, when the encoder steps, what a checkpoint holds) and
 calls this module's :class:`TorchEncoderBackend` for every operation on tensors (the members
-of :class:`cpgbn.inference.backend.EncoderBackend`):
+of :class:`cpgbn.inference.protocols.EncoderBackend`):
 
 * :meth:`~TorchEncoderBackend.gradient`: steps 1-2 of Algorithm 1 up to the update: a
   reparameterised draw of w and theta^(2..T) from the encoder's upward-downward q
@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from ...errors import CPGBNInputError
-from .backend import TorchBackend
+from .torch_backend import TorchBackend
 from .devices import resolve_device
 from .elbo import conditional_rates, elbo_terms, expected_kernel_counts
 from .encoder import WeibullConvEncoder, WeibullSample
