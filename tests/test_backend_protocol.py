@@ -1,4 +1,4 @@
-"""The backend protocols of cpgbn.inference.protocols: every implementation has every member.
+"""The backend protocols of cpgbn.inference.backend_protocols: every implementation has every member.
 
 For each backend class (numba, PyTorch) and the hybrid's encoder backend: an instance passes
 ``isinstance`` against its ``runtime_checkable`` protocol, and every method the protocol
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from cpgbn.backends.numba.numba_backend import NumbaBackend
-from cpgbn.inference.protocols import Backend, EncoderBackend, protocol_members
+from cpgbn.inference.backend_protocols import Backend, EncoderBackend, protocol_members
 from cpgbn.layers.cells import from_token_sequences
 
 

@@ -346,7 +346,7 @@ def third_party_imports(module: Module) -> list[tuple[str, int]]:
 
 def test_inference_reaches_torch_only_through_a_backend(package):
     """``inference/`` holds the schedules; tensor code lives in ``backends/torch/`` and is
-    reached through the backend protocols (cpgbn.inference.protocols), so no module of
+    reached through the backend protocols (cpgbn.inference.backend_protocols), so no module of
     ``inference/`` imports torch itself, not even inside a function."""
     modules, _ = package
     found = [f"{m.shown}:{line}" for m in modules.values()

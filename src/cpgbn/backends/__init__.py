@@ -5,6 +5,6 @@
 ``torch``  -- the same conditionals vectorised in PyTorch for a GPU (or the CPU).
 
 :mod:`cpgbn.inference` owns the order of the steps and the run loop, and declares what it calls
-on a backend (:mod:`cpgbn.inference.protocols`); a backend only draws, and imports nothing from
+on a backend (:mod:`cpgbn.inference.backend_protocols`); a backend only draws, and imports nothing from
 :mod:`cpgbn.inference`.
 """

@@ -43,7 +43,7 @@ against the joint distribution.
 
 The order is written once, in :meth:`GibbsSampler.sweep_on_backend`; a backend
 (:mod:`cpgbn.backends`) only draws.  What the schedule calls on it is declared in
-:class:`cpgbn.inference.protocols.Backend`: the documents (``data``), array helpers, the initial
+:class:`cpgbn.inference.backend_protocols.Backend`: the documents (``data``), array helpers, the initial
 draws and one method per conditional (``draw_first_layer`` for step 1, returning the kernel
 counts and the first layer's tables; ``draw_kernels``, ``draw_doc_scales``, ``layer_tables``,
 ``split_tables``, ``draw_phi``, ``draw_gamma_vector``, ``draw_doc_gammas``).  Each draw takes
@@ -73,7 +73,7 @@ import numpy as np
 from ..backends.numba.numba_backend import NumbaBackend
 from ..errors import CPGBNInputError
 from . import streams
-from .protocols import Backend
+from .backend_protocols import Backend
 from .communicator import as_communicator
 from .driver import Collector, RunResult, run_chain
 from .exact import ExactSum
@@ -102,7 +102,7 @@ class GibbsSampler:
         statistics at all otherwise.  An update that keeps the globals fixed
         (:class:`~cpgbn.inference.updates.AccumulateStatistics`) goes with
         ``learn_globals=False``.
-    backend : a :class:`~cpgbn.inference.protocols.Backend` over ``data``, or None for
+    backend : a :class:`~cpgbn.inference.backend_protocols.Backend` over ``data``, or None for
         :class:`~cpgbn.backends.numba.numba_backend.NumbaBackend` (built over ``data``, ``seed`` and
         ``first_doc``).
     first_doc : int, default 0

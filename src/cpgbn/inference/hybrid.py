@@ -60,7 +60,7 @@ Gibbs refinement sweeps from there, :func:`refine_with_gibbs`.
 This module is the schedule: the order of the steps, which statistics feed which update, the
 grouping of documents, the seeds, what a checkpoint holds.  Every tensor operation (the
 encoder, its draws, loss, gradient and optimiser, its mean path) is a method of the encoder
-backend (:class:`cpgbn.inference.protocols.EncoderBackend`;
+backend (:class:`cpgbn.inference.backend_protocols.EncoderBackend`;
 :class:`cpgbn.backends.torch.encoder_backend.TorchEncoderBackend` on the ``device`` asked for), imported
 when first needed, so that this module imports without torch.
 """
@@ -72,7 +72,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import CPGBNInputError, check_choice
-from .protocols import EncoderBackend
+from .backend_protocols import EncoderBackend
 from .batches import Batch, ConvDataBlocks, Minibatches
 from .communicator import as_communicator
 from .labels import LabelCodes
@@ -179,7 +179,7 @@ class HybridResult:
 
 def _torch_encoder():
     """The encoder backend's class (PyTorch), imported when first needed."""
-    from ..backends.registry import encoder_backend
+    from ..backends.device_registry import encoder_backend
     return encoder_backend()
 
 
@@ -239,7 +239,7 @@ class HybridTrainer:
         (:class:`~cpgbn.inference.updates.DistributedGlobalUpdate`), so every worker holds
         the same encoder and globals.
 
-    The encoder's side is an :class:`~cpgbn.inference.protocols.EncoderBackend` on ``device``
+    The encoder's side is an :class:`~cpgbn.inference.backend_protocols.EncoderBackend` on ``device``
     (:attr:`encoder_backend`); :attr:`globals` are the globals as its arrays.
     """
 

@@ -50,7 +50,7 @@ Step sizes and preconditioner (notes, section 6; i = minibatches seen, counting 
 The functions are pure: :func:`tlasgr_step` returns the new parameter and a new
 :class:`TLASGRState`, and takes its randomness from an explicit ``numpy.random.Generator`` (or
 pre-drawn standard normals).  It is written once for every backend: given a backend
-(``arrays``, :class:`cpgbn.inference.protocols.Backend`) it works on that backend's arrays
+(``arrays``, :class:`cpgbn.inference.backend_protocols.Backend`) it works on that backend's arrays
 through its helpers (float64 copies, host copies of the column totals, an output array) and
 its block size, so the same code updates numpy globals column block by column block on the
 host and tensors on a device at once.  :func:`simplex_langevin_step` is the arithmetic alone,
@@ -186,7 +186,7 @@ def next_precision(state: TLASGRState, column_counts, rho: float,
 
 
 class _HostArrays:
-    """The array helpers of a backend (:class:`cpgbn.inference.protocols.Backend`) for numpy
+    """The array helpers of a backend (:class:`cpgbn.inference.backend_protocols.Backend`) for numpy
     arrays on the host: :func:`tlasgr_step`'s when it is given no backend."""
 
     #: Columns per block of the arithmetic on host arrays (bounds its temporary memory): the
@@ -239,7 +239,7 @@ def tlasgr_step(phi, counts, state: TLASGRState, *, rho: float, eta: float, rng=
     floor : float
     arrays : a backend, or None
         The backend whose arrays ``phi``, ``counts`` and ``normal`` are
-        (:class:`cpgbn.inference.protocols.Backend`: its ``as_float``, ``to_numpy``,
+        (:class:`cpgbn.inference.backend_protocols.Backend`: its ``as_float``, ``to_numpy``,
         ``to_backend``, ``empty_like`` and ``column_block``); None: numpy arrays, worked on
         :data:`COLUMN_BLOCK` columns at a time.
 

@@ -26,7 +26,7 @@ and before the downward pass (steps 2 and 5 of the sweep, which only these stati
 An update has one method, ``apply(backend, globals_, stats, *, hyper, sweep)``, which replaces
 the arrays of ``globals_`` (a :class:`~cpgbn.inference.state.GlobalParameters` on the backend)
 by their new values, computing on the backend's arrays through its members
-(:class:`cpgbn.inference.protocols.Backend`; the TLASGR step through its array helpers and
+(:class:`cpgbn.inference.backend_protocols.Backend`; the TLASGR step through its array helpers and
 normals, whatever the backend).  Only the globals' draws are pluggable; the local draws and their order
 stay in the schedule.
 """
@@ -40,7 +40,7 @@ import numpy as np
 from ..errors import CPGBNInputError
 from ..layers.cells import counts_dtype
 from . import streams
-from .protocols import Backend
+from .backend_protocols import Backend
 from .communicator import SingleProcess
 from .exact import ExactSum
 from .state import GlobalParameters, Hyperparameters

@@ -13,7 +13,7 @@ estimate:
 :func:`mode_for` is the one place where the value of ``inference`` is looked up.  A new
 algorithm is ``inference/X.py`` (the algorithm) + ``modes/X.py`` (its mode class) + one line in
 :data:`MODE_CLASSES`; a new backend is a folder of :mod:`cpgbn.backends` + one entry in
-:mod:`cpgbn.backends.registry` (docs/architecture.md).
+:mod:`cpgbn.backends.device_registry` (docs/architecture.md).
 """
 
 from __future__ import annotations

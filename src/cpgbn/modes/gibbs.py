@@ -14,7 +14,7 @@ import shutil
 import numpy as np
 
 from ..backends.numba.openmp import import_torch_first
-from ..backends.registry import gibbs_backend
+from ..backends.device_registry import gibbs_backend
 from ..inference.gibbs import GibbsSampler, RunResult
 from ..inference.mixing import MixingMonitor
 from ..inference.streams import transform_seed
@@ -67,7 +67,7 @@ class GibbsMode(InferenceMode):
 
     def shard_block(self) -> int:
         """The sampler's random-stream block: numba's 32 documents, or the PyTorch backend's
-        on ``device`` when it is set (:mod:`cpgbn.backends.registry`)."""
+        on ``device`` when it is set (:mod:`cpgbn.backends.device_registry`)."""
         device = self.settings["device"]
         return gibbs_backend(device).doc_block(device)
 

@@ -44,7 +44,7 @@ class HybridMode(MinibatchMode):
     def training_bytes(self, data: ConvData, layers, vocab_size: int) -> int | None:
         # minibatches; the Gibbs refinement runs in blocks
         from ..inference.hybrid import ENCODER_CHUNK_POSITIONS, REFINE_BLOCK_DOCS
-        from ..backends.registry import gibbs_backend
+        from ..backends.device_registry import gibbs_backend
         from ..inference.memory import estimate_hybrid_bytes
         s = self.settings
         if gibbs_backend(s["device"]).memory_kind(s["device"]) == "cuda":

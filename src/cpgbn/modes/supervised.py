@@ -199,7 +199,7 @@ class SupervisedMode(HybridMode):
 
     def _encoder(self, fitted: FittedState):
         """The fitted encoder (with its softmax) on the mode's device."""
-        from ..backends.registry import encoder_backend
+        from ..backends.device_registry import encoder_backend
         require_torch("a classifier's predictions")
         return encoder_backend().from_weights(fitted.encoder_config_, fitted.encoder_weights_,
                                                 self.settings["device"] or "cpu")

@@ -1,6 +1,6 @@
 """The numba backend: the draws of one Gibbs sweep as calls of the kernels in this package.
 
-:class:`NumbaBackend` implements the backend protocol of :mod:`cpgbn.inference.protocols`, which
+:class:`NumbaBackend` implements the backend protocol of :mod:`cpgbn.inference.backend_protocols`, which
 :mod:`cpgbn.inference.gibbs` and the global updates drive (the order of the steps lives there,
 once, for every backend).  Arrays are numpy arrays in the
 dtypes of :class:`cpgbn.inference.state.GibbsState`; every draw writes into the array it is

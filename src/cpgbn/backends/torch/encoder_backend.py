@@ -4,7 +4,7 @@ gradient step on the negative ELBO and its mean path, on one torch device.
 :class:`cpgbn.inference.hybrid.HybridTrainer` holds the schedule (which draw feeds which
 update, which documents are grouped, when the encoder steps, what a checkpoint holds) and
 calls this module's :class:`TorchEncoderBackend` for every operation on tensors (the members
-of :class:`cpgbn.inference.protocols.EncoderBackend`):
+of :class:`cpgbn.inference.backend_protocols.EncoderBackend`):
 
 * :meth:`~TorchEncoderBackend.gradient`: steps 1-2 of Algorithm 1 up to the update: a
   reparameterised draw of w and theta^(2..T) from the encoder's upward-downward q

@@ -1,6 +1,6 @@
 """PyTorch backend of the Gibbs sweep: the conditionals of the numba backend, vectorised over
 cells, positions and documents so that they run on a GPU (``device="cuda"``) or, for CI and
-small problems, on the CPU: the backend protocol of :mod:`cpgbn.inference.protocols`, which
+small problems, on the CPU: the backend protocol of :mod:`cpgbn.inference.backend_protocols`, which
 :class:`cpgbn.inference.gibbs.GibbsSampler` drives (the order of the steps lives there):
 
 1. w | m, a, c^(2) (pooling prior; the floor-aware exact draw for empty positions; or, with a
@@ -108,7 +108,7 @@ _DTYPES = {np.dtype(np.float32): F32, np.dtype(np.float64): F64, np.dtype(np.int
 
 class TorchBackend:
     """Gibbs draws of a CPGBN with PyTorch tensors on ``device`` (the backend protocol of
-    :mod:`cpgbn.inference.protocols`); see the module docstring for random numbers, dtypes and
+    :mod:`cpgbn.inference.backend_protocols`); see the module docstring for random numbers, dtypes and
     memory.
 
     Parameters

@@ -5,7 +5,7 @@
 only when asked for).  An entry says what the layers above need of a backend on a device:
 
 * ``make(data, seed, first_doc=..., device=...)``: the backend over the documents (the
-  protocol of :mod:`cpgbn.inference.protocols`), which a
+  protocol of :mod:`cpgbn.inference.backend_protocols`), which a
   :class:`~cpgbn.inference.gibbs.GibbsSampler` runs;
 * ``doc_block(device)``: its random streams' document block (a distributed run's shards are
   whole blocks, :func:`cpgbn.inference.shards.shard_range`);
@@ -17,7 +17,7 @@ only when asked for).  An entry says what the layers above need of a backend on 
 A new backend is a folder of :mod:`cpgbn.backends` and one entry here (docs/architecture.md).
 The hybrid's and the classifier's encoder has one backend, PyTorch's:
 :func:`encoder_backend` gives its class (the protocol
-:class:`~cpgbn.inference.protocols.EncoderBackend`).
+:class:`~cpgbn.inference.backend_protocols.EncoderBackend`).
 """
 
 from __future__ import annotations
