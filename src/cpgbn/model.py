@@ -383,10 +383,10 @@ class CPGBN(TransformerMixin, BaseEstimator):
         # one model and one way to infer on every worker (a stale copy of the model directory
         # on one machine would mix two models' features)
         g, params = self.globals_, self.get_params()
-        same_settings({**{name: value for name, value in params.items()
-                          if name not in ("n_threads", "progress", "memory_limit")},
-                       "model": fingerprint(g.D, *g.phi, g.r, self.seed_),
-                       "all_layers": all_layers}, comm)
+        same_settings(lambda: {**{name: value for name, value in params.items()
+                                  if name not in ("n_threads", "progress", "memory_limit")},
+                               "model": fingerprint(g.D, *g.phi, g.r, self.seed_),
+                               "all_layers": all_layers}, comm)
         rows = [features(*self._thetas(texts, mode, first_doc, comm),
                          settings["feature_normalization"], all_layers)
                 for texts, first_doc in transform_blocks(mode, X, comm)]

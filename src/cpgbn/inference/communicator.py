@@ -105,11 +105,15 @@ def as_communicator(communicator) -> Communicator:
     return SingleProcess() if communicator is None else communicator
 
 
-def same_settings(settings: dict, communicator) -> None:
+def same_settings(settings, communicator) -> None:
     """Every worker raises one line unless all were given the same ``settings`` (the
     parameters that change the chain, the seed's included): a worker started with another
     command line would draw its documents under other conditionals, and the sums would mix
-    two models without a word."""
+    two models without a word.  ``settings``: a dict, or a function that makes it (called
+    only in a group: one process agrees with itself, and a model's fingerprint need not be
+    hashed for it)."""
+    if communicator.world_size == 1:
+        return
     def judge(seen):
         names = sorted({name for one in seen for name in one}, key=str)
         differ = [name for name in names if len({one.get(name) for one in seen}) > 1]
@@ -119,6 +123,8 @@ def same_settings(settings: dict, communicator) -> None:
             f"{name} (" + ", ".join(f"rank {r}: {one.get(name, 'unset')}"
                                     for r, one in enumerate(seen)) + ")"
             for name in differ) + "; start every worker with the same command")
+    if callable(settings):
+        settings = settings()
     root_verdict({name: repr(value) for name, value in settings.items()}, judge, communicator)
 
 

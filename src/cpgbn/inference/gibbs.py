@@ -139,9 +139,7 @@ class GibbsSampler:
         if global_update is None and learn_globals:
             global_update = GibbsGlobalUpdate()
         self.communicator = as_communicator(communicator)
-        # a group sums its workers' statistics; one process skips the wrapper, which would
-        # reduce the backend's per-thread kernel counts to a total and back every sweep
-        if self.communicator.world_size > 1 and global_update is not None:
+        if global_update is not None:   # a group sums its workers' statistics first
             global_update = DistributedGlobalUpdate(global_update, self.communicator)
         self.global_update = global_update
 

@@ -150,8 +150,8 @@ class MinibatchGibbs:
             stats = kept.mean()
             counts = np.zeros(g.D.shape, dtype=np.float64)
             counts[words] = stats.kernel_counts
-            DistributedGlobalUpdate(self.update, self.communicator).apply(backend, g, replace(stats, kernel_counts=counts), hyper=self.hyper,
-                         sweep=i)
+            DistributedGlobalUpdate(self.update, self.communicator).apply(
+                backend, g, replace(stats, kernel_counts=counts), hyper=self.hyper, sweep=i)
         return StepReport(loss, None, n_docs)
 
     # ---------------------------------------------------------------- checkpoints

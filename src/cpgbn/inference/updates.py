@@ -251,8 +251,6 @@ def _sum_kernel_counts(backend, comm, total):
     int64, when the workers' largest counts add up to at most 2^31 - 1 (one 8-byte
     all-reduce decides, the same way on every worker), else as int64; the counts are whole
     numbers, so any order of the sum is exact."""
-    if comm.world_size == 1:
-        return total
     if not backend.works_on_host:
         return comm.sum(total)
     peak = int(comm.sum(np.array(total.max(initial=0), dtype=np.int64)))
@@ -289,7 +287,10 @@ class DistributedGlobalUpdate:
     chain of one process.  Statistics averaged over sweeps (minibatch Gibbs' float kernel
     counts, the encoder's expected counts) are summed as floats: data-parallel minibatch
     training draws other minibatches than one process, so there is no single-process chain
-    to equal.
+    to equal.  A group of one (:class:`~cpgbn.inference.communicator.SingleProcess`) applies
+    ``inner`` to its own statistics as they are: the sums would be identities, and the
+    numba backend's per-thread kernel counts would be reduced to a total and back every
+    sweep for nothing.
     """
 
     inner: object
@@ -298,6 +299,9 @@ class DistributedGlobalUpdate:
     def apply(self, backend, globals_: GlobalParameters, stats: SufficientStatistics, *,
               hyper: Hyperparameters, sweep: int) -> None:
         comm, g = self.communicator, globals_
+        if comm.world_size == 1:
+            self.inner.apply(backend, g, stats, hyper=hyper, sweep=sweep)
+            return
         if _is_float(stats.kernel_counts):   # a minibatch's counts averaged over sweeps
             kernel_counts = comm.sum(stats.kernel_counts)
         else:
