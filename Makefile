@@ -9,22 +9,27 @@ export CPGBN_DATA ?= $(if $(wildcard ../shared/data/TREC),$(abspath ../shared/da
 
 .PHONY: install demo test test-fast test-long clean
 
-# One pip call installs the package (editable, with its test extra) and PyTorch's CPU build:
-# one resolution instead of three, about 35 s of a fresh machine's install (the pip that
-# Python's venv brings installs an editable pyproject package; it is not upgraded first).
+# One pip call installs the package (editable, with its test extra) and PyTorch's CPU build.
 # PyTorch's CPU build is pinned here only (the library's own requirement is a range, in the
 # `torch` extra); the classifier, the hybrid and the PyTorch backend's tests need it.
+# --no-compile: pip would byte-compile every file of every package, one at a time (about 50 s
+# of a fresh 2-core machine's 90 s install, sympy and networkx included, which nothing here
+# imports); the commands below compile what they import instead, on first import, because
+# they run with bytecode writing on (RUN), which an environment may have turned off
+# (PYTHONDONTWRITEBYTECODE): each later process then reads the bytecode.
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet -e ".[test]" torch==2.13.0
+	$(PY) -m pip install --quiet --no-compile -e ".[test]" torch==2.13.0
 	touch $@ $(VENV)/.torch
+
+RUN := env -u PYTHONDONTWRITEBYTECODE
 
 install: $(VENV)/.installed
 
 # the demo uses PyTorch too, so that the README's classifier commands run after it
 demo: install
-	CPGBN_DOWNLOAD=1 $(VENV)/bin/cpgbn evaluate trec --layers 200 --protocol authors --seeds 0 --save-model runs/demo-trec
-	$(VENV)/bin/cpgbn topics runs/demo-trec --kernels 12
+	$(RUN) CPGBN_DOWNLOAD=1 $(VENV)/bin/cpgbn evaluate trec --layers 200 --protocol authors --seeds 0 --save-model runs/demo-trec
+	$(RUN) $(VENV)/bin/cpgbn topics runs/demo-trec --kernels 12
 
 # An environment made before PyTorch joined the one install above gets it here.
 $(VENV)/.torch: $(VENV)/.installed
@@ -35,22 +40,16 @@ $(VENV)/.torch: $(VENV)/.installed
 # `make test TEST_WORKERS=auto` for one per core elsewhere, 0 for a single process), each test
 # sent to the first idle worker (--maxschedchunk 1).  tests/conftest.py gives every worker its
 # own numba cache inside the session's fresh one, and runs the statistical tests first.
-# compileall: the package's own modules as bytecode once (the environment may set
-# PYTHONDONTWRITEBYTECODE, and an editable install compiles nothing), not in every process
-# a test starts.
 TEST_WORKERS ?= 2
 XDIST := -n $(TEST_WORKERS) --maxschedchunk 1
-BYTECODE := $(PY) -m compileall -q src tests
 
 test: install $(VENV)/.torch
-	$(BYTECODE)
-	$(PY) -m pytest -q $(XDIST)
+	$(RUN) $(PY) -m pytest -q $(XDIST)
 
 # A contributor's edit loop: every test but the statistical ones (marker slow) and the long
 # tier; `make test` before a commit.
 test-fast: install $(VENV)/.torch
-	$(BYTECODE)
-	$(PY) -m pytest -q -m "not slow and not long" $(XDIST)
+	$(RUN) $(PY) -m pytest -q -m "not slow and not long" $(XDIST)
 
 # The long tier (marker long): the Geweke tests' long runs, the PyTorch sampler's four Geweke
 # cases, the distributed command on the PyTorch sampler and a study's test that compiles its
@@ -58,8 +57,7 @@ test-fast: install $(VENV)/.torch
 # the last four of those here, about 5 together): before a release note, and after any change
 # to the sampler's conditionals (CONTRIBUTING.md).
 test-long: install $(VENV)/.torch
-	$(BYTECODE)
-	$(PY) -m pytest -q -m long $(XDIST)
+	$(RUN) $(PY) -m pytest -q -m long $(XDIST)
 
 clean:
 	rm -rf $(VENV) runs build *.egg-info

@@ -102,7 +102,8 @@ def test_a_streamed_file_is_refused_before_training_not_at_the_documents_block(
     """A minibatch fit of a file: the first pass (vocabulary) finds the longest document, so
     a document past the int32 counts in a late block stops the fit before any training."""
     from cpgbn import TextFile
-    from cpgbn.modes.minibatch import BLOCK_DOCS, MinibatchMode
+    from cpgbn.blocks import STREAM_BLOCK_DOCS as BLOCK_DOCS
+    from cpgbn.modes.minibatch import MinibatchMode
 
     def trains(self, training):
         raise AssertionError("training started")

@@ -4,7 +4,7 @@ blocks, so a part of the corpus swept on its own draws what it draws inside the 
 import numpy as np
 import pytest
 
-import cpgbn.modes.minibatch
+import cpgbn.blocks
 from cpgbn import CPGBN, TextFile
 from cpgbn.backends.numba.numba_backend import DOC_BLOCK
 from cpgbn.errors import CPGBNInputError
@@ -95,7 +95,7 @@ def test_a_labelled_file_reaches_every_step_with_its_ids_and_labels(tmp_path, mo
     texts, labels, lengths = _labelled_corpus(45)
     path = tmp_path / "train.tsv"
     write_tsv(path, texts, labels)
-    monkeypatch.setattr(cpgbn.modes.minibatch, "BLOCK_DOCS", 7)   # several blocks
+    monkeypatch.setattr(cpgbn.blocks, "STREAM_BLOCK_DOCS", 7)   # several blocks
     seen = _recording_steps(monkeypatch)
     CPGBN(layers=(3,), vocab_size=12, inference="minibatch-gibbs", batch_size=4, n_epochs=2,
           n_iter=2, burn_in=1, random_state=0).fit(TextFile(path))

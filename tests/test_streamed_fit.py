@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-import cpgbn.modes.minibatch
+import cpgbn.blocks
 from cpgbn import CPGBN, PGBN, CPGBNInputError, DataFileError, TextFile
 from cpgbn.text import Corpus
 from cpgbn.text.stream import scan_text_file
@@ -102,7 +102,7 @@ def test_a_streamed_fit_is_the_in_memory_fit(mode, block_docs, tmp_path, monkeyp
     block by block).  kernel_usage_ sums the training documents' transform block by block:
     the encoder's mean path is deterministic, but minibatch Gibbs infers each block with its
     own chain, so with several blocks its usage only agrees up to Gibbs noise."""
-    monkeypatch.setattr(cpgbn.modes.minibatch, "BLOCK_DOCS", block_docs)
+    monkeypatch.setattr(cpgbn.blocks, "STREAM_BLOCK_DOCS", block_docs)
     path = write_lines(tmp_path / "d.txt", TEXTS)
     listed = CPGBN(inference=mode, **FAST).fit(TEXTS)
     streamed = CPGBN(inference=mode, **FAST).fit(TextFile(path))
@@ -120,7 +120,7 @@ def test_pgbn_streams_its_bags_of_words(tmp_path):
 
 
 def test_transform_and_fit_transform_of_a_file(tmp_path, monkeypatch):
-    monkeypatch.setattr(cpgbn.modes.minibatch, "BLOCK_DOCS", 7)
+    monkeypatch.setattr(cpgbn.blocks, "STREAM_BLOCK_DOCS", 7)
     path = write_lines(tmp_path / "d.txt", TEXTS)
     model = CPGBN(inference="hybrid", **FAST)
     features = model.fit_transform(TextFile(path))
@@ -146,7 +146,7 @@ def test_a_streamed_fit_warns_once_about_short_documents(tmp_path):
 def test_an_interrupted_streamed_fit_resumes_to_the_same_model(tmp_path, monkeypatch):
     from cpgbn.inference.hybrid import HybridTrainer
 
-    monkeypatch.setattr(cpgbn.modes.minibatch, "BLOCK_DOCS", 7)
+    monkeypatch.setattr(cpgbn.blocks, "STREAM_BLOCK_DOCS", 7)
     path = write_lines(tmp_path / "d.txt", TEXTS)
     whole = CPGBN(inference="hybrid", **FAST).fit(TextFile(path))
     ck = tmp_path / "ck"

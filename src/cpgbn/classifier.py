@@ -18,15 +18,15 @@ import warnings
 import numpy as np
 from sklearn.base import ClassifierMixin
 
+from . import blocks
+from .blocks import DOC_BLOCK
 from .errors import CPGBNInputError, one_line, warn_whitespace_twins
 from .inference.checkpoint import fingerprint
 from .inference.communicator import as_communicator
 from .inference.labels import is_missing_label
-from .inference.shards import DOC_BLOCK
 from .model import CPGBN
 from .modes import Training
 from .modes.jobs import labels_per_document
-from .modes.minibatch import BLOCK_DOCS
 from .modes.supervised import SupervisedMode
 from .params import CLASSIFIER_PARAMETERS, declare_init
 from .text.stream import TextFile
@@ -131,17 +131,20 @@ def _classes_of(known: list) -> np.ndarray:
     return classes
 
 
-def file_classes(text_file: TextFile, *, block_lines: int = BLOCK_DOCS,
+def file_classes(text_file: TextFile, *, block_lines: int | None = None,
                  semi_supervised: bool = False) -> tuple[np.ndarray, str]:
     """(the sorted classes, a digest of the labels) of a labelled file, read one block at a
     time.  One-line errors: a file without labels, a line with an empty label unless
     ``semi_supervised`` (the reader's error, naming the line; with ``semi_supervised`` the
     file must say so, ``TextFile(..., missing_labels=True)``), fewer than two classes.  A
     warning when the labels come in runs (a file sorted by class): a streamed fit's
-    minibatches come from blocks of ``block_lines`` consecutive lines."""
+    minibatches come from blocks of ``block_lines`` consecutive lines (default
+    :data:`cpgbn.blocks.STREAM_BLOCK_DOCS`)."""
     import hashlib
 
     from .text.readers import read_line_blocks
+    if block_lines is None:
+        block_lines = blocks.STREAM_BLOCK_DOCS
     if not text_file.labeled:
         raise CPGBNInputError(f"{text_file.path} has no labels: a classifier reads "
                               "label<TAB>text lines (a .tsv file, or format='tsv')")
@@ -309,7 +312,8 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
         fit must read the same labels; the corpus' own fingerprint covers the texts only)."""
         if training.file is not None:   # streamed: the classes from one pass over the labels
             training.classes, digest = file_classes(
-                training.file, semi_supervised=bool(self.semi_supervised))
+                training.file, block_lines=training.block_docs,
+                semi_supervised=bool(self.semi_supervised))
         elif training.communicator.world_size > 1:   # a worker's shard: the corpus' classes
             training.labels, training.classes, digest = shared_labels(
                 training.labels, training.data.n_docs, training.first_doc,
@@ -356,9 +360,9 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
         mode = self._mode(self._run_settings())
         fitted = self._fitted_state()
         reads_hidden = self.softmax_input_ != "theta"
-        blocks = X.blocks(BLOCK_DOCS) if isinstance(X, TextFile) else [X]
+        parts_of_x = X.blocks(blocks.STREAM_BLOCK_DOCS) if isinstance(X, TextFile) else [X]
         total, n_docs, parts = None, 0, []
-        for texts in blocks:
+        for texts in parts_of_x:
             data = self._cells(self._corpus(texts, self.vocabulary_, None))
             inputs = mode.softmax_inputs(fitted, data)
             total = inputs.sum(axis=0) if total is None else total + inputs.sum(axis=0)
@@ -407,9 +411,8 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
         settings = self._run_settings()
         mode = self._mode(settings)
         if isinstance(X, TextFile):
-            from .modes.minibatch import BLOCK_DOCS
             return np.vstack([self._probabilities(texts, mode)
-                              for texts in X.blocks(BLOCK_DOCS)])
+                              for texts in X.blocks(blocks.STREAM_BLOCK_DOCS)])
         return self._probabilities(X, mode)
 
     def _probabilities(self, X, mode) -> np.ndarray:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
+from . import blocks
 from .errors import CPGBNInputError, check_int as _check_int
 from .inference.checkpoint import fingerprint
 from .inference.communicator import agree, as_communicator, gather_rows, same_settings
@@ -284,7 +285,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
             # _data <- this lambda <- a job builder <- fit <- fit's caller, who is warned
             cells=lambda corpus: self._data(corpus, settings["filter_width"], stacklevel=5),
             check_memory=self._check_memory, observation=self._observation(),
-            padding=self.padding)
+            padding=self.padding, block_docs=blocks.STREAM_BLOCK_DOCS)
         if comm.world_size > 1:   # this worker's shard of X
             training = job_from_shard(spec, mode, X, y, comm)
         elif isinstance(X, TextFile) and mode.streams_files:

@@ -25,6 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from ..blocks import DOC_BLOCK
+
 __all__ = ["GibbsBackendEntry", "gibbs_backend", "BACKENDS", "encoder_backend"]
 
 
@@ -45,7 +47,6 @@ def _numba_make(data, seed: int, *, first_doc: int = 0, device=None):
 
 
 def _numba_doc_block(device) -> int:
-    from .numba.numba_backend import DOC_BLOCK
     return DOC_BLOCK
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..blocks import STREAM_BLOCK_DOCS
 from ..errors import CPGBNInputError, empty_document_error
 from ..layers.batches import subset_cells
 from ..layers.cells import ConvData, from_token_sequences
@@ -80,7 +81,7 @@ class ConvDataBlocks:
     """A corpus in memory (``labels``: one per document, or None) as blocks of ``block_docs``
     consecutive documents."""
 
-    def __init__(self, data: ConvData, block_docs: int = 4096, *, labels=None):
+    def __init__(self, data: ConvData, block_docs: int = STREAM_BLOCK_DOCS, *, labels=None):
         if int(block_docs) < 1:
             raise CPGBNInputError(f"block_docs must be >= 1, got {block_docs}")
         if data.n_docs < 1:
@@ -147,7 +148,7 @@ class TextFileBlocks:
     most documents held at once.
     """
 
-    def __init__(self, path, encode, block_docs: int = 4096, *, labeled: bool = False,
+    def __init__(self, path, encode, block_docs: int = STREAM_BLOCK_DOCS, *, labeled: bool = False,
                  missing_labels: bool = False):
         if int(block_docs) < 1:
             raise CPGBNInputError(f"block_docs must be >= 1, got {block_docs}")

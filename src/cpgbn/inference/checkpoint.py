@@ -23,7 +23,7 @@ import numpy as np
 
 from ..errors import CPGBNInputError, ModelFormatError
 from ..files import write_directory_atomically
-from .shards import DOC_BLOCK
+from ..blocks import DOC_BLOCK
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "Checkpoint", "fingerprint", "corpus_identity",
            "has_checkpoint", "save_checkpoint", "read_checkpoint"]

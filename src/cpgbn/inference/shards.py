@@ -14,7 +14,7 @@ ranges with it, each worker reading only its lines.
 
 from __future__ import annotations
 
-from ..backends.numba.numba_backend import DOC_BLOCK
+from ..blocks import DOC_BLOCK
 from ..errors import CPGBNInputError
 
 __all__ = ["DOC_BLOCK", "shard_range"]

@@ -23,10 +23,10 @@ from .base import (FITTED_ATTRIBUTES, Checkpointing, FittedState, InferenceMode,
                    features)
 from .gibbs import GibbsMode
 from .hybrid import HybridMode
-from .minibatch import BLOCK_DOCS, LOCAL_BURN_IN, LOCAL_COLLECT, MinibatchGibbsMode, \
+from .minibatch import LOCAL_BURN_IN, LOCAL_COLLECT, MinibatchGibbsMode, \
     steps_per_epoch
 
-__all__ = ["MODES", "MODE_CLASSES", "LOSS_NAMES", "FITTED_ATTRIBUTES", "BLOCK_DOCS",
+__all__ = ["MODES", "MODE_CLASSES", "LOSS_NAMES", "FITTED_ATTRIBUTES",
            "LOCAL_BURN_IN", "LOCAL_COLLECT", "Checkpointing", "FittedState", "InferenceMode",
            "Training", "features", "check_mode_parameters", "mode_class", "mode_for",
            "steps_per_epoch"]

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..blocks import DOC_BLOCK, STREAM_BLOCK_DOCS
 from ..inference.communicator import Communicator, SingleProcess
-from ..inference.shards import DOC_BLOCK
 from ..inference.state import GlobalParameters, Hyperparameters
 from ..layers.cells import ConvData
 from ..text.vocabulary import Vocabulary
@@ -166,6 +166,8 @@ class Training:
     first_doc, communicator : a distributed fit's worker (:mod:`cpgbn.modes.sharded`):
         ``data`` is its shard, whose first document has global id ``first_doc``; one process
         over the whole corpus: 0 and :class:`~cpgbn.inference.communicator.SingleProcess`.
+    block_docs : documents per block of a streamed file and of the minibatch modes' block
+        stream (:data:`cpgbn.blocks.STREAM_BLOCK_DOCS` unless the estimator says).
     """
 
     vocabulary: Vocabulary
@@ -183,6 +185,7 @@ class Training:
     checkpointing: Checkpointing = field(default_factory=Checkpointing)
     first_doc: int = 0
     communicator: Communicator = field(default_factory=SingleProcess)
+    block_docs: int = STREAM_BLOCK_DOCS
 
 
 def features(thetas, data: ConvData, normalization: str, all_layers: bool = False) -> np.ndarray:

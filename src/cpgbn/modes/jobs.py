@@ -25,6 +25,8 @@ from typing import Callable
 
 import numpy as np
 
+from .. import blocks
+from ..blocks import STREAM_BLOCK_DOCS
 from ..errors import CPGBNInputError, empty_document_error
 from ..layers.cells import ConvData, ObservationModel
 from ..text.corpus import Corpus
@@ -54,11 +56,14 @@ class JobSettings:
     """Raises when a job of that many bytes is past the memory limit."""
     observation: ObservationModel
     padding: int
+    block_docs: int = STREAM_BLOCK_DOCS
+    """Documents per block of a streamed file and of the minibatch block stream."""
 
     def training(self, vocabulary, n_tokens: int, **job) -> Training:
         s = self.settings
         return Training(vocabulary, s["layers"], s["hyper"], self.seed, n_tokens,
-                        self.chain_params, checkpointing=self.checkpointing, **job)
+                        self.chain_params, checkpointing=self.checkpointing,
+                        block_docs=self.block_docs, **job)
 
 
 def labels_per_document(y, n_docs: int, dtype=None) -> np.ndarray | None:
@@ -98,9 +103,8 @@ def job_from_texts(spec: JobSettings, mode: InferenceMode, X, y=None
 def job_from_file(spec: JobSettings, mode: InferenceMode, text_file) -> Training:
     """The job of a fit that streams ``text_file`` a block at a time (one pass first)."""
     from ..text.stream import scan_text_file
-    from .minibatch import BLOCK_DOCS
     filter_width = spec.settings["filter_width"]
-    scan = scan_text_file(text_file, spec.settings["vocab_size"], block_lines=BLOCK_DOCS,
+    scan = scan_text_file(text_file, spec.settings["vocab_size"], block_lines=spec.block_docs,
                           short_below=filter_width - 2 * spec.padding)
     spec.observation.check_document(scan.longest)   # before training, not at its block
     if scan.n_short:
@@ -158,6 +162,5 @@ def transform_blocks(mode: InferenceMode, X, communicator):
         shard = read_shard(X, None, communicator, mode.shard_block())
         return [(shard.texts, shard.start)]
     if isinstance(X, TextFile) and mode.streams_transform():
-        from .minibatch import BLOCK_DOCS
-        return ((texts, 0) for texts in X.blocks(BLOCK_DOCS))
+        return ((texts, 0) for texts in X.blocks(blocks.STREAM_BLOCK_DOCS))
     return [(X, 0)]

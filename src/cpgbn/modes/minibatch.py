@@ -20,28 +20,25 @@ import warnings
 
 import numpy as np
 
+from ..blocks import DOC_BLOCK, STREAM_BLOCK_DOCS
 from ..errors import CPGBNInputError, check_int
 from ..inference.batches import ConvDataBlocks, TextFileBlocks
 from ..inference.checkpoint import corpus_identity, fingerprint
 from ..inference.communicator import gather_rows
-from ..inference.shards import DOC_BLOCK
 from ..layers.cells import ConvData
 from .base import FittedState, Training, features
 from .runtime import numba_threads
 from .gibbs import GibbsMode
 
-__all__ = ["BLOCK_DOCS", "LOCAL_BURN_IN", "LOCAL_COLLECT", "MinibatchMode",
+__all__ = ["LOCAL_BURN_IN", "LOCAL_COLLECT", "MinibatchMode",
            "MinibatchGibbsMode", "steps_per_epoch"]
 
 #: Local Gibbs sweeps per minibatch in ``"minibatch-gibbs"`` before / while collecting the
 #: statistics of the TLASGR step (the authors' MNIST demo: 24 and 16).
 LOCAL_BURN_IN, LOCAL_COLLECT = 24, 16
 
-#: Documents per block of the minibatch stream (each epoch shuffles within and across blocks).
-BLOCK_DOCS = 4096
-
-
-def steps_per_epoch(n_docs: int, batch_size: int, block_docs: int = BLOCK_DOCS) -> int:
+def steps_per_epoch(n_docs: int, batch_size: int,
+                    block_docs: int = STREAM_BLOCK_DOCS) -> int:
     """Minibatch steps in one pass over ``n_docs`` documents: each block of ``block_docs``
     documents is cut into ceil(n / batch_size) minibatches
     (:class:`cpgbn.inference.batches.Minibatches`)."""
@@ -54,10 +51,8 @@ class _FingerprintedBlocks(ConvDataBlocks):
     """The training corpus in blocks, whose identity (what a checkpoint must match to be
     resumed) includes a hash of the tokens and the estimator's parameters, not only sizes."""
 
-    def __init__(self, data: ConvData, fingerprint_: str, labels=None,
-                 block_docs: int | None = None):
-        super().__init__(data, BLOCK_DOCS if block_docs is None else block_docs,
-                         labels=labels)
+    def __init__(self, data: ConvData, fingerprint_: str, block_docs: int, labels=None):
+        super().__init__(data, block_docs, labels=labels)
         self.fingerprint = fingerprint_
 
     def identity(self) -> dict:
@@ -68,9 +63,9 @@ class _FingerprintedFile(TextFileBlocks):
     """A training file in blocks; its identity is the digest of its documents with the
     estimator's parameters (not its path: a moved file resumes, an edited one does not)."""
 
-    def __init__(self, path, encode, labeled: bool, fingerprint_: str,
+    def __init__(self, path, encode, labeled: bool, fingerprint_: str, block_docs: int,
                  missing_labels: bool = False):
-        super().__init__(path, encode, BLOCK_DOCS, labeled=labeled,
+        super().__init__(path, encode, block_docs, labeled=labeled,
                          missing_labels=missing_labels)
         self.fingerprint = fingerprint_
 
@@ -81,23 +76,24 @@ class _FingerprintedFile(TextFileBlocks):
 
 def block_source(training: Training, *, memory_block_docs: int | None = None):
     """The training documents of ``training`` as a block source: its cells in memory (in
-    blocks of ``memory_block_docs``, default :data:`BLOCK_DOCS`), or its file read a block at
-    a time; fingerprinted by the data (the cells, or the file's digest), the vocabulary, the
-    seed and the parameters that change the run."""
+    blocks of ``memory_block_docs``, default the job's ``block_docs``), or its file read a
+    block of ``block_docs`` lines at a time; fingerprinted by the data (the cells, or the
+    file's digest), the vocabulary, the seed and the parameters that change the run."""
     if memory_block_docs is None:
-        memory_block_docs = BLOCK_DOCS
+        memory_block_docs = training.block_docs
     if training.data is not None:
         data = training.data
         # the whole corpus', whichever worker (or the one process) reads it
         corpus_print = corpus_identity(data, training.first_doc, training.communicator,
                                        training.vocabulary.tokens, training.chain_params,
                                        training.seed)
-        return _FingerprintedBlocks(data, corpus_print, training.labels,
-                                    block_docs=memory_block_docs)
+        return _FingerprintedBlocks(data, corpus_print, memory_block_docs,
+                                    labels=training.labels)
     file_print = fingerprint(training.scan.digest, training.vocabulary.tokens,
                              training.chain_params, training.seed)
     return _FingerprintedFile(training.file.path, training.encode, training.file.labeled,
-                              file_print, missing_labels=training.file.missing_labels)
+                              file_print, training.block_docs,
+                              missing_labels=training.file.missing_labels)
 
 
 class MinibatchMode(GibbsMode):

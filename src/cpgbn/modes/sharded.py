@@ -30,7 +30,8 @@ from dataclasses import dataclass
 
 from ..errors import CPGBNInputError, empty_document_error
 from ..inference.communicator import root_verdict
-from ..inference.shards import DOC_BLOCK, shard_range
+from ..blocks import DOC_BLOCK
+from ..inference.shards import shard_range
 from ..text.corpus import Corpus
 from ..text.stream import TextFile, count_documents, documents_digest, read_line_range
 from ..text.tokenize import tokenize

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from cpgbn.blocks import STREAM_BLOCK_DOCS
 from cpgbn.errors import CPGBNInputError, empty_document_error
 from cpgbn.text.readers import read_labeled, read_line_blocks, read_lines
 from cpgbn.text.tokenize import tokenize
@@ -95,7 +96,7 @@ class FileScan:
     longest: int = 0
 
 
-def scan_text_file(source: TextFile, vocab_size: int | None, *, block_lines: int = 4096,
+def scan_text_file(source: TextFile, vocab_size: int | None, *, block_lines: int = STREAM_BLOCK_DOCS,
                    short_below: int = 1) -> FileScan:
     """One streaming pass over ``source``: token counts for a vocabulary of at most
     ``vocab_size`` rows (every distinct token when None), sizes and a digest.  A document
@@ -134,7 +135,7 @@ def documents_digest(texts, labels=None, digest=None):
     return digest
 
 
-def count_documents(source: TextFile, *, block_lines: int = 4096) -> tuple[int, str]:
+def count_documents(source: TextFile, *, block_lines: int = STREAM_BLOCK_DOCS) -> tuple[int, str]:
     """(the documents (lines) of ``source``, their digest with the labels:
     :func:`documents_digest`), in one streaming pass (a worker of a distributed fit needs the
     count to find its line range, and the digest to know that every worker read the same
@@ -148,7 +149,7 @@ def count_documents(source: TextFile, *, block_lines: int = 4096) -> tuple[int, 
 
 
 def read_line_range(source: TextFile, start: int, stop: int, *,
-                    block_lines: int = 4096) -> tuple[list[str], list[str] | None]:
+                    block_lines: int = STREAM_BLOCK_DOCS) -> tuple[list[str], list[str] | None]:
     """(texts, labels or None) of the documents ``start .. stop - 1`` (0-based lines) of
     ``source``: the lines before are read past a block at a time, never held, and reading
     stops after ``stop``."""

@@ -24,13 +24,12 @@ from threadpoolctl import ThreadpoolController
 
 from ...errors import CPGBNInputError
 from ...layers.cells import counts_dtype
+from ...blocks import DOC_BLOCK  # documents per RNG block: part of what a seed means
 from . import conv, gbn
 from .openmp import import_torch_first
 from .mixing import compare_assignments
 from .shared_shape import shared_shape_table
 
-#: Documents per RNG block.  Part of what a seed means: changing it changes the draws.
-DOC_BLOCK = 32
 #: Vocabulary rows per RNG block of the kernel draw.
 WORD_BLOCK = 256
 #: Columns per block of a TLASGR step of a global (its float64 temporaries are a block's, not

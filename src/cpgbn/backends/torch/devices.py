@@ -11,17 +11,13 @@ from __future__ import annotations
 import torch
 
 from ...errors import CPGBNInputError
+from ...blocks import TORCH_DOC_BLOCKS
 
 __all__ = ["resolve_device", "DOC_BLOCKS", "doc_block_for", "MAX_ELEMENTS",
            "DEVICE_POSITION_BYTES", "check_device_memory"]
 
-#: Documents per random-stream block by device type: multiples of the numba backend's
-#: 32-document block, so that shards of whole blocks hash as the corpus fingerprint does.  A
-#: block is a round of the per-document steps' kernel launches, so on a GPU it is large (MR's
-#: 9,600 or SUBJ's 10,000 documents are one block: as many launches as one stream per step
-#: took); on the CPU the memory chunks are smaller than a block anyway.  A distributed fit has
-#: at most one worker per block.
-DOC_BLOCKS = {"cpu": 1024, "cuda": 16384}
+#: Documents per random-stream block by device type (:mod:`cpgbn.blocks`).
+DOC_BLOCKS = TORCH_DOC_BLOCKS
 
 #: The largest float64 temporary built at once by default, by device type.
 MAX_ELEMENTS = {"cpu": 1 << 22, "cuda": 1 << 26}

@@ -84,7 +84,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without torch
     raise ImportError("the PyTorch backend needs torch: pip install 'cpgbn[torch]'") from exc
 
 from ...errors import CPGBNInputError
-from ..numba.numba_backend import DOC_BLOCK as NUMBA_DOC_BLOCK
+from ...blocks import DOC_BLOCK as NUMBA_DOC_BLOCK
 from ..numba.gbn import TINY
 from . import conv, gbn
 from .blocks import Augmented, Block, concatenated
