@@ -354,3 +354,21 @@ def test_class_tables_rank_by_weight_times_usage_with_phrases_that_occur(fitted_
     np.testing.assert_array_equal(loaded.filter_windows_, model.filter_windows_)
     assert loaded.filter_windows_.dtype.kind == "i"
     assert class_units(loaded, top=6, phrases=5) == units
+
+
+def test_the_settings_a_classifier_fixes_are_neither_parameters_nor_attributes():
+    """The classifier fixes CPGBN's inference mode and Gibbs settings (the hybrid, no
+    refinement, the tied pooling prior): none is a parameter, none shadows one as a class
+    attribute, and its mode is named once (``mode_name``)."""
+    from cpgbn import PGBN
+    fixed = ("inference", "refine_iter", "pooling_concentration", "n_iter", "burn_in",
+             "transform_iter", "transform_burn_in")
+    model = CPGBNClassifier()
+    for name in fixed:
+        assert name not in model.get_params() and not hasattr(model, name), name
+    with pytest.raises(ValueError, match="Invalid parameter 'inference'"):
+        model.set_params(inference="gibbs")
+    assert model.mode_name == "supervised"
+    assert CPGBN().mode_name == "gibbs" and CPGBN(inference="hybrid").mode_name == "hybrid"
+    for name in ("padding", "pooling_concentration"):   # PGBN's one column per document
+        assert name not in PGBN().get_params() and not hasattr(PGBN(), name), name

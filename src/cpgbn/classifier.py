@@ -34,13 +34,6 @@ from .text.vocabulary import OOV_ID
 
 __all__ = ["CPGBNClassifier", "check_labels", "shared_labels", "file_classes"]
 
-#: The settings of CPGBN that a classifier fixes (not parameters of it): the hybrid inference,
-#: no Gibbs refinement of the softmax's features, the tied pooling prior the encoder is
-#: written for, and Gibbs sweeps for ``infer`` (inference with the globals fixed).
-_FIXED = dict(inference="hybrid", refine_iter=0, pooling_concentration=None, n_iter=200,
-              burn_in=150, transform_iter=None, transform_burn_in=None)
-
-
 def check_labels(labels, n_docs: int, *, semi_supervised: bool) -> tuple[np.ndarray, np.ndarray]:
     """(labels as an array, the sorted classes) of a supervised fit, or a one-line
     CPGBNInputError: not one label per document, a missing label (None, "" or NaN) when
@@ -284,12 +277,12 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
     __init__ = declare_init(CLASSIFIER_PARAMETERS)
     _saved_as = "CPGBNClassifier"   # save/load (CPGBN's) record and check this name
 
-    # the settings a classifier fixes (_FIXED), read as CPGBN reads its parameters
-    inference = _FIXED["inference"]
-    refine_iter = _FIXED["refine_iter"]
-    pooling_concentration = _FIXED["pooling_concentration"]
-    n_iter, burn_in = _FIXED["n_iter"], _FIXED["burn_in"]
-    transform_iter, transform_burn_in = _FIXED["transform_iter"], _FIXED["transform_burn_in"]
+    #: The settings of CPGBN that a classifier fixes (not parameters of it): the hybrid
+    #: inference, no Gibbs refinement of the softmax's features, the tied pooling prior the
+    #: encoder is written for, and Gibbs sweeps for ``infer`` (inference with the globals
+    #: fixed).
+    _fixed_settings = dict(inference="hybrid", refine_iter=0, pooling_concentration=None,
+                           n_iter=200, burn_in=150, transform_iter=None, transform_burn_in=None)
 
     @property
     def softmax_input_(self) -> str:
@@ -299,9 +292,6 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
         then.  The one place that decides it, for the fit's unit statistics and the
         explanations."""
         return (self.encoder_config_ or {}).get("classifier_input", "theta")
-
-    def _mode_parameters(self) -> dict:
-        return {**_FIXED, **self.get_params()}
 
     def _mode_class(self) -> type[SupervisedMode]:
         """The supervised mode (its loss is L_g + xi L_c, ``loss_name`` says so)."""

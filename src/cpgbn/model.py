@@ -160,26 +160,29 @@ class CPGBN(TransformerMixin, BaseEstimator):
     #: The estimator name a saved model records (:mod:`cpgbn.io`); None for CPGBN and PGBN,
     #: whose parameters tell them apart.
     _saved_as: str | None = None
+    #: The settings this estimator fixes, by name: not parameters (``get_params`` does not
+    #: list them, ``set_params`` refuses them), read with the parameters (:meth:`_parameters`).
+    #: CPGBN fixes none; PGBN and the classifier name theirs.
+    _fixed_settings: dict = {}
 
     # ------------------------------------------------------------------ validation
+    def _parameters(self) -> dict:
+        """Every setting by name: the parameters and the settings this estimator fixes."""
+        return {**self._fixed_settings, **self.get_params()}
+
     def _model_settings(self) -> dict:
-        """The model's parameters checked and resolved (:func:`cpgbn.settings.model_settings`)."""
-        return model_settings(self)
+        """The model's settings checked and resolved (:func:`cpgbn.settings.model_settings`)."""
+        return model_settings(self._parameters(), self._observation())
 
     def _run_settings(self) -> dict:
         """How fits and inference run, checked and resolved (:func:`cpgbn.settings.
         run_settings`); what ``transform`` reads."""
-        return run_settings(self, self._mode_parameters(), self._mode_class())
+        return run_settings(self._parameters(), self._mode_class())
 
     def _mode_class(self) -> type[InferenceMode]:
         """The class of this estimator's inference mode: the one place that names it (the
         value of ``inference``; the classifier's supervised mode)."""
         return mode_class(self.inference)
-
-    def _mode_parameters(self) -> dict:
-        """What the inference modes check (:func:`cpgbn.modes.check_mode_parameters`): the
-        parameters; an estimator that fixes some settings adds them."""
-        return self.get_params()
 
     def _prepare(self, training: Training) -> Training:
         """The fit's job as the mode will get it; a subclass checks or adds to it here (the
@@ -215,11 +218,17 @@ class CPGBN(TransformerMixin, BaseEstimator):
         training figure is the log-likelihood in ``loglik_trace_``)."""
         return self._mode_class().loss_name
 
+    @property
+    def mode_name(self) -> str:
+        """The inference mode that fits and infers (:mod:`cpgbn.modes`): the value of
+        ``inference``, or the classifier's ``"supervised"``."""
+        return self._mode_class().name
+
     def _data(self, corpus: Corpus, filter_width: int, stacklevel: int = 3) -> ConvData:
         """The corpus' cells; a warning (attributed ``stacklevel`` frames up: the caller of
         ``fit`` or ``transform``) for documents shorter than a filter."""
         data = from_token_sequences(corpus.tokens, corpus.offsets, filter_width,
-                                    self._observation(), self.padding)
+                                    self._observation(), self._parameters()["padding"])
         if data.n_padded():
             warnings.warn(f"{data.n_padded()} document(s) shorter than filter_width={filter_width} "
                           "are padded with empty columns", stacklevel=stacklevel)
@@ -285,7 +294,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
             # _data <- this lambda <- a job builder <- fit <- fit's caller, who is warned
             cells=lambda corpus: self._data(corpus, settings["filter_width"], stacklevel=5),
             check_memory=self._check_memory, observation=self._observation(),
-            padding=self.padding, block_docs=blocks.STREAM_BLOCK_DOCS)
+            padding=settings["padding"], block_docs=blocks.STREAM_BLOCK_DOCS)
         if comm.world_size > 1:   # this worker's shard of X
             training = job_from_shard(spec, mode, X, y, comm)
         elif isinstance(X, TextFile) and mode.streams_files:
@@ -411,7 +420,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
         new documents X, averaged over the collected sweeps of inference with the globals fixed."""
         self._check_fitted()
         if X is None and len(self.loglik_trace_) == 0:
-            raise CPGBNInputError(f"inference={self.inference!r} records no training log-"
+            raise CPGBNInputError(f"inference={self.mode_name!r} records no training log-"
                                   "likelihood (it never sweeps the whole corpus); pass documents "
                                   "X, or read the training loss in loss_trace_")
         if X is None:

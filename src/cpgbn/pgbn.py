@@ -23,10 +23,8 @@ class PGBN(CPGBN):
     trivial and both pooling priors are the same model.
     """
 
-    #: One column per document: nothing to pad, and nothing to split over positions (not
-    #: parameters, so not in ``get_params``).
-    padding = 0
-    pooling_concentration = None
+    #: One column per document: nothing to pad, and nothing to split over positions.
+    _fixed_settings = {"padding": 0, "pooling_concentration": None}
 
     __init__ = declare_init(PGBN_PARAMETERS)
 

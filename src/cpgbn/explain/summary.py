@@ -49,7 +49,7 @@ def _training_facts(model) -> list[tuple[str, str]]:
         training = (f"{n} Gibbs sweeps ({min(burn_in, n)} burn-in, {max(n - burn_in, 0)} "
                     f"averaged), seed {model.seed_}")
     else:
-        training = (f"inference={model.inference!r}: {n} minibatch steps of up to {model.batch_size} "
+        training = (f"inference={model.mode_name!r}: {n} minibatch steps of up to {model.batch_size} "
                     f"documents ({model.n_epochs} epochs), seed {model.seed_}")
     facts = [("training", training)]
     n_docs = getattr(model, "train_features_", None)
@@ -100,7 +100,7 @@ def summary_facts(model, *, corpus=None, labels=None, coherence: CoherenceResult
     V, F, K = g.D.shape
     facts = [("model", f"CPGBN {'-'.join(map(str, layers))} ({len(layers)} layer"
                        f"{'s' if len(layers) > 1 else ''}), filter width F = {F}"
-                       + _padding_note(model.padding))]
+                       + _padding_note(model.get_params().get("padding", 0)))]
     facts.append(("vocabulary", f"{_thousands(V)} rows, including the out-of-vocabulary <unk>"))
     facts.append(("observation", model.observation_model.describe()))
     hyper = model.hyper_
