@@ -11,7 +11,6 @@ collected sweeps, paper section 4; a hybrid model's encoder gives them in one fo
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
@@ -20,13 +19,12 @@ from . import blocks
 from .errors import CPGBNInputError, check_int as _check_int
 from .inference.checkpoint import fingerprint
 from .inference.communicator import agree, as_communicator, gather_rows, same_settings
-from .inference.driver import RunResult
 from .inference.state import GlobalParameters
 from .inference.streams import transform_seed
 from .layers.cells import ConvData, ObservationModel, from_token_sequences
 from .modes import (FITTED_ATTRIBUTES, Checkpointing, FittedState, InferenceMode, Training,
                     features, mode_class, mode_for)
-from .modes.gibbs import GibbsMode
+from .modes.gibbs import GibbsMode, Inference
 from .params import (CPGBN_PARAMETERS, DEFAULT_TOKEN_COUNT, MODEL as MODEL_PARAMETERS,
                      declare_init)
 from .settings import model_settings, run_settings
@@ -35,18 +33,6 @@ from .text.stream import TextFile
 from .text.vocabulary import Vocabulary
 
 _MAX_SEED = 2**63 - 1
-
-
-@dataclass
-class Inference:
-    """What :meth:`CPGBN.infer` returns: the documents as the sampler saw them, and the run."""
-
-    corpus: Corpus
-    """The documents, encoded with the model's vocabulary."""
-    data: ConvData
-    """Their cells and positions (``data.doc_positions`` indexes the rows of w and m)."""
-    result: RunResult | None
-    """Posterior means of theta^(1..T) over the collected sweeps, and the trace."""
 
 
 class CPGBN(TransformerMixin, BaseEstimator):

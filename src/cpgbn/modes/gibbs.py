@@ -10,6 +10,7 @@ sweeps with the globals fixed (paper section 4), ``transform_iter`` of them afte
 from __future__ import annotations
 
 import shutil
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -19,13 +20,27 @@ from ..inference.gibbs import GibbsSampler, RunResult
 from ..inference.mixing import MixingMonitor
 from ..inference.streams import transform_seed
 from ..layers.cells import COUNT_LIMIT, ConvData
+from ..text.corpus import Corpus
 from ..errors import CPGBNInputError
 from ..inference.checkpoint import corpus_identity
 from ..inference.communicator import gather_rows
 from .base import FittedState, InferenceMode, Training, features
 from .runtime import numba_threads
 
-__all__ = ["GibbsMode", "progress_bars"]
+__all__ = ["GibbsMode", "Inference", "progress_bars"]
+
+
+@dataclass
+class Inference:
+    """What :meth:`CPGBN.infer <cpgbn.model.CPGBN.infer>` returns (Gibbs inference with the
+    globals fixed, in every mode): the documents as the sampler saw them, and the run."""
+
+    corpus: Corpus
+    """The documents, encoded with the model's vocabulary."""
+    data: ConvData
+    """Their cells and positions (``data.doc_positions`` indexes the rows of w and m)."""
+    result: RunResult | None
+    """Posterior means of theta^(1..T) over the collected sweeps, and the trace."""
 
 
 def progress_bars(show: bool, desc: str):
