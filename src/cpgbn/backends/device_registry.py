@@ -6,7 +6,8 @@ only when asked for).  An entry says what the layers above need of a backend on 
 
 * ``make(data, seed, first_doc=..., device=...)``: the backend over the documents (the
   protocol of :mod:`cpgbn.inference.backend_protocols`), which a
-  :class:`~cpgbn.inference.gibbs.GibbsSampler` runs;
+  :class:`~cpgbn.inference.gibbs.GibbsSampler` runs (PyTorch's also takes ``max_elements``
+  and ``doc_block``, which :class:`~cpgbn.inference.gibbs.TorchGibbsSampler` passes);
 * ``doc_block(device)``: its random streams' document block (a distributed run's shards are
   whole blocks, :func:`cpgbn.inference.shards.shard_range`);
 * ``memory_kind(device)``: the device type of the host-memory estimate
@@ -50,9 +51,11 @@ def _numba_doc_block(device) -> int:
     return DOC_BLOCK
 
 
-def _torch_make(data, seed: int, *, first_doc: int = 0, device="cpu"):
+def _torch_make(data, seed: int, *, first_doc: int = 0, device="cpu",
+                max_elements: int | None = None, doc_block: int | None = None):
     from .torch.torch_backend import TorchBackend
-    return TorchBackend(data, int(seed), device=device, first_doc=first_doc)
+    return TorchBackend(data, int(seed), device=device, max_elements=max_elements,
+                        first_doc=first_doc, doc_block=doc_block)
 
 
 def _torch_doc_block(device) -> int:

@@ -385,9 +385,9 @@ class TorchGibbsSampler(GibbsSampler):
     def __init__(self, data, hyper: Hyperparameters, seed: int, *, learn_globals: bool = True,
                  device="cpu", max_elements: int | None = None, first_doc: int = 0,
                  doc_block: int | None = None, communicator=None):
-        from ..backends.torch.torch_backend import TorchBackend
-        backend = TorchBackend(data, int(seed), device=device, max_elements=max_elements,
-                               first_doc=first_doc, doc_block=doc_block)
+        from ..backends.device_registry import BACKENDS
+        backend = BACKENDS["torch"].make(data, seed, first_doc=first_doc, device=device,
+                                         max_elements=max_elements, doc_block=doc_block)
         super().__init__(data, hyper, seed, learn_globals=learn_globals, backend=backend,
                          communicator=communicator)
 
