@@ -314,3 +314,28 @@ def test_cli_bad_values_are_one_line_errors(tmp_path, capsys, option, value):
     assert "Traceback" not in err
     assert err.strip().splitlines()[-1].startswith(f"cpgbn fit: error: argument {option}")
     assert not (tmp_path / "model").exists()
+
+
+def test_each_mode_declares_the_fitted_attributes_its_fit_sets():
+    """The fitted record: every field is always set, a mode's own (``fitted_extras``) or the
+    estimator's; a fit sets no optional field beyond its mode's (the estimator's records
+    aside), and an in-memory fit sets every one of its mode's (a classifier fitted without a
+    validation split: but the validation's curve and best epoch)."""
+    from cpgbn.classifier import CPGBNClassifier
+    from cpgbn.modes import FITTED_ATTRIBUTES, MODE_CLASSES
+    from cpgbn.modes.base import ESTIMATOR_RECORDS, FITTED_ALWAYS
+    from cpgbn.modes.supervised import SupervisedMode
+    classes = [*MODE_CLASSES.values(), SupervisedMode]
+    declared = set().union(*(mode.fitted_extras for mode in classes))
+    assert set(FITTED_ATTRIBUTES) == set(FITTED_ALWAYS) | declared | set(ESTIMATOR_RECORDS)
+    assert not declared & (set(FITTED_ALWAYS) | set(ESTIMATOR_RECORDS))
+    labels = ["a", "b"] * (len(TEXTS) // 2)
+    models = [CPGBN(inference=name, **FAST).fit(TEXTS) for name in MODE_CLASSES]
+    models.append(CPGBNClassifier(layers=(4,), vocab_size=30, batch_size=16, n_epochs=2,
+                                  random_state=0, n_threads=1,
+                                  validation_fraction=0.0).fit(TEXTS, labels))
+    for model, mode in zip(models, classes):
+        optional = {name for name in FITTED_ATTRIBUTES if hasattr(model, name)} \
+            - set(FITTED_ALWAYS) - set(ESTIMATOR_RECORDS)
+        assert optional == set(mode.fitted_extras) - {"validation_curve_", "best_epoch_"}, \
+            mode.name

@@ -24,15 +24,16 @@ from ..inference.state import GlobalParameters, Hyperparameters
 from ..layers.cells import ConvData
 from ..text.vocabulary import Vocabulary
 
-__all__ = ["FittedState", "FITTED_ATTRIBUTES", "SAVED_ARRAYS", "Training", "Checkpointing", "InferenceMode",
-           "features"]
+__all__ = ["FittedState", "FITTED_ATTRIBUTES", "FITTED_ALWAYS", "ESTIMATOR_RECORDS",
+           "SAVED_ARRAYS", "Training", "Checkpointing", "InferenceMode", "features"]
 
 
 @dataclass
 class FittedState:
     """Everything a fit learns, under the estimator attributes' names (each ends in ``_``).
 
-    Every mode sets the first nine; the others are None where a mode has no such thing.
+    Every mode sets the first nine; of the others, each mode declares those its fit may set
+    (``InferenceMode.fitted_extras``), and the rest are the estimator's (None where absent).
     This list is the only list of the fitted attributes: the estimator assigns them from it
     and :mod:`cpgbn.io` saves and loads them from it (a field whose metadata says
     ``saved_as="array"`` is saved under its own name in the model's npz file, one whose
@@ -129,6 +130,13 @@ class FittedState:
 
 #: The names of every fitted attribute (:class:`FittedState`'s fields).
 FITTED_ATTRIBUTES = tuple(f.name for f in fields(FittedState))
+#: The fields every mode's fit sets.
+FITTED_ALWAYS = FITTED_ATTRIBUTES[:9]
+#: The fields no mode sets: the estimator's records after a fit, and a loaded model's versions.
+ESTIMATOR_RECORDS = ("softmax_input_mean_", "filter_windows_", "filter_window_counts_",
+                     "class_windows_", "class_window_counts_", "class_window_pushes_",
+                     "kernel_windows_", "kernel_window_counts_", "kernel_window_shares_",
+                     "format_version_", "saved_by_version_")
 #: The optional fitted arrays saved under their own names (``saved_as="array"``).
 SAVED_ARRAYS = tuple(f.name for f in fields(FittedState) if f.metadata.get("saved_as") == "array")
 #: The wall-clock times of a fit (``saved_as="timing"``), saved apart from the model's arrays:
@@ -216,6 +224,11 @@ class InferenceMode:
     #: The estimator parameters besides the model's (``cpgbn.params.MODEL``) and the seed
     #: that change this mode's chain: what a checkpoint's fingerprint includes.
     chain_parameters: tuple = ()
+    #: The optional fields of :class:`FittedState` (past :data:`FITTED_ALWAYS`) that this
+    #: mode's ``fit`` may set: its own part of the fitted record.  The rest are the
+    #: estimator's records after a fit (kernel windows, a classifier's explanations) and a
+    #: loaded model's versions (:data:`ESTIMATOR_RECORDS`).
+    fitted_extras: tuple = ()
 
     def __init__(self, settings: dict):
         self.settings = settings

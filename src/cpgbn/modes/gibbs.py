@@ -63,6 +63,7 @@ class GibbsMode(InferenceMode):
     name = "gibbs"
     chain_parameters = ("n_iter", "burn_in", "device")
     distributes = True
+    fitted_extras = ("train_features_", "train_theta_", "mixing_")
 
     def sampler(self, data: ConvData, hyper, seed: int, *, learn_globals: bool,
                 first_doc: int = 0):

@@ -28,6 +28,7 @@ class HybridMode(MinibatchMode):
 
     name = "hybrid"
     chain_parameters = ("batch_size", "n_epochs", "learning_rate", "device")
+    fitted_extras = MinibatchMode.fitted_extras + ("encoder_config_", "encoder_weights_")
     loss_name = "negative ELBO per document of the minibatch"
 
     @staticmethod

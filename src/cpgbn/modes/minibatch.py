@@ -102,6 +102,9 @@ class MinibatchMode(GibbsMode):
 
     streams_files = True
     chain_parameters = ("batch_size", "n_epochs")
+    #: the per-step traces; a fit of documents in memory keeps their features too
+    fitted_extras = ("train_features_", "train_theta_", "loss_trace_", "kl_trace_",
+                     "step_seconds_")
     #: Data-parallel: each worker draws minibatches of its shard; a step's gradients and
     #: TLASGR statistics are those of the workers' batches together (``batch_size`` per
     #: worker), every worker runs the steps an epoch of the largest shard takes.
@@ -146,6 +149,10 @@ class MinibatchMode(GibbsMode):
                       communicator=comm, n_docs_total=n_docs,
                       n_steps=self.n_steps(step_docs, source.block_docs))
         run, extra = self.learn(training, source, common)
+        undeclared = set(extra) - set(self.fitted_extras)
+        if undeclared:   # a mode's fitted record is what it declares
+            raise TypeError(f"{type(self).__name__} sets undeclared fitted attributes "
+                            f"{sorted(undeclared)}")
         if ckpt.directory is not None and comm.is_root:
             shutil.rmtree(ckpt.directory, ignore_errors=True)
         traces = {name: np.asarray(values, dtype=np.float64) for name, values in

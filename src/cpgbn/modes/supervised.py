@@ -65,6 +65,8 @@ class SupervisedMode(HybridMode):
         "classifier_dropout", "validation_fraction", "patience")
     #: as the hybrid; the classes are the whole corpus' (:func:`cpgbn.classifier.shared_labels`)
     distributes = True
+    fitted_extras = HybridMode.fitted_extras + (
+        "classes_", "paper_xi_", "validation_curve_", "best_epoch_", "gradient_norms_")
     loss_name = ("loss per document of the minibatch: the negative ELBO plus xi times the "
                  "cross-entropy on the generative steps (every generative_every-th), xi times "
                  "the cross-entropy alone on the others")
