@@ -27,7 +27,7 @@ RUN := env -u PYTHONDONTWRITEBYTECODE
 install: $(VENV)/.installed
 
 # the demo uses PyTorch too, so that the README's classifier commands run after it
-demo: install
+demo: install $(VENV)/.torch
 	$(RUN) CPGBN_DOWNLOAD=1 $(VENV)/bin/cpgbn evaluate trec --layers 200 --protocol authors --seeds 0 --save-model runs/demo-trec
 	$(RUN) $(VENV)/bin/cpgbn topics runs/demo-trec --kernels 12
 

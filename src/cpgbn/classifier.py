@@ -19,7 +19,6 @@ import numpy as np
 from sklearn.base import ClassifierMixin
 
 from . import blocks
-from .blocks import DOC_BLOCK
 from .errors import CPGBNInputError, one_line, warn_whitespace_twins
 from .inference.checkpoint import fingerprint
 from .inference.communicator import as_communicator
@@ -67,8 +66,8 @@ def shared_labels(labels, n_docs: int, first_doc: int, *, semi_supervised: bool,
         known = labels[~missing].tolist()
         part.update(first_missing=int(first_doc + where[0]) if len(where) else None,
                     n_missing=int(len(where)), distinct=list(dict.fromkeys(known)),
-                    blocks=[fingerprint([str(v) for v in labels[lo:lo + DOC_BLOCK].tolist()])
-                            for lo in range(0, len(labels), DOC_BLOCK)])
+                    blocks=[fingerprint([str(v) for v in labels[lo:lo + blocks.DOC_BLOCK].tolist()])
+                            for lo in range(0, len(labels), blocks.DOC_BLOCK)])
     except Exception as error:   # on every worker, below: none may wait for this one in vain
         part["error"] = one_line(error)
     parts = communicator.gather(part)

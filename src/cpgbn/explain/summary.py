@@ -49,8 +49,8 @@ def _training_facts(model) -> list[tuple[str, str]]:
         training = (f"{n} Gibbs sweeps ({min(burn_in, n)} burn-in, {max(n - burn_in, 0)} "
                     f"averaged), seed {model.seed_}")
     else:
-        training = (f"inference={model.mode_name!r}: {n} minibatch steps of up to {model.batch_size} "
-                    f"documents ({model.n_epochs} epochs), seed {model.seed_}")
+        training = (f"inference={model.mode_name!r}: {n} minibatch steps of up to "
+                    f"{model.batch_size} documents ({model.n_epochs} epochs), seed {model.seed_}")
     facts = [("training", training)]
     n_docs = getattr(model, "train_features_", None)
     docs = f"{_thousands(n_docs.shape[0])} documents, " if n_docs is not None else ""

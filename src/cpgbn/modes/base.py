@@ -13,7 +13,7 @@ distributed one) is a new subclass, not new branches in the estimator.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
@@ -130,8 +130,9 @@ class FittedState:
 
 #: The names of every fitted attribute (:class:`FittedState`'s fields).
 FITTED_ATTRIBUTES = tuple(f.name for f in fields(FittedState))
-#: The fields every mode's fit sets.
-FITTED_ALWAYS = FITTED_ATTRIBUTES[:9]
+#: The fields every mode's fit sets: those without a default.
+FITTED_ALWAYS = tuple(f.name for f in fields(FittedState)
+                      if f.default is MISSING and f.default_factory is MISSING)
 #: The fields no mode sets: the estimator's records after a fit, and a loaded model's versions.
 ESTIMATOR_RECORDS = ("softmax_input_mean_", "filter_windows_", "filter_window_counts_",
                      "class_windows_", "class_window_counts_", "class_window_pushes_",

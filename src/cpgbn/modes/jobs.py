@@ -26,7 +26,6 @@ from typing import Callable
 import numpy as np
 
 from .. import blocks
-from ..blocks import STREAM_BLOCK_DOCS
 from ..errors import CPGBNInputError, empty_document_error
 from ..layers.cells import ConvData, ObservationModel
 from ..text.corpus import Corpus
@@ -56,7 +55,7 @@ class JobSettings:
     """Raises when a job of that many bytes is past the memory limit."""
     observation: ObservationModel
     padding: int
-    block_docs: int = STREAM_BLOCK_DOCS
+    block_docs: int = blocks.STREAM_BLOCK_DOCS
     """Documents per block of a streamed file and of the minibatch block stream."""
 
     def training(self, vocabulary, n_tokens: int, **job) -> Training:

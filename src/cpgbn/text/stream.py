@@ -96,7 +96,8 @@ class FileScan:
     longest: int = 0
 
 
-def scan_text_file(source: TextFile, vocab_size: int | None, *, block_lines: int = STREAM_BLOCK_DOCS,
+def scan_text_file(source: TextFile, vocab_size: int | None, *,
+                   block_lines: int = STREAM_BLOCK_DOCS,
                    short_below: int = 1) -> FileScan:
     """One streaming pass over ``source``: token counts for a vocabulary of at most
     ``vocab_size`` rows (every distinct token when None), sizes and a digest.  A document
