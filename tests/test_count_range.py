@@ -64,7 +64,7 @@ def test_kernel_counts_past_int32_widen_to_int64_and_stay_exact():
     # every unit of every cell reaches the kernel counts of its word: int32 slabs wrapped here
     np.testing.assert_array_equal(total.sum(axis=(1, 2)),
                                   np.bincount(tokens, minlength=6).astype(np.int64) * scale)
-    assert total.sum() == int(state.m.astype(np.int64).sum()) == len(tokens) * scale
+    assert total.sum() == int(state.m.toarray().astype(np.int64).sum()) == len(tokens) * scale
     D = sampler.backend.draw_kernels(state.globals.D, counts, 0.05, stream=100)
     # D_k ~ Dir(n_k + eta) with n_k in the billions: its mean n_k / sum n_k, within a few
     # standard deviations (relative 2^-14 per entry); wrapped counts would be negative

@@ -55,6 +55,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
+from cpgbn.backends.numba.position_store import as_dense
 from cpgbn.backends.numba.weights import FLOOR
 from cpgbn.inference.gibbs import GibbsSampler
 from cpgbn.inference.state import GibbsState, Hyperparameters
@@ -212,8 +213,8 @@ def run_geweke(case: Case, n_prior: int, n_chain: int, seed: int,
         sampler = make_sampler(data, hyper, seed=seed * 1_000_003 + i)
         sampler.sweep(state)
         sampler.draw_weights(state)  # w current again before it is read with the stack
-        chain[i] = statistics(state.globals, state.w, state.theta, state.c, split_positions)
-        state.m, data = sample_counts(state.globals, state.w, lengths, case.F, rng,
+        chain[i] = statistics(state.globals, as_dense(state.w), state.theta, state.c, split_positions)
+        state.m, data = sample_counts(state.globals, as_dense(state.w), lengths, case.F, rng,
                                       binary=case.binary)
 
     se = np.sqrt(prior.var(axis=0, ddof=1) / n_prior + batch_standard_error(chain) ** 2)

@@ -72,9 +72,17 @@ def _tiny_data():
     return from_token_sequences(tokens, np.array([0, 5, 12]), 3, 10)
 
 
+def _documents_of(n_positions, doc_length=32, filter_width=3):
+    """Documents with ``n_positions`` positions in all (the numba backend's stores are per
+    document)."""
+    n_docs = n_positions // (doc_length - filter_width + 1)
+    tokens = np.arange(n_docs * doc_length, dtype=np.int32) % 5
+    return from_token_sequences(tokens, np.arange(n_docs + 1) * doc_length, filter_width, 10)
+
+
 def test_the_numba_kernel_equals_the_numpy_expression():
     arrays = _sequence(np.random.default_rng(0))
-    got = _run_backend(NumbaBackend(_tiny_data(), 0), arrays)
+    got = _run_backend(NumbaBackend(_documents_of(len(arrays[0])), 0), arrays)
     for previous, m, sums in zip(arrays, arrays[1:], got):
         np.testing.assert_array_equal(sums, assignment_change_counts(previous, m))
 

@@ -45,8 +45,9 @@ def test_all_light_and_all_heavy():
 def test_sweep_splits_a_cell_over_heavy_and_floor_candidates_by_weight(w_row):
     """In the sweep, a cell's units go to candidate k with probability w_k d_k / lambda, whether
     w_k is above the floor or at it (the light total comes from the kernels' row sums)."""
+    from cpgbn.backends.numba.numba_backend import NumbaBackend
+    from cpgbn.inference.state import GibbsState, GlobalParameters
     from cpgbn.layers.cells import from_token_sequences
-    from cpgbn.backends.numba.conv import kernel_row_sums, sweep_positions
 
     n_kernels, vocab, n_units, reps = 5, 3, 40, 2000
     data = from_token_sequences(np.array([1]), np.array([0, 1]), 1, n_units)  # one token, F = 1
@@ -55,18 +56,16 @@ def test_sweep_splits_a_cell_over_heavy_and_floor_candidates_by_weight(w_row):
     w = np.array([w_row], dtype=np.float32)
     p = w[0].astype(np.float64) * D[1, 0].astype(np.float64)
     p /= p.sum()
-    row_sums = np.empty((vocab, 1))
-    kernel_row_sums(D, row_sums)
     totals = np.zeros(n_kernels)
     for r in range(reps):
-        m = np.zeros((1, n_kernels), dtype=np.int32)
-        A = np.zeros((1, n_kernels), dtype=np.int32)
-        sweep_positions(r, 0, 32, 0, data.doc_cells, data.doc_positions, data.cell_word,
-                        data.cell_col, data.cell_count, data.mode, data.fixed_count, D, row_sums,
-                        np.ones((1, n_kernels)), np.ones(1), False, True, w.copy(), m,
-                        w.astype(np.float64), A, np.zeros((0, 0, 0, 0), np.int32), np.zeros(1),
-                        np.zeros((0, n_kernels), np.int64), 0.0)
-        assert m.sum() == n_units and np.array_equal(A, m)
+        # the augmentation alone (w given), through the backend's position stores
+        state = GibbsState(GlobalParameters(D, [], np.ones(n_kernels)), w.copy(),
+                           np.zeros((1, n_kernels), dtype=np.int32), [w.astype(np.float64)],
+                           [np.zeros(1)], np.zeros((1, n_kernels), dtype=np.int32), np.zeros(1))
+        NumbaBackend(data, r).draw_first_layer(state, prior_shape=np.ones((1, n_kernels)),
+                                               stream=0, table_stream=-1, draw_w=False)
+        m = state.m.toarray()
+        assert m.sum() == n_units and np.array_equal(state.A, m)
         totals += m[0]
     expected = p * n_units * reps
     assert stats.chisquare(totals, expected).pvalue > 1e-3

@@ -103,9 +103,21 @@ class ExpectedCountsNumbaBackend(NumbaBackend):
     count_dtype = np.float64
     redistribute = False
 
+    # this study's position kernel reads and writes dense w and m, not the library's stores
+    def initial_weights(self, n_kernels):
+        return np.ones((self.data.n_positions, n_kernels), dtype=np.float32)
+
+    def zero_counts(self, n_kernels):
+        return np.zeros((self.data.n_positions, n_kernels), dtype=np.float64)
+
+    def assignment_changes(self, m, memory):
+        # the mixing diagnostic counts whole units: of the expected counts, their rounding
+        # (as the PyTorch backend's above)
+        return super().assignment_changes(np.round(m).astype(np.int32), memory)
+
     def draw_first_layer(self, state, *, prior_shape, stream, table_stream, draw_w=True,
                          augment=True, with_counts=False, with_tables=False,
-                         pooling_concentration=None):
+                         pooling_concentration=None, keep_w=True):
         if pooling_concentration is not None:
             raise NotImplementedError("the expected-counts study has the tied pooling prior only")
         data, g = self.data, state.globals

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..backends.numba.position_store import as_dense
 from ..errors import CPGBNInputError
 from ..text.corpus import Corpus
 from ..text.vocabulary import OOV_ID, Vocabulary
@@ -261,10 +262,10 @@ def assign_kernels(model, X, *, n_iter: int = 10, burn_in: int = 5, seed: int | 
         if not sums:
             sums.update(counts=np.zeros(state.m.shape), theta=np.zeros(state.theta[0].shape),
                         columns=np.zeros((K, F)), words=np.zeros((V, K)))
-        sums["counts"] += state.m
+        sums["counts"] += as_dense(state.m)
         sums["theta"] += state.theta[0]
         _add_responsibilities(inferred.corpus, inferred.data.doc_positions, inferred.data.padding,
-                              state.w, D, sums["columns"], sums["words"])
+                              as_dense(state.w), D, sums["columns"], sums["words"])
 
     inferred = model.infer(X, n_iter=n_iter, burn_in=burn_in, seed=seed, on_sweep=collect)
     corpus, data, n = inferred.corpus, inferred.data, n_iter - burn_in

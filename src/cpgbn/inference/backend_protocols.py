@@ -79,6 +79,14 @@ class Backend(Protocol):
     def empty_like(self, array):
         """An uninitialised array of ``array``'s shape, dtype and device."""
 
+    def initial_weights(self, n_kernels: int):
+        """w = 1 at every (position, kernel) of ``data``: a dense (P, K_1) array, or the
+        backend's position store (numba: :class:`~cpgbn.backends.numba.position_store.
+        PositionStore`, whose ``toarray`` is the dense field)."""
+
+    def zero_counts(self, n_kernels: int):
+        """m = 0 at every (position, kernel) of ``data``, in the form of :meth:`initial_weights`."""
+
     def as_float(self, x):
         """``x`` (an array of this backend, or numpy) as float64 on the backend."""
 
@@ -114,7 +122,7 @@ class Backend(Protocol):
     def draw_first_layer(self, state: GibbsState, *, prior_shape, stream: int,
                          table_stream: int, draw_w: bool = True, augment: bool = True,
                          with_counts: bool = False, with_tables: bool = False,
-                         pooling_concentration: float | None = None):
+                         pooling_concentration: float | None = None, keep_w: bool = True):
         """Step 1: w | m, a, c^(2), then m | w, D for every cell, writing w, theta^(1), m, A
         and loglik of ``state``.  Returns (kernel counts n or None, the first layer's tables
         sum_s CRT(m_jks, a_jk / S_j), or CRT(A_jk, a_jk) with a free beta, or None)."""
@@ -156,8 +164,9 @@ class Backend(Protocol):
 
     # ------------------------------------------------------------------ mixing diagnostic
     def assignment_changes(self, m, memory):
-        """How m moved since the last call: int64[6] sums (:data:`cpgbn.backends.numba.mixing
-        .FIELDS`) as numpy, and the memory of this m for the next call (None at the first)."""
+        """How m moved since the last call: int64[6] sums (:data:`cpgbn.backends.numba.
+        position_store.CHANGE_FIELDS`) as numpy, and the memory of this m for the next call
+        (None at the first)."""
 
 
 @runtime_checkable

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..backends.numba.position_store import (ENTRY_SUFFIXES, POSITION_SUFFIX, field_arrays,
+                                             field_from_arrays)
 from .communicator import as_communicator
 from .exact import ExactSum
 from .mixing import Mixing, MixingTrace
@@ -145,6 +147,8 @@ class GibbsChain:
                  monitor=None, on_sweep=None, communicator=None):
         self.sampler, self.burn_in = sampler, int(burn_in)
         self.monitor, self.on_sweep = monitor, on_sweep
+        if on_sweep is not None:   # the hook may read the state's w
+            sampler.keep_weights = True
         self.communicator = as_communicator(communicator)
         if collect_globals is None:
             collect_globals = sampler.learn_globals
@@ -227,8 +231,8 @@ class GibbsChain:
         self._flush()
         state, collector = self.state, self.collector
         g = state.globals
-        arrays = {"D": g.D, "r": g.r, "w": state.w, "m": state.m, "A": state.A,
-                  "loglik": state.loglik,
+        arrays = {"D": g.D, "r": g.r, **field_arrays("w", state.w),
+                  **field_arrays("m", state.m), "A": state.A, "loglik": state.loglik,
                   "chain_loglik": np.asarray(collector.loglik, dtype=np.float64),
                   "chain_seconds": np.asarray(collector.seconds, dtype=np.float64)}
         for i, p in enumerate(g.phi):
@@ -251,13 +255,18 @@ class GibbsChain:
     # corpus is their rows stacked, and any number of workers can resume it.
     #: :func:`~cpgbn.inference.training.train` gives the root alone a checkpoint's arrays
     deals_rows = True
-    _POSITION_ROWS = ("w", "m")
+    # A stored position field (numba) saves a row per position and a row per stored entry:
+    # a worker's entries are those of its positions (``field_arrays``).
+    _FIELDS = ("w", "m")
+    _POSITION_ROWS = _FIELDS + tuple(f + POSITION_SUFFIX for f in _FIELDS)
+    _ENTRY_ROWS = {f + suffix: f + POSITION_SUFFIX for f in _FIELDS for suffix in ENTRY_SUFFIXES}
     _DOCUMENT_ROWS = ("A", "loglik")
     _PER_LAYER_DOCUMENT_ROWS = ("theta_", "c_", "theta_sum_")
 
     def _is_row_array(self, name: str) -> bool:
-        return name in self._POSITION_ROWS + self._DOCUMENT_ROWS or any(
-            name.startswith(prefix) and name[len(prefix):].isdigit()
+        if name in self._POSITION_ROWS + self._DOCUMENT_ROWS or name in self._ENTRY_ROWS:
+            return True
+        return any(name.startswith(prefix) and name[len(prefix):].isdigit()
             for prefix in self._PER_LAYER_DOCUMENT_ROWS)
 
     def _gathered(self, arrays: dict) -> dict:
@@ -279,7 +288,8 @@ class GibbsChain:
         if comm.is_root:
             doc_edges = np.cumsum([0] + [n for n, _ in sizes])
             pos_edges = np.cumsum([0] + [p for _, p in sizes])
-            if doc_edges[-1] != len(arrays["A"]) or pos_edges[-1] != len(arrays["w"]):
+            positions = arrays["m"] if "m" in arrays else arrays["m" + POSITION_SUFFIX]
+            if doc_edges[-1] != len(arrays["A"]) or pos_edges[-1] != len(positions):
                 parts = [ValueError("the checkpoint's documents are not the corpus'")] * len(sizes)
             else:
                 parts = []
@@ -288,6 +298,10 @@ class GibbsChain:
                     for k, v in arrays.items():
                         if k in self._POSITION_ROWS:
                             part[k] = v[pos_edges[r]:pos_edges[r + 1]]
+                        elif k in self._ENTRY_ROWS:
+                            ends = np.concatenate([[0], np.cumsum(arrays[self._ENTRY_ROWS[k]],
+                                                                  dtype=np.int64)])
+                            part[k] = v[ends[pos_edges[r]]:ends[pos_edges[r + 1]]]
                         elif self._is_row_array(k):
                             part[k] = v[doc_edges[r]:doc_edges[r + 1]]
                         else:
@@ -303,7 +317,9 @@ class GibbsChain:
             arrays = self._dealt(arrays)
         a, T = arrays, int(meta["n_layers"])
         g = GlobalParameters(a["D"], [a[f"phi_{i}"] for i in range(T - 1)], a["r"])
-        loaded = GibbsState(globals=g, w=a["w"], m=a["m"],
+        positions, K = self.sampler.data.doc_positions, g.D.shape[2]
+        loaded = GibbsState(globals=g, w=field_from_arrays("w", a, positions, K),
+                            m=field_from_arrays("m", a, positions, K),
                             theta=[a[f"theta_{i}"] for i in range(T)],
                             c=[a[f"c_{i}"] for i in range(T)], A=a["A"], loglik=a["loglik"],
                             sweep=int(meta["sweep"]))

@@ -142,6 +142,12 @@ class GibbsSampler:
         if global_update is not None:   # a group sums its workers' statistics first
             global_update = DistributedGlobalUpdate(global_update, self.communicator)
         self.global_update = global_update
+        #: Keep the w of every sweep in the state (a reader of ``state.w`` between sweeps,
+        #: such as an ``on_sweep`` hook, needs it; :meth:`draw_weights` always keeps it).
+        #: Without it the numba backend holds each document's w only while the document is
+        #: in hand and ``state.w`` is None after a sweep (the next sweep draws w from m
+        #: before anything reads it); the PyTorch backend keeps w either way.
+        self.keep_weights = False
 
     @property
     def data(self):
@@ -204,7 +210,7 @@ class GibbsSampler:
         if (w is None) != (theta is None):
             raise CPGBNInputError("give both w and theta, or neither")
         if w is None:
-            w = b.full((data.n_positions, K1), 1.0, np.float32)
+            w = b.initial_weights(K1)
             theta = [b.initial_theta1(K1)] + [b.full((n_docs, k), 1.0, np.float64)
                                               for k in layers[1:]]
         else:
@@ -217,7 +223,7 @@ class GibbsSampler:
         state = GibbsState(
             globals=g,
             w=w,
-            m=b.full((data.n_positions, K1), 0, b.count_dtype),
+            m=b.zero_counts(K1),
             theta=theta,
             c=[b.full(n_docs, 1.0, np.float64) for _ in layers],
             A=b.full((n_docs, K1), 0, b.count_dtype),
@@ -288,7 +294,7 @@ class GibbsSampler:
             state, prior_shape=self._first_layer_shape(state), stream=stream(s, streams.CONV),
             table_stream=stream(s, streams.UPWARD), draw_w=draw_w, with_counts=collect,
             with_tables=T > 1 or (collect and hyper.sample_r),
-            pooling_concentration=hyper.pooling_concentration)
+            pooling_concentration=hyper.pooling_concentration, keep_w=self.keep_weights)
 
         # 3. c^(t+1) | theta^(t), theta^(t+1), all current
         if draw_scales:

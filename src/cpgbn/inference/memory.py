@@ -3,10 +3,12 @@
 Bytes for a corpus with N documents, P = sum_j S_j positions, C cells, vocabulary V, filter
 width F, layers K_1..K_T and n_threads numba threads:
 
-    positions   P * K_1 * (4 + 4)                 w (float32) and m (int32)
-              + P * (K_1 * 2 + 8)                  the mixing diagnostic's copy of m (int16
-                                                   while the counts fit) and dominant kernels
-                                                   (training only)
+    positions   2 * P * K_1 * (b + 4) + 8 P        m as two position stores (the one a pass
+                                                   reads, the one it writes; the mixing
+                                                   diagnostic keeps the old one by reference),
+                                                   each at most every (position, kernel) pair:
+                                                   b = 1 byte of kernel index while K_1 <= 256,
+                                                   2 to 65,536, then 4; int32 counts
     kernels     V * F * K_1 * (4 + 4 * n_threads)  D (float32), per-thread count slabs (int32;
                                                    int64 where a word's units pass 2^31)
               + V * F * K_1 * 8                    running sum of D (training only)
@@ -14,11 +16,16 @@ width F, layers K_1..K_T and n_threads numba threads:
               + N * K_1 * 4 + N * T * 8            A, c
     cells       C * 12                             word, column, count ids
 
-Transform (globals fixed) needs neither the count slabs, nor the running sum of D, nor the
-mixing diagnostic.
+The numba sampler stores w and m sparsely (:mod:`cpgbn.backends.numba.position_store`): the
+entries of w above the float32 floor and the non-zero counts, and w of a document only
+while the document is in hand (``GibbsSampler.keep_weights``).  The bound above is the
+chain's dense start (w = 1, so the first augmentations spread every token over every
+candidate: 93% of the pairs hold a count after MR's first one); after a few sweeps m holds
+under 1% of the pairs (0.6% on MR).  Transform (globals fixed) needs neither the count slabs
+nor the running sum of D.
 
 The PyTorch sampler (``device`` set) holds more per (position, K_1) entry, counted in
-:data:`TORCH_POSITION_BYTES` instead of the 8 (+ 2) bytes above: on its device w (float32)
+:data:`TORCH_POSITION_BYTES` instead of the stores above: on its device w (float32)
 and m (int32), the next w and m drawn beside them (8 + 8 bytes), and the mixing diagnostic's
 int16 copy of m (training); on the host the state (w float32, m int32) and its copy written
 back from the device (16 bytes); its kernel counts are one int64 array, not per-thread
@@ -62,7 +69,8 @@ def estimate_bytes(n_docs: int, n_positions: int, n_cells: int, vocab_size: int,
     K1 = layers[0]
     if device_type is None:   # positions; D, per-thread count slabs, the running sum of D
         slab = 8 if wide_kernel_counts else 4
-        total = n_positions * K1 * 8 + (n_positions * (K1 * 2 + 8) if training else 0)
+        index = 1 if K1 <= 1 << 8 else 2 if K1 <= 1 << 16 else 4
+        total = 2 * n_positions * K1 * (index + 4) + 8 * n_positions
         total += vocab_size * filter_width * K1 * (4 + (slab * n_threads + 8 if training else 0))
     else:                     # positions; D, the kernel counts (int64), the running sum of D
         total = n_positions * (K1 * TORCH_POSITION_BYTES[device_type][training] + 8)

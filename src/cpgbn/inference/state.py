@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..backends.numba.position_store import as_dense
+
 
 @dataclass
 class Hyperparameters:
@@ -70,6 +72,10 @@ class GibbsState:
     globals : GlobalParameters
     w : float32 (P, K_1) -- per-position weights w_{j,k,s}, ragged over documents (P = sum_j S_j).
     m : int32 (P, K_1) -- latent counts m_{j,k,s} from the last augmentation (summed over v, f).
+        The numba backend keeps w and m as :class:`~cpgbn.backends.numba.position_store.
+        PositionStore` objects (their entries off the floor, and the non-zero counts; ``toarray``
+        or :func:`~cpgbn.backends.numba.position_store.as_dense` gives the (P, K_1) array) and
+        takes dense arrays too; the PyTorch backend keeps dense tensors.
     theta : list, theta[t-1] float64 (N, K_t) -- theta^(t)_j; theta[0] = sum_s w_{j,k,s} (pooling;
         with a ``pooling_concentration`` theta^(1) is drawn itself and w = theta^(1) pi, floored,
         so sum_s w_{j,k,s} differs from it by float32 rounding and at most S_j FLOOR).
@@ -110,7 +116,7 @@ def state_on(backend, state: GibbsState) -> GibbsState:
     return GibbsState(
         globals=GlobalParameters(put(g.D, np.float32), [put(p, np.float64) for p in g.phi],
                                  put(g.r, np.float64)),
-        w=put(state.w, np.float32), m=put(state.m, backend.count_dtype),
+        w=put(as_dense(state.w), np.float32), m=put(as_dense(state.m), backend.count_dtype),
         theta=[put(t, np.float64) for t in state.theta], c=[put(c, np.float64) for c in state.c],
         A=put(state.A, backend.count_dtype), loglik=put(state.loglik, np.float64), sweep=int(state.sweep))
 

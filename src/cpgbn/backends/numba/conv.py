@@ -4,8 +4,12 @@ Shapes (paper symbols in brackets):
 
 * ``D``      float32 (V, F, K)  kernels [d_{k,v,f}]; for each k the V*F entries sum to 1.  The
   layout keeps the F x K block of one word contiguous, which is what a token reads.
-* ``w``      float32 (P, K)     per-position weights [w_{j,k,s}], P = sum_j S_j (ragged).
-* ``m``      int32   (P, K)     latent counts per position [m_{j,k,s}], summed over v and f.
+* ``w``      float32 (P, K)     per-position weights [w_{j,k,s}], P = sum_j S_j (ragged), kept
+  as a position store of the entries above the floor
+  (:mod:`cpgbn.backends.numba.position_store`) and unpacked, one document at a time, into
+  dense rows while the document is in hand.
+* ``m``      int32   (P, K)     latent counts per position [m_{j,k,s}], summed over v and f:
+  a position store of the non-zero counts, unpacked the same way.
 * ``A``      int32   (N, K)     counts per document and kernel [m_{j,k,.,.}].
 * ``counts`` int32   (T, V, F, K) counts per kernel entry [n_{k,v,f}], one slab per thread.
 
@@ -40,7 +44,7 @@ from ...layers.cells import BERNOULLI_POISSON, FIXED_COUNT, OBSERVED_COUNT
 from .distributions import (binomial, categorical_cumulative, multinomial_cumulative,
                             zero_truncated_poisson)
 from .rng import borrow, seed_state
-from .gbn import listed_tables, longest_document, pooled_tables
+from .gbn import listed_tables, pooled_tables
 from .shared_shape import gamma_counts_shared
 from .weights import FLOOR, draw_document_split, draw_document_weights, list_heavy_kernels
 
@@ -225,11 +229,24 @@ def _light_candidates(w, D, p0, v, col, f_lo, f_hi, light_idx, light_cum):
 
 
 @njit(parallel=True, cache=True)
-def sweep_positions(seed, stream, block_size, first_block, doc_cells, doc_positions, cell_word,
-                    cell_col, cell_count, mode, fixed_count, D, D_row_sums, prior_shape, rate,
-                    draw_w, augment, w, m, theta, A, counts, loglik, tables,
-                    pooling_concentration):
-    """One pass over all documents: draw w | m, then re-augment every cell m | w, D.
+def sweep_positions(seed, stream, block_size, first_block, blocks, doc_cells, doc_positions,
+                    cell_word, cell_col, cell_count, mode, fixed_count, D, D_row_sums,
+                    prior_shape, rate, draw_w, augment, store_w, w_in, w_background, m_in, w_out,
+                    w_region, m_out, m_region, theta, A, counts, loglik, tables,
+                    pooling_concentration, needed):
+    """One pass over the documents of ``blocks``: draw w | m, then re-augment every cell m | w, D.
+
+    w and m are position stores (:mod:`cpgbn.backends.numba.position_store`): ``w_in`` and
+    ``m_in`` the fields as they are (``PositionStore.arrays()``; ``w_background`` the value of
+    w's unstored entries), ``w_out`` and ``m_out`` the stores this pass writes, block b's
+    entries from ``w_region[b]`` (``m_region[b]``) on.  A document's rows are unpacked into
+    dense per-block rows, drawn there by the same kernels as ever, and packed again, so a
+    store changes where the chain's numbers live, not the numbers.  ``needed[b]`` receives the
+    entries block b wrote (w, m): where it passes the region, the entries past it are not
+    written and the caller writes the block again into a larger one (the block's streams make
+    the same draws; give it ``counts`` without slabs then, as they were added already).
+    ``store_w=False`` draws w without storing it (each document's w lives while the document
+    is in hand: no one reads it before the next pass draws it again).
 
     For document j (prior shape a_jk, rate 1 + c_j^(2)):
 
@@ -259,28 +276,41 @@ def sweep_positions(seed, stream, block_size, first_block, doc_cells, doc_positi
 
     ``counts`` of shape (0, 0, 0, 0) skips the kernel counts (inference with D fixed);
     ``tables`` of shape (0, K) skips step 4; ``augment=False`` only draws w (and theta),
-    leaving m, A and loglik as they were.  ``pooling_concentration`` <= 0 is the tied pooling
+    leaving m, A and loglik as they were (``m_out`` is not written), and ``draw_w=False``
+    leaves w (``w_out`` is not written).  ``pooling_concentration`` <= 0 is the tied pooling
     prior (beta = a_jk / S_j), whose draws do not depend on the branch added for beta.
     """
     n_docs = len(doc_positions) - 1
     n_kernels = D.shape[2]
     filter_width = D.shape[1]
     n_candidates = filter_width * n_kernels
-    n_blocks = (n_docs + block_size - 1) // block_size
     update_counts = counts.shape[0] > 0
     want_tables = tables.shape[0] > 0
     log_fixed_factorial = lgamma(fixed_count + 1.0)
-    max_pos = longest_document(doc_positions)
     free_split = pooling_concentration > 0.0
-    for block in prange(n_blocks):
+    w_start_in, _, w_count_in, w_kernel_in, w_value_in = w_in
+    m_start_in, _, m_count_in, m_kernel_in, m_value_in = m_in
+    w_start_out, w_nnz_out, w_count_out, w_kernel_out, w_value_out = w_out
+    m_start_out, m_nnz_out, m_count_out, m_kernel_out, m_value_out = m_out
+    fill = np.float32(w_background)
+    for bi in prange(len(blocks)):
+        block = blocks[bi]
         state = np.empty(4, dtype=np.uint64)
         seed_state(state, seed, stream, first_block + block)
+        lo, hi = block * block_size, min(n_docs, (block + 1) * block_size)
+        max_pos = 1
+        for j in range(lo, hi):
+            max_pos = max(max_pos, doc_positions[j + 1] - doc_positions[j])
+        # the document in hand, dense: what the kernels below read and write (rows 0..S_j-1)
+        w_rows = np.empty((max_pos, n_kernels), dtype=np.float32)
+        m_rows = np.zeros((max_pos, n_kernels), dtype=m_value_in.dtype)
         heavy_k = np.empty((max_pos, n_kernels), dtype=np.int32)
         n_heavy_at = np.empty(max_pos, dtype=np.int32)
         weight_scratch = np.empty((4, n_kernels), dtype=np.float64)
         log_split = np.empty((max_pos if free_split else 0, n_kernels), dtype=np.float64)
         slow = np.empty(n_kernels, dtype=np.int32)
         nonzero = np.empty(max_pos * n_kernels, dtype=np.int64)
+        position_first = np.empty(max_pos + 1, dtype=np.int64)
         split = np.empty(n_candidates, dtype=np.int64)
         rest_cum = np.empty(n_candidates, dtype=np.float64)
         rest_pos = np.empty(n_candidates, dtype=np.int64)
@@ -294,24 +324,40 @@ def sweep_positions(seed, stream, block_size, first_block, doc_cells, doc_positi
         # views without reference counts of the arrays that every document passes on: the
         # atomic increments on arrays shared by the threads cost a fifth of a sweep
         # (the arguments outlive the call; the per-block arrays are borrowed by the callees)
-        m_b, w_b, theta_b = borrow(m), borrow(w), borrow(theta)
+        m_b, w_b, theta_b = borrow(m_rows), borrow(w_rows), borrow(theta)
         prior_b, tables_b, D_b = borrow(prior_shape), borrow(tables), borrow(D)
-        for j in range(block * block_size, min(n_docs, (block + 1) * block_size)):
+        w_write, w_end = w_region[block], w_region[block + 1]
+        m_write, m_end = m_region[block], m_region[block + 1]
+        w_first, m_first = w_write, m_write
+        for j in range(lo, hi):
             p0 = doc_positions[j]
             n_pos = doc_positions[j + 1] - p0
+            if draw_w:  # the w draw reads the document's counts
+                _unpack(m_rows, m_start_in[j], m_count_in, m_kernel_in, m_value_in, p0, n_pos)
             n_nonzero = -1  # not listed
             if draw_w and free_split:  # m is then reset at every position (n_nonzero = -1)
-                draw_document_split(state, m_b, w_b, p0, n_pos, prior_b[j], np.log(rate[j]),
+                draw_document_split(state, m_b, w_b, 0, n_pos, prior_b[j], np.log(rate[j]),
                                     pooling_concentration, theta_b[j], weight_scratch, log_split,
                                     heavy_k, n_heavy_at)
             elif draw_w:
-                n_nonzero = draw_document_weights(state, m_b, w_b, p0, n_pos, prior_b[j],
+                n_nonzero = draw_document_weights(state, m_b, w_b, 0, n_pos, prior_b[j],
                                                   np.log(rate[j]), theta_b[j], weight_scratch,
                                                   slow, heavy_k, n_heavy_at, nonzero)
+            if store_w:
+                w_start_out[j] = w_write
+                w_write = _pack_heavy(w_rows, heavy_k, n_heavy_at, n_pos, p0, w_count_out,
+                                      w_kernel_out, w_value_out, w_write, w_end)
+                w_nnz_out[j] = w_write - w_start_out[j]
             if not augment:
+                if draw_w:  # the rows back to zero for the next document
+                    _clear(m_rows, m_start_in[j], m_count_in, m_kernel_in, p0, n_pos)
                 continue
             if not draw_w:
-                list_heavy_kernels(w_b, p0, n_pos, heavy_k, n_heavy_at)
+                for s in range(n_pos):
+                    for k in range(n_kernels):
+                        w_rows[s, k] = fill
+                _unpack(w_rows, w_start_in[j], w_count_in, w_kernel_in, w_value_in, p0, n_pos)
+                list_heavy_kernels(w_b, 0, n_pos, heavy_k, n_heavy_at)
             total_w = 0.0
             for k in range(n_kernels):
                 A[j, k] = 0
@@ -319,11 +365,11 @@ def sweep_positions(seed, stream, block_size, first_block, doc_cells, doc_positi
             if n_nonzero >= 0:
                 for i in range(n_nonzero):
                     s, k = divmod(nonzero[i], n_kernels)
-                    m[p0 + s, k] = 0
+                    m_rows[s, k] = 0
             else:
                 for s in range(n_pos):
                     for k in range(n_kernels):
-                        m[p0 + s, k] = 0
+                        m_rows[s, k] = 0
             # from here ``nonzero`` lists the new counts, as they are placed (for the tables)
             n_nonzero = 0
             ll = -total_w
@@ -341,7 +387,7 @@ def sweep_positions(seed, stream, block_size, first_block, doc_cells, doc_positi
                     for h in range(n_heavy_at[s]):
                         k = heavy_k[s, h]
                         d = np.float64(D[v, f, k])
-                        heavy_total += np.float64(w[p0 + s, k]) * d
+                        heavy_total += np.float64(w_rows[s, k]) * d
                         d_heavy += d
                         heavy[n_heavy] = (f - f_lo) * n_kernels + k
                         heavy_cum[n_heavy] = heavy_total
@@ -351,7 +397,7 @@ def sweep_positions(seed, stream, block_size, first_block, doc_cells, doc_positi
                 n_l = 0
                 if n_heavy == 0:
                     # every candidate at the floor: weigh them exactly
-                    n_l, light_total = _light_candidates(w_b, D_b, p0, v, col, f_lo, f_hi,
+                    n_l, light_total = _light_candidates(w_b, D_b, 0, v, col, f_lo, f_hi,
                                                          light_idx, light_cum)
                 lam = heavy_total + light_total
                 n_units, cell_ll = cell_units(state, mode, lam, fixed_count, log_fixed_factorial,
@@ -365,7 +411,7 @@ def sweep_positions(seed, stream, block_size, first_block, doc_cells, doc_positi
                                                out_idx, out_cnt)
                 if n_light > 0:
                     if n_heavy > 0:
-                        n_l, _ = _light_candidates(w_b, D_b, p0, v, col, f_lo, f_hi, light_idx,
+                        n_l, _ = _light_candidates(w_b, D_b, 0, v, col, f_lo, f_hi, light_idx,
                                                    light_cum)
                     n_pairs = spread_light_units(state, n_light, light_cum, light_idx, n_l,
                                                  out_idx, out_cnt, n_pairs)
@@ -374,10 +420,10 @@ def sweep_positions(seed, stream, block_size, first_block, doc_cells, doc_positi
                     n_here = out_cnt[t]
                     f = f_lo + idx // n_kernels
                     k = idx % n_kernels
-                    if m[p0 + col - f, k] == 0:
+                    if m_rows[col - f, k] == 0:
                         nonzero[n_nonzero] = (col - f) * n_kernels + k
                         n_nonzero += 1
-                    m[p0 + col - f, k] += n_here
+                    m_rows[col - f, k] += n_here
                     A[j, k] += n_here
                     if update_counts:
                         counts[slab, v, f, k] += n_here
@@ -385,7 +431,82 @@ def sweep_positions(seed, stream, block_size, first_block, doc_cells, doc_positi
             if want_tables and free_split:
                 pooled_tables(state, A[j], prior_b[j], tables_b[j])
             elif want_tables:
-                listed_tables(state, m_b, p0, n_pos, prior_b[j], nonzero, n_nonzero, tables_b[j])
+                listed_tables(state, m_b, 0, n_pos, prior_b[j], nonzero, n_nonzero, tables_b[j])
+            m_start_out[j] = m_write
+            m_write = _pack_listed(m_rows, nonzero, n_nonzero, n_pos, p0, position_first,
+                                   m_count_out, m_kernel_out, m_value_out, m_write, m_end)
+            m_nnz_out[j] = n_nonzero
+        needed[block, 0] = w_write - w_first
+        needed[block, 1] = m_write - m_first
+
+
+@njit(cache=True)
+def _unpack(rows, start, pos_count, kernel, value, p0, n_pos):
+    """Rows 0..n_pos-1 of ``rows`` get a document's stored entries (the others untouched)."""
+    rows, pos_count, kernel, value = borrow(rows), borrow(pos_count), borrow(kernel), borrow(value)
+    e = start
+    for s in range(n_pos):
+        for _ in range(pos_count[p0 + s]):
+            rows[s, kernel[e]] = value[e]
+            e += 1
+
+
+@njit(cache=True)
+def _clear(rows, start, pos_count, kernel, p0, n_pos):
+    """The entries :func:`_unpack` wrote back to zero."""
+    rows, pos_count, kernel = borrow(rows), borrow(pos_count), borrow(kernel)
+    e = start
+    for s in range(n_pos):
+        for _ in range(pos_count[p0 + s]):
+            rows[s, kernel[e]] = 0
+            e += 1
+
+
+@njit(cache=True)
+def _pack_heavy(w_rows, heavy_k, n_heavy_at, n_pos, p0, pos_count, kernel, value, write, end):
+    """A document's w above the floor (the heavy lists) into a store from ``write``; returns
+    the next free entry (past ``end``: the entries past it are not written)."""
+    w_rows, heavy_k, n_heavy_at = borrow(w_rows), borrow(heavy_k), borrow(n_heavy_at)
+    pos_count, kernel, value = borrow(pos_count), borrow(kernel), borrow(value)
+    for s in range(n_pos):
+        n = n_heavy_at[s]
+        pos_count[p0 + s] = n
+        if write + n <= end:
+            for h in range(n):
+                k = heavy_k[s, h]
+                kernel[write + h] = k
+                value[write + h] = w_rows[s, k]
+        write += n
+    return write
+
+
+@njit(cache=True)
+def _pack_listed(m_rows, listed, n_listed, n_pos, p0, first, pos_count, kernel, value, write,
+                 end):
+    """A document's counts (offsets s * K + k in ``listed``) into a store from ``write``,
+    grouped by position (in the order listed); the rows are left at zero.  Returns the next free
+    entry, as :func:`_pack_heavy`."""
+    m_rows, listed, first = borrow(m_rows), borrow(listed), borrow(first)
+    pos_count, kernel, value = borrow(pos_count), borrow(kernel), borrow(value)
+    n_kernels = m_rows.shape[1]
+    for s in range(n_pos):
+        pos_count[p0 + s] = 0
+    for i in range(n_listed):
+        pos_count[p0 + listed[i] // n_kernels] += 1
+    fits = write + n_listed <= end
+    if fits:
+        first[0] = write
+        for s in range(n_pos):
+            first[s + 1] = first[s] + pos_count[p0 + s]
+        for i in range(n_listed):
+            s, k = divmod(listed[i], n_kernels)
+            kernel[first[s]] = k
+            value[first[s]] = m_rows[s, k]
+            first[s] += 1
+    for i in range(n_listed):
+        s, k = divmod(listed[i], n_kernels)
+        m_rows[s, k] = 0
+    return write + n_listed
 
 
 @njit(parallel=True, cache=True)

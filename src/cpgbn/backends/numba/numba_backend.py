@@ -26,8 +26,9 @@ from ...errors import CPGBNInputError
 from ...layers.cells import counts_dtype
 from ...blocks import DOC_BLOCK  # documents per RNG block: part of what a seed means
 from . import conv, gbn
+from .weights import FLOOR
 from .openmp import import_torch_first
-from .mixing import compare_assignments
+from .position_store import PositionStore, compare_stores, next_capacity, regrow
 from .shared_shape import shared_shape_table
 
 #: Vocabulary rows per RNG block of the kernel draw.
@@ -184,7 +185,8 @@ class NumbaBackend:
     # ------------------------------------------------------------------ step 1
     def draw_first_layer(self, state, *, prior_shape, stream: int, table_stream: int,
                          draw_w: bool = True, augment: bool = True, with_counts: bool = False,
-                         with_tables: bool = False, pooling_concentration: float | None = None):
+                         with_tables: bool = False, pooling_concentration: float | None = None,
+                         keep_w: bool = True):
         """w | m, a, c^(2), then m | w, D for every cell (see :func:`conv.sweep_positions`).
 
         Writes w, theta^(1), m, A and loglik of ``state``.  Returns ``(counts, tables)``: the
@@ -197,21 +199,91 @@ class NumbaBackend:
         and the tables CRT(A_jk, a_jk).
         """
         data, g = self.data, state.globals
+        K = g.D.shape[2]
         counts = self.count_slabs(g.D.shape) if with_counts else self._no_counts()
         # the tables share the documents' random streams with w and m, so a full sweep always
         # draws them (whatever ``with_tables`` says): a seed then means one chain at any depth
-        tables = np.empty((data.n_docs, g.D.shape[2]), dtype=np.int64) if draw_w and augment else None
+        tables = np.empty((data.n_docs, K), dtype=np.int64) if draw_w and augment else None
         row_sums = np.empty(g.D.shape[:2], dtype=np.float64)
         if augment:
             conv.kernel_row_sums(g.D, row_sums)
-        conv.sweep_positions(
-            self.seed, stream, DOC_BLOCK, self.first_block, data.doc_cells, data.doc_positions, data.cell_word,
-            data.cell_col, data.cell_count, data.mode, data.fixed_count, g.D, row_sums,
-            prior_shape, 1.0 + state.c[0], draw_w, augment, state.w, state.m, state.theta[0],
-            state.A, counts, state.loglik,
-            tables if tables is not None else np.empty((0, g.D.shape[2]), dtype=np.int64),
-            0.0 if pooling_concentration is None else float(pooling_concentration))
+        if state.w is None and not draw_w:
+            raise CPGBNInputError("this pass reads w, which the last one did not keep "
+                                  "(keep_w=False): draw it first")
+        w_in = (self.as_store(state.w, FLOOR, np.float32) if state.w is not None
+                else self.initial_weights(K))
+        m_in = self.as_store(state.m, 0, self.count_dtype)
+        positions = data.doc_positions
+        # a full pass does not read w, and without ``keep_w`` no one reads the w it draws
+        # before the next pass draws it again: each document's w then lives while the
+        # document is in hand, and the state's w is None
+        store_w = draw_w and (keep_w or not augment)
+        if draw_w:   # the old store goes before the new one is made
+            w_room = (next_capacity(w_in, positions, K) if store_w
+                      else np.zeros(len(w_in.region) - 1, dtype=np.int64))
+            state.w = w_in = None
+            w_out = PositionStore.allocate(positions, K, np.float32, FLOOR, w_room)
+        else:
+            w_out = w_in
+        m_out = (PositionStore.allocate(positions, K, self.count_dtype, 0,
+                                        next_capacity(m_in, positions, K))
+                 if augment else m_in)
+        n_blocks = len(w_out.region) - 1
+        needed = np.zeros((n_blocks, 2), dtype=np.int64)
+        blocks = np.arange(n_blocks, dtype=np.int64)
+        beta = 0.0 if pooling_concentration is None else float(pooling_concentration)
+        slabs = counts
+        while len(blocks):
+            conv.sweep_positions(
+                self.seed, stream, DOC_BLOCK, self.first_block, blocks, data.doc_cells,
+                positions, data.cell_word, data.cell_col, data.cell_count, data.mode,
+                data.fixed_count, g.D, row_sums, prior_shape, 1.0 + state.c[0], draw_w, augment,
+                store_w, (w_out if w_in is None else w_in).arrays(),
+                FLOOR if w_in is None else w_in.background, m_in.arrays(), w_out.arrays(),
+                w_out.region, m_out.arrays(), m_out.region, state.theta[0], state.A, slabs,
+                state.loglik,
+                tables if tables is not None else np.empty((0, K), dtype=np.int64),
+                beta, needed)
+            # a block whose region was too small is written again into a larger one: its
+            # streams make the same draws, and its kernel counts were added the first time
+            over = []
+            if store_w and (needed[:, 0] > np.diff(w_out.region)).any():
+                w_out, w_over = regrow(w_out, needed[:, 0])
+                over.append(w_over)
+            if augment and (needed[:, 1] > np.diff(m_out.region)).any():
+                m_out, m_over = regrow(m_out, needed[:, 1])
+                over.append(m_over)
+            blocks = np.unique(np.concatenate(over)) if over else blocks[:0]
+            slabs = self._no_counts()
+        if draw_w:
+            state.w = w_out if store_w else None
+        if augment:
+            state.m = m_out
         return (counts if with_counts else None), tables
+
+    def as_store(self, field, background: float, dtype) -> PositionStore:
+        """A position field (w or m) as this backend keeps it: a dense (P, K) array (a test's,
+        a checkpoint's of an older version, the hybrid's w) becomes a store."""
+        data = self.data
+        if isinstance(field, PositionStore):
+            if field.shape[0] != data.n_positions:
+                raise CPGBNInputError(f"a position field of {field.shape[0]} positions for "
+                                      f"documents of {data.n_positions}")
+            return field
+        field = np.asarray(field)
+        if field.ndim != 2 or field.shape[0] != data.n_positions:
+            raise CPGBNInputError(f"a position field must be ({data.n_positions}, K), got "
+                                  f"{field.shape}")
+        return PositionStore.from_dense(field.astype(dtype, copy=False), data.doc_positions,
+                                        background)
+
+    def initial_weights(self, n_kernels: int) -> PositionStore:
+        """w = 1 at every (position, kernel): the start of a chain, nothing stored."""
+        return PositionStore.constant(self.data.doc_positions, n_kernels, np.float32, 1.0)
+
+    def zero_counts(self, n_kernels: int) -> PositionStore:
+        """m = 0 at every (position, kernel), nothing stored."""
+        return PositionStore.constant(self.data.doc_positions, n_kernels, self.count_dtype, 0)
 
     def count_slabs(self, shape) -> np.ndarray:
         """Zeroed per-thread slabs (n_threads, V, F, K) for the kernel counts n of one sweep
@@ -302,16 +374,12 @@ class NumbaBackend:
         return out
 
     # ------------------------------------------------------------------ mixing diagnostic
-    @staticmethod
-    def assignment_changes(m: np.ndarray, memory):
-        """How m moved since the last call: int64[6] sums of :data:`.mixing.FIELDS`, and the
+    def assignment_changes(self, m, memory):
+        """How m moved since the last call: int64[6] sums of :data:`.position_store.CHANGE_FIELDS`, and the
         backend's memory of this m for the next call (``memory`` None at the first call: the
-        sums then compare m with zeros).  m is kept as int16 while its counts fit (2 bytes per
-        entry beside the 8 of w and m), else as int32."""
+        sums then compare m with zeros).  A pass writes a new store and never changes one,
+        so the memory is the store itself, not a copy."""
+        m = self.as_store(m, 0, self.count_dtype)
         if memory is None:
-            memory = (np.zeros(m.shape, dtype=np.int16), np.full(m.shape[0], -1, dtype=np.int64))
-        previous, dominant = memory
-        sums = compare_assignments(m, previous, dominant)
-        if sums[5] > np.iinfo(previous.dtype).max:  # the copy was truncated: keep it wider
-            previous = np.array(m, dtype=np.int32)
-        return sums, (previous, dominant)
+            memory = PositionStore.constant(m.doc_positions, m.n_kernels, m.dtype, 0)
+        return compare_stores(m, memory), m

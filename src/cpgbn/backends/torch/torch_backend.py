@@ -199,6 +199,14 @@ class TorchBackend:
         return torch.full(shape if isinstance(shape, tuple) else (shape,), value,
                           dtype=_DTYPES[np.dtype(dtype)], device=self.device)
 
+    def initial_weights(self, n_kernels: int) -> torch.Tensor:
+        """w = 1 at every (position, kernel): the start of a chain (dense on this backend)."""
+        return self.full((self.data.n_positions, n_kernels), 1.0, np.float32)
+
+    def zero_counts(self, n_kernels: int) -> torch.Tensor:
+        """m = 0 at every (position, kernel)."""
+        return self.full((self.data.n_positions, n_kernels), 0, self.count_dtype)
+
     @staticmethod
     def log1p(x: torch.Tensor) -> torch.Tensor:
         return torch.log1p(x)
@@ -246,7 +254,8 @@ class TorchBackend:
     # ------------------------------------------------------------------ the draws
     def draw_first_layer(self, state, *, prior_shape, stream: int, table_stream: int,
                          draw_w: bool = True, augment: bool = True, with_counts: bool = False,
-                         with_tables: bool = False, pooling_concentration: float | None = None):
+                         with_tables: bool = False, pooling_concentration: float | None = None,
+                         keep_w: bool = True):
         """w | m, a, c^(2) (``stream``), then m | w, D; the pooling tables
         sum_s CRT(m_jks, a_jk / S_j) from ``table_stream`` when ``with_tables``.  Returns
         (kernel counts n or None, tables or None).  With ``pooling_concentration`` beta:
