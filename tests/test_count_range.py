@@ -54,6 +54,7 @@ def test_kernel_counts_past_int32_widen_to_int64_and_stay_exact():
             == estimate_bytes(*sizes) + 6 * 1 * 1 * 4 * 2)   # the wider slabs
     hyper = Hyperparameters(eta=(0.05,), e0=1.0, f0=1.0)
     sampler = GibbsSampler(data, hyper, 3)
+    sampler.keep_weights = True   # the augmentation below reads the sweep's w
     assert sampler.backend.kernel_count_dtype == np.int64
     state = sampler.initial_state((1,), 6)
     sampler.sweep(state)
