@@ -50,8 +50,13 @@ for _ in range(sweeps):
     sampler.sweep(state)
     seconds.append(time.perf_counter() - start)
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-entries = {name: int(getattr(field, "nnz", np.count_nonzero(field != (0 if name == "m" else np.float32(1e-30)))))
-           for name, field in (("w", state.w), ("m", state.m))}
+def stored(field, background):
+    # a store's entries; a dense array's entries off the background; None: w not kept
+    if field is None:
+        return None
+    return int(field.nnz) if hasattr(field, "nnz") else int(np.count_nonzero(field != background))
+entries = dict(w=stored(state.w, np.float32(1e-30)), m=stored(state.m, 0),
+               pairs=int(data.n_positions) * k)
 commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                         cwd=Path(cpgbn.__file__).parent).stdout.strip()
 print(json.dumps(dict(commit=commit, docs=n_docs, k=k, positions=int(data.n_positions),
