@@ -213,7 +213,8 @@ def run_geweke(case: Case, n_prior: int, n_chain: int, seed: int,
         sampler = make_sampler(data, hyper, seed=seed * 1_000_003 + i)
         sampler.sweep(state)
         sampler.draw_weights(state)  # w current again before it is read with the stack
-        chain[i] = statistics(state.globals, as_dense(state.w), state.theta, state.c, split_positions)
+        chain[i] = statistics(state.globals, as_dense(state.w), state.theta, state.c,
+                              split_positions)
         state.m, data = sample_counts(state.globals, as_dense(state.w), lengths, case.F, rng,
                                       binary=case.binary)
 

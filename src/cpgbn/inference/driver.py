@@ -267,7 +267,7 @@ class GibbsChain:
         if name in self._POSITION_ROWS + self._DOCUMENT_ROWS or name in self._ENTRY_ROWS:
             return True
         return any(name.startswith(prefix) and name[len(prefix):].isdigit()
-            for prefix in self._PER_LAYER_DOCUMENT_ROWS)
+                   for prefix in self._PER_LAYER_DOCUMENT_ROWS)
 
     def _gathered(self, arrays: dict) -> dict:
         """The whole corpus' checkpoint arrays on the root (the workers' rows stacked), {} on
@@ -292,6 +292,9 @@ class GibbsChain:
             if doc_edges[-1] != len(arrays["A"]) or pos_edges[-1] != len(positions):
                 parts = [ValueError("the checkpoint's documents are not the corpus'")] * len(sizes)
             else:
+                # where each position's entries end, for the fields saved as stores
+                entry_ends = {f: np.concatenate([[0], np.cumsum(arrays[f], dtype=np.int64)])
+                              for f in set(self._ENTRY_ROWS.values()) if f in arrays}
                 parts = []
                 for r in range(len(sizes)):
                     part = {}
@@ -299,8 +302,7 @@ class GibbsChain:
                         if k in self._POSITION_ROWS:
                             part[k] = v[pos_edges[r]:pos_edges[r + 1]]
                         elif k in self._ENTRY_ROWS:
-                            ends = np.concatenate([[0], np.cumsum(arrays[self._ENTRY_ROWS[k]],
-                                                                  dtype=np.int64)])
+                            ends = entry_ends[self._ENTRY_ROWS[k]]
                             part[k] = v[ends[pos_edges[r]]:ends[pos_edges[r + 1]]]
                         elif self._is_row_array(k):
                             part[k] = v[doc_edges[r]:doc_edges[r + 1]]

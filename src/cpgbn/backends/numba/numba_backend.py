@@ -210,8 +210,7 @@ class NumbaBackend:
         if state.w is None and not draw_w:
             raise CPGBNInputError("this pass reads w, which the last one did not keep "
                                   "(keep_w=False): draw it first")
-        w_in = (self.as_store(state.w, FLOOR, np.float32) if state.w is not None
-                else self.initial_weights(K))
+        w_in = None if state.w is None else self.as_store(state.w, FLOOR, np.float32)
         m_in = self.as_store(state.m, 0, self.count_dtype)
         positions = data.doc_positions
         # a full pass does not read w, and without ``keep_w`` no one reads the w it draws
@@ -219,12 +218,15 @@ class NumbaBackend:
         # document is in hand, and the state's w is None
         store_w = draw_w and (keep_w or not augment)
         if draw_w:   # the old store goes before the new one is made
-            w_room = (next_capacity(w_in, positions, K) if store_w
-                      else np.zeros(len(w_in.region) - 1, dtype=np.int64))
+            w_room = next_capacity(w_in, positions, K)
             state.w = w_in = None
-            w_out = PositionStore.allocate(positions, K, np.float32, FLOOR, w_room)
+            w_out = PositionStore.allocate(positions, K, np.float32, FLOOR,
+                                           w_room if store_w else np.zeros_like(w_room))
         else:
             w_out = w_in
+        # what the pass reads as w: the old store, or (a pass that draws w, which reads none)
+        # the new one, as an argument of the right type
+        w_read = w_out if w_in is None else w_in
         m_out = (PositionStore.allocate(positions, K, self.count_dtype, 0,
                                         next_capacity(m_in, positions, K))
                  if augment else m_in)
@@ -238,8 +240,7 @@ class NumbaBackend:
                 self.seed, stream, DOC_BLOCK, self.first_block, blocks, data.doc_cells,
                 positions, data.cell_word, data.cell_col, data.cell_count, data.mode,
                 data.fixed_count, g.D, row_sums, prior_shape, 1.0 + state.c[0], draw_w, augment,
-                store_w, (w_out if w_in is None else w_in).arrays(),
-                FLOOR if w_in is None else w_in.background, m_in.arrays(), w_out.arrays(),
+                store_w, w_read.arrays(), w_read.background, m_in.arrays(), w_out.arrays(),
                 w_out.region, m_out.arrays(), m_out.region, state.theta[0], state.A, slabs,
                 state.loglik,
                 tables if tables is not None else np.empty((0, K), dtype=np.int64),
@@ -375,10 +376,11 @@ class NumbaBackend:
 
     # ------------------------------------------------------------------ mixing diagnostic
     def assignment_changes(self, m, memory):
-        """How m moved since the last call: int64[6] sums of :data:`.position_store.CHANGE_FIELDS`, and the
-        backend's memory of this m for the next call (``memory`` None at the first call: the
-        sums then compare m with zeros).  A pass writes a new store and never changes one,
-        so the memory is the store itself, not a copy."""
+        """How m moved since the last call: int64[6] sums of
+        :data:`.position_store.CHANGE_FIELDS`, and the backend's memory of this m for the next
+        call (``memory`` None at the first call: the sums then compare m with zeros).  A pass
+        writes a new store and never changes one, so the memory is the store itself, not a
+        copy."""
         m = self.as_store(m, 0, self.count_dtype)
         if memory is None:
             memory = PositionStore.constant(m.doc_positions, m.n_kernels, m.dtype, 0)

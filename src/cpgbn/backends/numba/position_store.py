@@ -121,9 +121,7 @@ class PositionStore:
         ends = np.concatenate([[0], np.cumsum(pos_count, dtype=np.int64)])
         doc_start = ends[doc_positions[:-1]]
         doc_nnz = ends[doc_positions[1:]] - doc_start
-        n_docs = len(doc_positions) - 1
-        region = ends[doc_positions[np.minimum(np.arange(n_blocks(n_docs) + 1) * DOC_BLOCK,
-                                               n_docs)]]
+        region = ends[doc_positions[block_edges(len(doc_positions) - 1)]]
         return cls(doc_positions, int(n_kernels), background, doc_start, doc_nnz, pos_count,
                    np.ascontiguousarray(kernel, dtype=kernel_index_dtype(n_kernels)),
                    np.ascontiguousarray(value), np.ascontiguousarray(region, dtype=np.int64))
@@ -171,10 +169,8 @@ class PositionStore:
 
     def block_usage(self) -> np.ndarray:
         """Entries stored per random-stream block (int64, one per block)."""
-        edges = np.arange(0, len(self.doc_nnz), DOC_BLOCK)
-        if len(edges) == 0:
-            return np.zeros(0, dtype=np.int64)
-        return np.add.reduceat(self.doc_nnz, edges).astype(np.int64)
+        ends = np.concatenate([[0], np.cumsum(self.doc_nnz, dtype=np.int64)])
+        return np.diff(ends[block_edges(len(self.doc_nnz))])
 
 
 def unwritten(n: int, dtype) -> np.ndarray:
@@ -202,11 +198,9 @@ def n_blocks(n_docs: int) -> int:
     return -(-int(n_docs) // DOC_BLOCK)
 
 
-def block_positions(doc_positions: np.ndarray) -> np.ndarray:
-    """Positions per random-stream block (int64)."""
-    n_docs = len(doc_positions) - 1
-    edges = np.minimum(np.arange(n_blocks(n_docs) + 1) * DOC_BLOCK, n_docs)
-    return np.diff(np.asarray(doc_positions, dtype=np.int64)[edges])
+def block_edges(n_docs: int) -> np.ndarray:
+    """The first document of every random-stream block, and ``n_docs`` (int64)."""
+    return np.minimum(np.arange(n_blocks(n_docs) + 1, dtype=np.int64) * DOC_BLOCK, n_docs)
 
 
 def next_capacity(previous: PositionStore | None, doc_positions: np.ndarray,
@@ -214,11 +208,12 @@ def next_capacity(previous: PositionStore | None, doc_positions: np.ndarray,
     """Room per block for the store a pass writes after ``previous`` (the same field's last
     store): its entries plus :data:`GROWTH_SHARE` and :data:`GROWTH_PER_DOC` per document, at
     most every pair; every pair after a fresh store or none."""
-    dense = block_positions(doc_positions) * int(n_kernels)
+    edges = block_edges(len(doc_positions) - 1)
+    dense = np.diff(np.asarray(doc_positions, dtype=np.int64)[edges]) * int(n_kernels)
     if previous is None or previous.fresh:
         return dense
     used = previous.block_usage()
-    docs = np.minimum(DOC_BLOCK, len(doc_positions) - 1 - np.arange(len(used)) * DOC_BLOCK)
+    docs = np.diff(edges)
     room = used + (used * GROWTH_SHARE).astype(np.int64) + GROWTH_PER_DOC * docs
     return np.minimum(room, dense)
 
@@ -233,6 +228,7 @@ def regrow(store: PositionStore, needed: np.ndarray) -> tuple[PositionStore, np.
     grown[over] = needed[over] + (needed[over] * GROWTH_SHARE).astype(np.int64) + GROWTH_PER_DOC
     new = PositionStore.allocate(store.doc_positions, store.n_kernels, store.dtype,
                                  store.background, grown)
+    # the too-small store is dropped: its per-position and per-document arrays move over
     new.pos_count = store.pos_count
     new.doc_start, new.doc_nnz = store.doc_start, store.doc_nnz
     n_docs = len(store.doc_nnz)
