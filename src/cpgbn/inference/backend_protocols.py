@@ -84,6 +84,12 @@ class Backend(Protocol):
         backend's position store (numba: :class:`~cpgbn.backends.numba.position_store.
         PositionStore`, whose ``toarray`` is the dense field)."""
 
+    def sparse_start(self, D, n_live: int):
+        """The sparse start from kernels ``D`` (:mod:`cpgbn.backends.numba.sparse_start`):
+        ``(w, theta1)``, w = 1 at each position's ``n_live`` kernels of largest window score
+        and the floor elsewhere (in the form of :meth:`initial_weights`), theta^(1) its sum
+        over each document's positions."""
+
     def zero_counts(self, n_kernels: int):
         """m = 0 at every (position, kernel) of ``data``, in the form of :meth:`initial_weights`."""
 

@@ -18,6 +18,7 @@ from ..backends.numba.openmp import import_torch_first
 from ..backends.device_registry import gibbs_backend
 from ..inference.gibbs import GibbsSampler, RunResult
 from ..inference.mixing import MixingMonitor
+from ..inference.pilot import pilot_seed, plan_pilot, run_pilot
 from ..inference.streams import transform_seed
 from ..layers.cells import COUNT_LIMIT, ConvData
 from ..text.corpus import Corpus
@@ -87,18 +88,35 @@ class GibbsMode(InferenceMode):
         device = self.settings["device"]
         return gibbs_backend(device).doc_block(device)
 
-    def _training_sampler(self, training: Training):
+    def _training_sampler(self, training: Training, data=None, seed=None, first_doc=None):
         """The sampler of a fit: :meth:`sampler`'s, or one worker's over its shard (its
         streams are keyed by global document blocks, which makes the workers' chain the
-        single process')."""
+        single process').  ``data``, ``seed`` and ``first_doc`` replace the fit's (the
+        pilot's sample)."""
         comm = training.communicator
+        data = training.data if data is None else data
+        seed = training.seed if seed is None else seed
+        first_doc = training.first_doc if first_doc is None else first_doc
         if type(self).sampler is not GibbsMode.sampler:
             if comm.world_size > 1:
                 raise CPGBNInputError(f"{type(self).__name__} draws with a sampler of its own, "
                                       f"which does not run distributed")
-            return self.sampler(training.data, training.hyper, training.seed, learn_globals=True)
-        return self._sampler(training.data, training.hyper, training.seed, learn_globals=True,
-                             first_doc=training.first_doc, communicator=comm)
+            return self.sampler(data, training.hyper, seed, learn_globals=True)
+        return self._sampler(data, training.hyper, seed, learn_globals=True,
+                             first_doc=first_doc, communicator=comm)
+
+    def _pilot_globals(self, training: Training):
+        """The fit's starting globals from its pilot chain (:mod:`cpgbn.inference.pilot`), or
+        None where the corpus is small enough to start dense."""
+        comm = training.communicator
+        plan = plan_pilot(training.data, training.first_doc, self.shard_block(), comm)
+        if plan is None:
+            return None
+        seed = pilot_seed(training.seed)
+        return run_pilot(
+            lambda data, first_doc: self._training_sampler(training, data, seed, first_doc),
+            training.data, plan, training.layers, len(training.vocabulary),
+            progress=progress_bars(self.settings["progress"] and comm.is_root, "pilot"))
 
     def training_bytes(self, data: ConvData, layers, vocab_size: int) -> int:
         return self._gibbs_bytes(data, layers, vocab_size, training=True)
@@ -135,7 +153,8 @@ class GibbsMode(InferenceMode):
         comm = training.communicator
         with numba_threads(s["n_threads"]):
             sampler = self._training_sampler(training)
-            state = sampler.initial_state(training.layers, len(training.vocabulary))
+            state = sampler.initial_state(training.layers, len(training.vocabulary),
+                                          self._pilot_globals(training))
             identity = corpus_identity(data, training.first_doc, comm,
                                        training.vocabulary.tokens, training.chain_params,
                                        training.seed)

@@ -30,6 +30,7 @@ from .weights import FLOOR
 from .openmp import import_torch_first
 from .position_store import PositionStore, compare_stores, next_capacity, regrow
 from .shared_shape import shared_shape_table
+from .sparse_start import sparse_start_weights
 
 #: Vocabulary rows per RNG block of the kernel draw.
 WORD_BLOCK = 256
@@ -281,6 +282,12 @@ class NumbaBackend:
     def initial_weights(self, n_kernels: int) -> PositionStore:
         """w = 1 at every (position, kernel): the start of a chain, nothing stored."""
         return PositionStore.constant(self.data.doc_positions, n_kernels, np.float32, 1.0)
+
+    def sparse_start(self, D: np.ndarray, n_live: int) -> tuple[PositionStore, np.ndarray]:
+        """The sparse start from kernels ``D``: w = 1 at each position's ``n_live`` kernels of
+        largest window score, the floor elsewhere, and its theta^(1)
+        (:mod:`cpgbn.backends.numba.sparse_start`)."""
+        return sparse_start_weights(self.data, D, n_live)
 
     def zero_counts(self, n_kernels: int) -> PositionStore:
         """m = 0 at every (position, kernel), nothing stored."""

@@ -203,6 +203,16 @@ class TorchBackend:
         """w = 1 at every (position, kernel): the start of a chain (dense on this backend)."""
         return self.full((self.data.n_positions, n_kernels), 1.0, np.float32)
 
+    def sparse_start(self, D: torch.Tensor, n_live: int):
+        """The numba backend's sparse start (the same live kernels, chosen on the host from
+        the documents' cells), as a dense w on the device and its theta^(1)."""
+        from ..numba.sparse_start import sparse_start_weights
+        store, theta = sparse_start_weights(self.data, self.to_numpy(D, np.float32), n_live)
+        kernels = torch.as_tensor(store.kernel.astype(np.int64), device=self.device)
+        w = self.full((self.data.n_positions, D.shape[2]), FLOOR, np.float32)
+        w.scatter_(1, kernels.view(self.data.n_positions, n_live), 1.0)
+        return w, self.to_backend(theta, np.float64)
+
     def zero_counts(self, n_kernels: int) -> torch.Tensor:
         """m = 0 at every (position, kernel)."""
         return self.full((self.data.n_positions, n_kernels), 0, self.count_dtype)
