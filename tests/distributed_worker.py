@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from cpgbn.blocks import DOC_BLOCK
 from cpgbn.inference.gibbs import GibbsSampler
 from cpgbn.inference.state import Hyperparameters
 from cpgbn.layers.batches import subset_cells
@@ -45,11 +46,14 @@ def corpus():
 
 
 def fit_arrays(data, *, first_doc: int = 0, communicator=None, on_sweep=None,
-               checkpoint_dir=None, resume: bool = False, use_torch: bool = False) -> dict:
+               checkpoint_dir=None, resume: bool = False, use_torch: bool = False,
+               pilot: bool = False) -> dict:
     """The fit's arrays: the means of theta^(t) over the collected sweeps (this shard's
     rows), of D, Phi and r, the final globals and the log-likelihood trace.  With
     ``checkpoint_dir``: a checkpoint every 2 sweeps, and ``resume`` continues one.
-    ``use_torch``: the PyTorch sampler (blocks of :data:`TORCH_BLOCK`)."""
+    ``use_torch``: the PyTorch sampler (blocks of :data:`TORCH_BLOCK`).  ``pilot``: the
+    chain starts from a 3-sweep pilot over every second block (:mod:`cpgbn.inference.pilot`)
+    and the sparse start with 2 live kernels."""
     from cpgbn.inference.checkpoint import corpus_identity
     from cpgbn.inference.communicator import as_communicator
 
@@ -60,7 +64,16 @@ def fit_arrays(data, *, first_doc: int = 0, communicator=None, on_sweep=None,
     else:
         sampler = GibbsSampler(data, HYPER, SEED, first_doc=first_doc,
                                communicator=communicator)
-    state = sampler.initial_state(LAYERS, VOCAB)
+    globals_ = None
+    if pilot:
+        from cpgbn.inference.pilot import pilot_seed, plan_pilot, run_pilot
+        plan = plan_pilot(data, first_doc, DOC_BLOCK, communicator, min_blocks=2)
+        globals_ = run_pilot(lambda d, first: GibbsSampler(d, HYPER, pilot_seed(SEED),
+                                                           first_doc=first,
+                                                           communicator=communicator),
+                             data, plan, LAYERS, VOCAB, n_sweeps=3)
+        sampler.start_live_kernels = 2
+    state = sampler.initial_state(LAYERS, VOCAB, globals_)
     checkpointing = {}
     if checkpoint_dir is not None:
         identity = corpus_identity(data, first_doc, as_communicator(communicator), SEED)
@@ -89,6 +102,7 @@ def main() -> int:
     parser.add_argument("--checkpoint", type=Path, default=None)
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--torch", action="store_true")
+    parser.add_argument("--pilot", action="store_true")
     args = parser.parse_args()
 
     def die(state, collector):
@@ -104,7 +118,7 @@ def main() -> int:
             hook = die if args.die_after is not None and comm.rank == 1 else None
             arrays = fit_arrays(shard, first_doc=start, communicator=comm, on_sweep=hook,
                                 checkpoint_dir=args.checkpoint, resume=args.resume,
-                                use_torch=args.torch)
+                                use_torch=args.torch, pilot=args.pilot)
             arrays.update(start=start, stop=stop, bytes_summed=comm.bytes_summed,
                           bytes_broadcast=comm.bytes_broadcast)
             np.savez(args.out / f"rank{comm.rank}.npz", **arrays)

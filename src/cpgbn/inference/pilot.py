@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..layers.batches import subset_cells
-from .communicator import SingleProcess
+from .communicator import as_communicator
 from .state import GlobalParameters
 
 __all__ = ["PILOT_SWEEPS", "PILOT_SHARE", "PILOT_POSITIONS", "PilotPlan", "plan_pilot",
@@ -71,7 +71,7 @@ def plan_pilot(data, first_doc: int, block: int, communicator=None, *,
     share = PILOT_SHARE if share is None else share
     positions = PILOT_POSITIONS if positions is None else positions
     min_blocks = PILOT_MIN_BLOCKS if min_blocks is None else min_blocks
-    comm = SingleProcess() if communicator is None else communicator
+    comm = as_communicator(communicator)
     n_docs, n_positions = (int(x) for x in comm.sum(
         np.array([data.n_docs, data.n_positions], dtype=np.int64)))
     n_blocks = -(-n_docs // block)

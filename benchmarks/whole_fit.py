@@ -1,0 +1,101 @@
+"""A whole Gibbs fit and a transform, as a user runs them, on one library tree against another.
+
+Issue 57's measure of the sparse start: each tree (``--trees``, the ``src`` folders of two
+checkouts, the reference first) runs, in a fresh process, ``CPGBN(layers=(K,),
+random_state=0, n_threads=T).fit(texts)`` with every other parameter at its default (200
+sweeps, the post-fit records included), then ``transform`` of the first ``--transform-docs``
+of the same texts (200 sweeps with the globals fixed).  ``--dataset mr``: MR's 10,662
+sentences; ``imdb``: the first ``--docs`` IMDB training reviews.  The record gives each
+tree's fit and transform seconds, the training sweeps' seconds, the peak resident memory
+(``ru_maxrss``) and the ratios of the reference to the last tree (speed-ups).
+
+    python benchmarks/whole_fit.py --data-dir ../shared/data --dataset mr \\
+        --trees /path/to/before/src,src --out results/speed/whole_fit_mr.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent / "src")]
+
+CHILD = r"""
+import json, resource, subprocess, sys, time, warnings
+from pathlib import Path
+import numpy as np
+import cpgbn
+from cpgbn import CPGBN
+from cpgbn.datasets import load_dataset
+dataset, n_docs, k, threads, n_transform, data_dir = sys.argv[1], int(sys.argv[2]), \
+    int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
+texts, _ = load_dataset(dataset, "train" if dataset == "imdb" else "all", data_dir=data_dir)
+texts = list(texts[:n_docs]) if n_docs else list(texts)
+warnings.simplefilter("ignore", UserWarning)   # short documents padded: said once per fit
+model = CPGBN(layers=(k,), random_state=0, n_threads=threads)
+start = time.perf_counter()
+model.fit(texts)
+fit_seconds = time.perf_counter() - start
+start = time.perf_counter()
+features = model.transform(texts[:n_transform])
+transform_seconds = time.perf_counter() - start
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                        cwd=Path(cpgbn.__file__).parent).stdout.strip()
+ll = np.asarray(model.loglik_trace_) / model.n_train_tokens_
+print(json.dumps(dict(commit=commit, docs=len(texts), k=k, fit_seconds=round(fit_seconds, 1),
+                      sweeps_seconds=round(float(np.sum(model.sweep_seconds_)), 1),
+                      first_sweeps=[round(float(s), 3) for s in model.sweep_seconds_[:5]],
+                      median_sweep=round(float(np.median(model.sweep_seconds_)), 3),
+                      loglik_per_token_150=round(float(ll[149]), 1),
+                      loglik_per_token_200=round(float(ll[-1]), 1),
+                      transform_docs=len(features), transform_seconds=round(transform_seconds, 1),
+                      peak_rss_gb=round(peak / 2**30, 3))))
+"""
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data-dir", required=True)
+    ap.add_argument("--dataset", choices=["mr", "imdb"], default="mr")
+    ap.add_argument("--docs", type=int, default=0, help="the first N documents (0: all)")
+    ap.add_argument("--transform-docs", type=int, default=2000)
+    ap.add_argument("--k", type=int, default=200)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--trees", required=True,
+                    help="comma-separated src folders, the reference first")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    from cpgbn.evaluate.provenance import provenance
+    from records import write_record
+    rows = []
+    for tree in args.trees.split(","):
+        env = dict(os.environ, PYTHONPATH=str(Path(tree).resolve()),
+                   NUMBA_NUM_THREADS=str(args.threads), OMP_NUM_THREADS="1")
+        run = subprocess.run([sys.executable, "-c", CHILD, args.dataset, str(args.docs),
+                              str(args.k), str(args.threads), str(args.transform_docs),
+                              args.data_dir], env=env, capture_output=True, text=True)
+        if run.returncode:
+            sys.exit(f"{tree}: {run.stderr[-2000:]}")
+        row = json.loads(run.stdout.strip().splitlines()[-1])
+        row["tree"] = tree
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    first, last = rows[0], rows[-1]
+    ratios = dict(fit_speedup=round(first["fit_seconds"] / last["fit_seconds"], 3),
+                  transform_speedup=round(first["transform_seconds"] / last["transform_seconds"],
+                                          3),
+                  peak_rss=round(last["peak_rss_gb"] / first["peak_rss_gb"], 3))
+    record = dict(rows=rows, ratios_reference_to_last=ratios, dataset=args.dataset,
+                  threads=args.threads, command="python " + " ".join(sys.argv), **provenance())
+    print(json.dumps(ratios))
+    if args.out:
+        write_record(args.out, record)
+
+
+if __name__ == "__main__":
+    main()
