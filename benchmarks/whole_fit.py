@@ -3,7 +3,7 @@
 Issue 57's measure of the sparse start: each tree (``--trees``, the ``src`` folders of two
 checkouts, the reference first) runs, in a fresh process, ``CPGBN(layers=(K,),
 random_state=0, n_threads=T).fit(texts)`` with every other parameter at its default (200
-sweeps, the post-fit records included), then ``transform`` of the first ``--transform-docs``
+sweeps, the post-fit records included; ``--n-iter`` for fewer), then ``transform`` of the first ``--transform-docs``
 of the same texts (200 sweeps with the globals fixed).  ``--dataset mr``: MR's 10,662
 sentences; ``imdb``: the first ``--docs`` IMDB training reviews.  The record gives each
 tree's fit and transform seconds, the training sweeps' seconds, the peak resident memory
@@ -31,12 +31,13 @@ import numpy as np
 import cpgbn
 from cpgbn import CPGBN
 from cpgbn.datasets import load_dataset
-dataset, n_docs, k, threads, n_transform, data_dir = sys.argv[1], int(sys.argv[2]), \
-    int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
+dataset, n_docs, k, threads, n_transform, data_dir, n_iter = sys.argv[1], int(sys.argv[2]), \
+    int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6], int(sys.argv[7])
 texts, _ = load_dataset(dataset, "train" if dataset == "imdb" else "all", data_dir=data_dir)
 texts = list(texts[:n_docs]) if n_docs else list(texts)
 warnings.simplefilter("ignore", UserWarning)   # short documents padded: said once per fit
-model = CPGBN(layers=(k,), random_state=0, n_threads=threads)
+model = CPGBN(layers=(k,), random_state=0, n_threads=threads, n_iter=n_iter,
+              burn_in=min(150, n_iter * 3 // 4))
 start = time.perf_counter()
 model.fit(texts)
 fit_seconds = time.perf_counter() - start
@@ -51,7 +52,7 @@ print(json.dumps(dict(commit=commit, docs=len(texts), k=k, fit_seconds=round(fit
                       sweeps_seconds=round(float(np.sum(model.sweep_seconds_)), 1),
                       first_sweeps=[round(float(s), 3) for s in model.sweep_seconds_[:5]],
                       median_sweep=round(float(np.median(model.sweep_seconds_)), 3),
-                      loglik_per_token_150=round(float(ll[149]), 1),
+                      loglik_per_token_150=round(float(ll[min(149, len(ll) - 1)]), 1),
                       loglik_per_token_200=round(float(ll[-1]), 1),
                       transform_docs=len(features), transform_seconds=round(transform_seconds, 1),
                       peak_rss_gb=round(peak / 2**30, 3))))
@@ -65,6 +66,8 @@ def main() -> None:
     ap.add_argument("--docs", type=int, default=0, help="the first N documents (0: all)")
     ap.add_argument("--transform-docs", type=int, default=2000)
     ap.add_argument("--k", type=int, default=200)
+    ap.add_argument("--n-iter", type=int, default=200,
+                    help="sweeps (the default 200; burn-in 150, or 3/4 of fewer)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--trees", required=True,
                     help="comma-separated src folders, the reference first")
@@ -78,7 +81,7 @@ def main() -> None:
                    NUMBA_NUM_THREADS=str(args.threads), OMP_NUM_THREADS="1")
         run = subprocess.run([sys.executable, "-c", CHILD, args.dataset, str(args.docs),
                               str(args.k), str(args.threads), str(args.transform_docs),
-                              args.data_dir], env=env, capture_output=True, text=True)
+                              args.data_dir, str(args.n_iter)], env=env, capture_output=True, text=True)
         if run.returncode:
             sys.exit(f"{tree}: {run.stderr[-2000:]}")
         row = json.loads(run.stdout.strip().splitlines()[-1])
