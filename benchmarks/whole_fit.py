@@ -7,7 +7,9 @@ sweeps, the post-fit records included; ``--n-iter`` for fewer), then ``transform
 of the same texts (200 sweeps with the globals fixed).  ``--dataset mr``: MR's 10,662
 sentences; ``imdb``: the first ``--docs`` IMDB training reviews.  The record gives each
 tree's fit and transform seconds, the training sweeps' seconds, the peak resident memory
-(``ru_maxrss``) and the ratios of the reference to the last tree (speed-ups).
+(``ru_maxrss``) and the ratios of the reference to the last tree (speed-ups).  Run it once
+before the record (or over another corpus with the same K): a tree whose numba cache is cold
+compiles its kernels inside the timed fit (MR's first sweep: 24.8 s against 5.9 s warm).
 
     python benchmarks/whole_fit.py --data-dir ../shared/data --dataset mr \\
         --trees /path/to/before/src,src --out results/speed/whole_fit_mr.json
