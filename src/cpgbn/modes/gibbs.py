@@ -18,7 +18,7 @@ from ..backends.numba.openmp import import_torch_first
 from ..backends.device_registry import gibbs_backend
 from ..inference.gibbs import GibbsSampler, RunResult
 from ..inference.mixing import MixingMonitor
-from ..inference.pilot import pilot_seed, plan_pilot, run_pilot
+from ..inference.pilot import PILOT_SWEEPS, pilot_seed, plan_pilot, run_pilot
 from ..inference.streams import transform_seed
 from ..layers.cells import COUNT_LIMIT, ConvData
 from ..text.corpus import Corpus
@@ -113,9 +113,12 @@ class GibbsMode(InferenceMode):
         if plan is None:
             return None
         seed = pilot_seed(training.seed)
+        # no longer than the fit itself: a short fit (a test's, a quick look) does not pay
+        # for a pilot of PILOT_SWEEPS sweeps
         return run_pilot(
             lambda data, first_doc: self._training_sampler(training, data, seed, first_doc),
             training.data, plan, training.layers, len(training.vocabulary),
+            n_sweeps=min(PILOT_SWEEPS, self.settings["n_iter"]),
             progress=progress_bars(self.settings["progress"] and comm.is_root, "pilot"))
 
     def training_bytes(self, data: ConvData, layers, vocab_size: int) -> int:
