@@ -28,9 +28,9 @@ from .state import GlobalParameters
 __all__ = ["PILOT_SWEEPS", "PILOT_SHARE", "PILOT_POSITIONS", "PilotPlan", "plan_pilot",
            "run_pilot", "pilot_seed"]
 
-#: Sweeps of the pilot chain.  Measured (K_1 = 200, seed 0, 1 layer, log-likelihood per token
-#: at the end of burn-in, sweep 150): TREC -1180.9 from the dense start, -1195.2 after a
-#: 20-sweep pilot, -1165.1 after a 50-sweep one; MR -1626.5 dense, -1610.7 after 50 sweeps.
+#: Sweeps of the pilot chain (at most the fit's ``n_iter``).  Chosen on the training chain's
+#: log-likelihood at the end of burn-in (TREC and MR, K_1 = 200, seed 0): a 20-sweep pilot left
+#: it below the dense start's, a 50-sweep one above (records: docs/sampler.md).
 PILOT_SWEEPS = 50
 #: The largest share of the corpus's documents in the pilot's sample.
 PILOT_SHARE = 0.25
