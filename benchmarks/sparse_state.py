@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -77,20 +75,9 @@ def main() -> None:
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     from cpgbn.evaluate.provenance import provenance
-    from records import write_record
-    rows = []
-    for tree in args.trees.split(","):
-        env = dict(os.environ, PYTHONPATH=str(Path(tree).resolve()),
-                   NUMBA_NUM_THREADS=str(args.threads), OMP_NUM_THREADS="1")
-        run = subprocess.run([sys.executable, "-c", CHILD, str(args.docs), str(args.k),
-                              str(args.sweeps), args.data_dir], env=env, capture_output=True,
-                             text=True)
-        if run.returncode:
-            sys.exit(f"{tree}: {run.stderr[-2000:]}")
-        row = json.loads(run.stdout.strip().splitlines()[-1])
-        row["tree"] = tree
-        rows.append(row)
-        print(json.dumps(row), flush=True)
+    from records import rows_per_tree, write_record
+    rows = rows_per_tree(CHILD, args.trees, args.threads,
+                         [args.docs, args.k, args.sweeps, args.data_dir])
     first, last = rows[0], rows[-1]
     steady = lambda r: sorted(r["sweep_seconds"][-3:])[1]   # noqa: E731  (median of the last 3)
     ratios = dict(peak_rss=round(last["peak_rss_gb"] / first["peak_rss_gb"], 3),

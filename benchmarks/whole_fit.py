@@ -3,9 +3,10 @@
 Issue 57's measure of the sparse start: each tree (``--trees``, the ``src`` folders of two
 checkouts, the reference first) runs, in a fresh process, ``CPGBN(layers=(K,),
 random_state=0, n_threads=T).fit(texts)`` with every other parameter at its default (200
-sweeps, the post-fit records included; ``--n-iter`` for fewer), then ``transform`` of the first ``--transform-docs``
-of the same texts (200 sweeps with the globals fixed).  ``--dataset mr``: MR's 10,662
-sentences; ``imdb``: the first ``--docs`` IMDB training reviews.  The record gives each
+sweeps, the post-fit records included; ``--n-iter`` for fewer), then ``transform`` of the
+first ``--transform-docs`` of the same texts (200 sweeps with the globals fixed).
+``--dataset mr``: MR's 10,662 sentences; ``imdb``: the first ``--docs`` IMDB training
+reviews.  The record gives each
 tree's fit and transform seconds, the training sweeps' seconds, the peak resident memory
 (``ru_maxrss``) and the ratios of the reference to the last tree (speed-ups).  Run it once
 before the record (or over another corpus with the same K): a tree whose numba cache is cold
@@ -18,8 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -76,20 +75,10 @@ def main() -> None:
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     from cpgbn.evaluate.provenance import provenance
-    from records import write_record
-    rows = []
-    for tree in args.trees.split(","):
-        env = dict(os.environ, PYTHONPATH=str(Path(tree).resolve()),
-                   NUMBA_NUM_THREADS=str(args.threads), OMP_NUM_THREADS="1")
-        run = subprocess.run([sys.executable, "-c", CHILD, args.dataset, str(args.docs),
-                              str(args.k), str(args.threads), str(args.transform_docs),
-                              args.data_dir, str(args.n_iter)], env=env, capture_output=True, text=True)
-        if run.returncode:
-            sys.exit(f"{tree}: {run.stderr[-2000:]}")
-        row = json.loads(run.stdout.strip().splitlines()[-1])
-        row["tree"] = tree
-        rows.append(row)
-        print(json.dumps(row), flush=True)
+    from records import rows_per_tree, write_record
+    rows = rows_per_tree(CHILD, args.trees, args.threads,
+                         [args.dataset, args.docs, args.k, args.threads, args.transform_docs,
+                          args.data_dir, args.n_iter])
     first, last = rows[0], rows[-1]
     ratios = dict(fit_speedup=round(first["fit_seconds"] / last["fit_seconds"], 3),
                   transform_speedup=round(first["transform_seconds"] / last["transform_seconds"],

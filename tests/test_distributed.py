@@ -294,12 +294,9 @@ def _error_line(stderr: str) -> str:
     return lines[0]
 
 
-def test_two_workers_make_the_single_process_chain_bit_for_bit(tmp_path, single_process):
-    results = _finish(_start(tmp_path, 2, range(2)), limit=120)
-    assert [code for code, _ in results] == [0, 0], results
-    ranks = [dict(np.load(tmp_path / f"rank{r}.npz")) for r in range(2)]
-    assert [(int(a["start"]), int(a["stop"])) for a in ranks] == [(0, 64), (64, 110)]
-    for name, value in single_process.items():
+def _assert_one_process(ranks, reference) -> None:
+    """The workers' arrays (``rank<r>.npz``, in rank order) are one process' ``reference``."""
+    for name, value in reference.items():
         if name.startswith("theta_"):   # each worker holds its documents' rows
             np.testing.assert_array_equal(np.concatenate([a[name] for a in ranks]), value,
                                           err_msg=name)
@@ -308,23 +305,26 @@ def test_two_workers_make_the_single_process_chain_bit_for_bit(tmp_path, single_
                 np.testing.assert_array_equal(a[name], value, err_msg=name)
 
 
+def test_two_workers_make_the_single_process_chain_bit_for_bit(tmp_path, single_process):
+    results = _finish(_start(tmp_path, 2, range(2)), limit=120)
+    assert [code for code, _ in results] == [0, 0], results
+    ranks = [dict(np.load(tmp_path / f"rank{r}.npz")) for r in range(2)]
+    assert [(int(a["start"]), int(a["stop"])) for a in ranks] == [(0, 64), (64, 110)]
+    _assert_one_process(ranks, single_process)
+
+
 def test_two_workers_make_the_single_process_pilot_and_sparse_start_bit_for_bit(
         tmp_path, single_process):
     """The pilot samples blocks 0 and 2 of the corpus: one on each worker (shards of blocks
     0-1 and 2-3), numbered as in the whole sample, its statistics summed as the chain's; the
     chain then starts sparse from the pilot's globals.  Two workers draw one process' chain."""
     alone = worker.fit_arrays(worker.corpus(), pilot=True)
-    assert not np.array_equal(alone["final_D"], single_process["final_D"])   # the pilot did something
+    # the pilot changed the chain
+    assert not np.array_equal(alone["final_D"], single_process["final_D"])
     results = _finish(_start(tmp_path, 2, range(2), "--pilot"), limit=120)
     assert [code for code, _ in results] == [0, 0], results
     ranks = [dict(np.load(tmp_path / f"rank{r}.npz")) for r in range(2)]
-    for name, value in alone.items():
-        if name.startswith("theta_"):
-            np.testing.assert_array_equal(np.concatenate([a[name] for a in ranks]), value,
-                                          err_msg=name)
-        else:
-            for a in ranks:
-                np.testing.assert_array_equal(a[name], value, err_msg=name)
+    _assert_one_process(ranks, alone)
 
 
 def test_nccl_without_a_gpu_for_the_worker_is_a_one_line_error():
@@ -429,13 +429,8 @@ def test_torch_workers_make_its_single_process_chain_and_resume_with_two_or_one(
     assert [(int(a["start"]), int(a["stop"])) for a in ranks] == [(0, 64), (64, 110)]
     alone = worker.fit_arrays(worker.corpus(), checkpoint_dir=backup, resume=True,
                               use_torch=True)
+    _assert_one_process(ranks, single_process_torch)
     for name, value in single_process_torch.items():
-        if name.startswith("theta_"):
-            np.testing.assert_array_equal(np.concatenate([a[name] for a in ranks]), value,
-                                          err_msg=name)
-        else:
-            for a in ranks:
-                np.testing.assert_array_equal(a[name], value, err_msg=name)
         np.testing.assert_array_equal(alone[name], value, err_msg=name)
 
 

@@ -37,7 +37,8 @@ def main():
              "(`fit_seconds` of evaluate; the sparse cells ran on one numba thread beside "
              "other jobs on this 2-core machine, so their seconds are not a speed measure: "
              "benchmarks/whole_fit.py is).", "",
-             "| dataset | layers | start | seeds 0, 1, 2 | mean +- std | fit s (median) | commits |",
+             "| dataset | layers | start | seeds 0, 1, 2 | mean +- std | fit s (median) | "
+             "commits |",
              "|---|---|---|---|---|---|---|"]
     for dataset in ("trec", "mr", "subj"):
         for layers in ("200", "200-100-50"):

@@ -61,16 +61,12 @@ class PilotPlan:
 
 
 def plan_pilot(data, first_doc: int, block: int, communicator=None, *,
-               share: float | None = None, positions: int | None = None,
-               min_blocks: int | None = None) -> PilotPlan | None:
+               share: float = PILOT_SHARE, positions: int = PILOT_POSITIONS,
+               min_blocks: int = PILOT_MIN_BLOCKS) -> PilotPlan | None:
     """The pilot's sample of this worker's documents ``data`` (global ids from
     ``first_doc``, a multiple of ``block``), or None where the corpus is fitted without a
     pilot (fewer than ``min_blocks`` blocks).  Every worker gets the same answer: the corpus's
-    document and position counts are summed over the workers first.  ``share``,
-    ``positions`` and ``min_blocks`` default to the module's constants."""
-    share = PILOT_SHARE if share is None else share
-    positions = PILOT_POSITIONS if positions is None else positions
-    min_blocks = PILOT_MIN_BLOCKS if min_blocks is None else min_blocks
+    document and position counts are summed over the workers first."""
     comm = as_communicator(communicator)
     n_docs, n_positions = (int(x) for x in comm.sum(
         np.array([data.n_docs, data.n_positions], dtype=np.int64)))
@@ -88,12 +84,11 @@ def plan_pilot(data, first_doc: int, block: int, communicator=None, *,
 
 
 def run_pilot(make_sampler, data, plan: PilotPlan, layers: tuple, vocab_size: int, *,
-              n_sweeps: int | None = None, progress=None) -> GlobalParameters:
+              n_sweeps: int = PILOT_SWEEPS, progress=None) -> GlobalParameters:
     """The globals after ``n_sweeps`` sweeps of a chain from random kernels and the dense
     start over the documents of ``plan``.  ``make_sampler(data, first_doc)`` builds the
     training sampler (its seed the pilot's: :func:`pilot_seed`) over them; ``progress``: a
     factory ``(total, initial) -> bar`` or None."""
-    n_sweeps = PILOT_SWEEPS if n_sweeps is None else n_sweeps
     sampler = make_sampler(subset_cells(data, plan.docs), plan.first_doc)
     state = sampler.on_backend(sampler.initial_state(layers, vocab_size))
     bar = progress(n_sweeps, 0) if progress is not None else None
