@@ -62,7 +62,8 @@ def kernel_windows(grams: np.ndarray, counts: np.ndarray, *, top: int = 5, min_c
     among windows (or groups, with open slots) that occur at least ``min_count`` times.
 
     ``grams``: (P, F) the word ids of the window at each position (EMPTY outside a document),
-    ``counts``: (P, K) m[s, k] (:class:`~cpgbn.explain.phrases.KernelAssignments`)."""
+    ``counts``: (P, K) m[s, k], dense or scipy sparse
+    (:class:`~cpgbn.explain.phrases.KernelAssignments`)."""
     from scipy.sparse import csr_matrix
     grams = np.asarray(grams, dtype=np.int64)
     P, F = grams.shape
@@ -75,7 +76,8 @@ def kernel_windows(grams: np.ndarray, counts: np.ndarray, *, top: int = 5, min_c
     distinct, occurrences, inverse = distinct_windows(grams, return_inverse=True)
     # weight[i, k]: the count kernel k explains over every position of distinct window i
     onehot = csr_matrix((np.ones(P), (inverse, np.arange(P))), shape=(len(distinct), P))
-    weight = (onehot @ csr_matrix(np.asarray(counts, dtype=np.float64))).tocsc()
+    weight = (onehot @ csr_matrix(counts, dtype=np.float64)).tocsc()
+    weight.sort_indices()
     pattern_counts: dict = {}   # open mask -> (sorted keys, occurrences) over the corpus
     base = int(distinct.max(initial=0)) - OPEN + 1   # one key encoding for every grouping
     for k in range(K):

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..backends.numba.position_store import as_dense
+from ..backends.numba.position_store import as_sparse, dense_rows
 from ..errors import CPGBNInputError
 from ..text.corpus import Corpus
 from ..text.vocabulary import OOV_ID, Vocabulary
@@ -176,8 +176,9 @@ class KernelAssignments:
     corpus : the encoded documents.
     grams : int32 (P, F) -- the token ids of the F-gram at each position s (-1 where the
         placement overhangs an edge: a document shorter than F, or the model's ``padding``).
-    counts : float32 (P, K_1) -- m[s, k], the latent count of kernel k at position s, averaged
-        over the collected sweeps.
+    counts : scipy CSR float32 (P, K_1) -- m[s, k], the latent count of kernel k at position s,
+        averaged over the collected sweeps (sparse: most positions hold a few kernels, and a
+        dense (P, K_1) array of a large corpus would outweigh the chain).
     doc_positions : int64 (N + 1,) -- positions of document j are doc_positions[j]:doc_positions[j+1].
     doc_kernel : float64 (N, K_1) -- mean theta^(1) of each document (its kernel weights).
     column_tokens : float64 (K_1, F) -- expected number of tokens that kernel k explains at
@@ -260,25 +261,30 @@ def assign_kernels(model, X, *, n_iter: int = 10, burn_in: int = 5, seed: int | 
         if state.sweep <= burn_in:
             return
         if not sums:
-            sums.update(counts=np.zeros(state.m.shape), theta=np.zeros(state.theta[0].shape),
+            sums.update(counts=None, theta=np.zeros(state.theta[0].shape),
                         columns=np.zeros((K, F)), words=np.zeros((V, K)))
-        sums["counts"] += as_dense(state.m)
+        # summed exactly (integer counts in float64), as sparse as the chain's m
+        m = as_sparse(state.m).astype(np.float64)
+        sums["counts"] = m if sums["counts"] is None else sums["counts"] + m
         sums["theta"] += state.theta[0]
         _add_responsibilities(inferred.corpus, inferred.data.doc_positions, inferred.data.padding,
-                              as_dense(state.w), D, sums["columns"], sums["words"])
+                              state.w, D, sums["columns"], sums["words"])
 
     inferred = model.infer(X, n_iter=n_iter, burn_in=burn_in, seed=seed, on_sweep=collect)
     corpus, data, n = inferred.corpus, inferred.data, n_iter - burn_in
+    counts = (sums["counts"] / n).astype(np.float32).tocsr()
+    counts.sort_indices()
     return KernelAssignments(corpus, _position_grams(corpus, data.doc_positions, F, data.padding),
-                             (sums["counts"] / n).astype(np.float32), data.doc_positions,
+                             counts, data.doc_positions,
                              sums["theta"] / n, sums["columns"] / n, sums["words"] / n, n_iter, n)
 
 
-def _add_responsibilities(corpus: Corpus, doc_positions: np.ndarray, padding: int, w: np.ndarray,
+def _add_responsibilities(corpus: Corpus, doc_positions: np.ndarray, padding: int, w,
                           D: np.ndarray, column_tokens: np.ndarray, word_tokens: np.ndarray,
                           max_bytes: int = 64 << 20) -> None:
     """Add every token's responsibilities (see :class:`KernelAssignments`) to the (K, F) column
-    and (V, K) word totals, in blocks of tokens of at most ``max_bytes`` of work space."""
+    and (V, K) word totals, in blocks of tokens of at most ``max_bytes`` of work space; ``w``
+    (a position store or a dense (P, K) array) is read densely only over a block's positions."""
     from scipy.sparse import csr_matrix
     V, F, K = D.shape
     n_tokens = len(corpus.tokens)
@@ -292,11 +298,15 @@ def _add_responsibilities(corpus: Corpus, doc_positions: np.ndarray, padding: in
         d = doc[lo:hi]
         col = np.arange(lo, hi, dtype=np.int64) - corpus.offsets[d] + padding
         v = corpus.tokens[lo:hi]
+        # the positions this block's tokens can come from, in order: s = col - f in a document
+        first = doc_positions[d[0]] + max(int(col[0]) - F + 1, 0)
+        last = doc_positions[d[-1]] + min(int(col[-1]), int(n_pos[d[-1]]) - 1)
+        w_block = dense_rows(w, first, last + 1)
         weights = np.zeros((F, hi - lo, K), dtype=np.float32)
         for f in range(F):
             start = col - f
             ok = (start >= 0) & (start < n_pos[d])
-            weights[f, ok] = w[doc_positions[d[ok]] + start[ok]] * D[v[ok], f, :]
+            weights[f, ok] = w_block[doc_positions[d[ok]] + start[ok] - first] * D[v[ok], f, :]
         total = weights.sum(axis=(0, 2), dtype=np.float64)
         weights /= np.where(total > 0, total, 1.0).astype(np.float32)[None, :, None]
         column_tokens += weights.sum(axis=1, dtype=np.float64).T
@@ -310,6 +320,7 @@ def top_corpus_phrases(assignments: KernelAssignments, vocabulary: Vocabulary, t
     """For each kernel, the ``top_n`` F-grams with the largest summed counts m[s, k], each with
     its share of the kernel's total count.  A placement that overhangs an edge (a document
     shorter than F, or the model's padding) gives a shorter gram."""
+    from scipy.sparse import csc_matrix
     grams = assignments.grams
     keep = np.ones(len(grams), dtype=bool)
     if hide_unknown:
@@ -317,11 +328,14 @@ def top_corpus_phrases(assignments: KernelAssignments, vocabulary: Vocabulary, t
     keep &= np.any(grams >= 0, axis=1)  # an empty document's only position has no words
     unique, inverse = np.unique(grams[keep], axis=0, return_inverse=True)
     inverse = np.asarray(inverse).reshape(-1)
-    counts = assignments.counts
-    totals = counts.sum(axis=0, dtype=np.float64)
+    counts = csc_matrix(assignments.counts[np.flatnonzero(keep)], dtype=np.float64)
+    counts.sort_indices()
+    totals = np.asarray(csc_matrix(assignments.counts, dtype=np.float64).sum(axis=0)).ravel()
     result = []
     for k in range(counts.shape[1]):
-        weights = np.bincount(inverse, weights=counts[keep, k], minlength=len(unique))
+        rows = slice(counts.indptr[k], counts.indptr[k + 1])
+        weights = np.bincount(inverse[counts.indices[rows]], weights=counts.data[rows],
+                              minlength=len(unique))
         order = np.argsort(-weights, kind="stable")[:top_n]
         order = order[weights[order] > 0]
         result.append([Phrase(tuple(vocabulary.decode([int(v) for v in unique[i] if v >= 0])),

@@ -33,7 +33,8 @@ from numba import njit, prange
 
 from ...blocks import DOC_BLOCK
 
-__all__ = ["PositionStore", "CHANGE_FIELDS", "kernel_index_dtype", "as_dense", "compare_stores"]
+__all__ = ["PositionStore", "CHANGE_FIELDS", "kernel_index_dtype", "as_dense", "as_sparse",
+           "dense_rows", "compare_stores"]
 
 #: The fields of :func:`compare_stores`' counts, in order (the mixing diagnostic's).
 CHANGE_FIELDS = ("moved_twice", "units_now", "units_before", "switched", "occupied_both",
@@ -158,6 +159,14 @@ class PositionStore:
         _scatter_entries(self.doc_positions, *self.arrays(), out)
         return out
 
+    def rows(self, lo: int, hi: int) -> np.ndarray:
+        """The dense (hi - lo, K) field of positions ``lo:hi``."""
+        out = np.full((max(hi - lo, 0), self.n_kernels), self.background, dtype=self.dtype)
+        if hi > lo:
+            _scatter_rows(self.doc_positions, self.doc_start, self.pos_count, self.kernel,
+                          self.value, lo, hi, out)
+        return out
+
     def to_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(pos_count, kernel, value) with the documents' entries packed one after another:
         the form a checkpoint saves, whose rows split at any document boundary."""
@@ -248,6 +257,28 @@ def as_dense(field) -> np.ndarray:
     return field.toarray() if isinstance(field, PositionStore) else np.asarray(field)
 
 
+def as_sparse(field):
+    """A position field whose background is 0 (m) as a scipy CSR (P, K) matrix of its stored
+    entries (a store's compact rows are CSR rows; a dense array is converted), indices sorted."""
+    from scipy.sparse import csr_matrix
+    if not isinstance(field, PositionStore):
+        return csr_matrix(np.asarray(field))
+    if field.background != 0:
+        raise ValueError(f"a sparse matrix holds a field of background 0, not {field.background}")
+    counts, kernel, value = field.to_rows()
+    indptr = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    matrix = csr_matrix((value, kernel.astype(np.int32), indptr), shape=field.shape)
+    matrix.sort_indices()
+    return matrix
+
+
+def dense_rows(field, lo: int, hi: int) -> np.ndarray:
+    """Positions ``lo:hi`` of a position field as a dense (hi - lo, K) array: what a reader of
+    a few positions at a time needs, without the whole dense field."""
+    return field.rows(lo, hi) if isinstance(field, PositionStore) else np.asarray(field[lo:hi])
+
+
 def compare_stores(current: PositionStore, previous: PositionStore) -> np.ndarray:
     """How m moved between two stores of the same documents: int64[6], the fields of
     :data:`CHANGE_FIELDS` (sum |m - previous|, sum m, sum previous,
@@ -296,6 +327,21 @@ def _scatter_entries(doc_positions, doc_start, doc_nnz, pos_count, kernel, value
             for _ in range(pos_count[p]):
                 out[p, kernel[e]] = value[e]
                 e += 1
+
+
+@njit(cache=True)
+def _scatter_rows(doc_positions, doc_start, pos_count, kernel, value, lo, hi, out):
+    j = np.searchsorted(doc_positions, lo, side="right") - 1
+    while j < len(doc_start) and doc_positions[j] < hi:
+        e = doc_start[j]
+        for p in range(doc_positions[j], min(doc_positions[j + 1], hi)):
+            if p < lo:
+                e += pos_count[p]
+                continue
+            for _ in range(pos_count[p]):
+                out[p - lo, kernel[e]] = value[e]
+                e += 1
+        j += 1
 
 
 @njit(cache=True)
