@@ -77,7 +77,6 @@ def kernel_windows(grams: np.ndarray, counts: np.ndarray, *, top: int = 5, min_c
     # weight[i, k]: the count kernel k explains over every position of distinct window i
     onehot = csr_matrix((np.ones(P), (inverse, np.arange(P))), shape=(len(distinct), P))
     weight = (onehot @ csr_matrix(counts, dtype=np.float64)).tocsc()
-    weight.sort_indices()
     pattern_counts: dict = {}   # open mask -> (sorted keys, occurrences) over the corpus
     base = int(distinct.max(initial=0)) - OPEN + 1   # one key encoding for every grouping
     for k in range(K):

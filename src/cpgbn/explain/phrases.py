@@ -253,6 +253,7 @@ def assign_kernels(model, X, *, n_iter: int = 10, burn_in: int = 5, seed: int | 
                               f"burn_in={burn_in}")
     if len(X) == 0:
         raise CPGBNInputError("no documents to assign")
+    from scipy.sparse import csr_matrix
     D = model.globals_.D
     V, F, K = D.shape
     sums: dict = {}
@@ -261,21 +262,18 @@ def assign_kernels(model, X, *, n_iter: int = 10, burn_in: int = 5, seed: int | 
         if state.sweep <= burn_in:
             return
         if not sums:
-            sums.update(counts=None, theta=np.zeros(state.theta[0].shape),
+            sums.update(counts=csr_matrix(state.m.shape), theta=np.zeros(state.theta[0].shape),
                         columns=np.zeros((K, F)), words=np.zeros((V, K)))
         # summed exactly (integer counts in float64), as sparse as the chain's m
-        m = as_sparse(state.m).astype(np.float64)
-        sums["counts"] = m if sums["counts"] is None else sums["counts"] + m
+        sums["counts"] = sums["counts"] + as_sparse(state.m)
         sums["theta"] += state.theta[0]
         _add_responsibilities(inferred.corpus, inferred.data.doc_positions, inferred.data.padding,
                               state.w, D, sums["columns"], sums["words"])
 
     inferred = model.infer(X, n_iter=n_iter, burn_in=burn_in, seed=seed, on_sweep=collect)
     corpus, data, n = inferred.corpus, inferred.data, n_iter - burn_in
-    counts = (sums["counts"] / n).astype(np.float32).tocsr()
-    counts.sort_indices()
     return KernelAssignments(corpus, _position_grams(corpus, data.doc_positions, F, data.padding),
-                             counts, data.doc_positions,
+                             (sums["counts"] / n).astype(np.float32), data.doc_positions,
                              sums["theta"] / n, sums["columns"] / n, sums["words"] / n, n_iter, n)
 
 
@@ -330,7 +328,7 @@ def top_corpus_phrases(assignments: KernelAssignments, vocabulary: Vocabulary, t
     inverse = np.asarray(inverse).reshape(-1)
     counts = csc_matrix(assignments.counts[np.flatnonzero(keep)], dtype=np.float64)
     counts.sort_indices()
-    totals = np.asarray(csc_matrix(assignments.counts, dtype=np.float64).sum(axis=0)).ravel()
+    totals = np.asarray(assignments.counts.sum(axis=0, dtype=np.float64)).ravel()
     result = []
     for k in range(counts.shape[1]):
         rows = slice(counts.indptr[k], counts.indptr[k + 1])

@@ -155,16 +155,14 @@ class PositionStore:
 
     def toarray(self) -> np.ndarray:
         """The dense (P, K) field."""
-        out = np.full(self.shape, self.background, dtype=self.dtype)
-        _scatter_entries(self.doc_positions, *self.arrays(), out)
-        return out
+        return self.rows(0, self.shape[0])
 
     def rows(self, lo: int, hi: int) -> np.ndarray:
         """The dense (hi - lo, K) field of positions ``lo:hi``."""
         out = np.full((max(hi - lo, 0), self.n_kernels), self.background, dtype=self.dtype)
         if hi > lo:
-            _scatter_rows(self.doc_positions, self.doc_start, self.pos_count, self.kernel,
-                          self.value, lo, hi, out)
+            _scatter_entries(self.doc_positions, self.doc_start, self.pos_count, self.kernel,
+                             self.value, lo, hi, out)
         return out
 
     def to_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -320,19 +318,11 @@ def _fill_entries(array, background, ends, kernel, value):
 
 
 @njit(parallel=True, cache=True)
-def _scatter_entries(doc_positions, doc_start, doc_nnz, pos_count, kernel, value, out):
-    for j in prange(len(doc_start)):
-        e = doc_start[j]
-        for p in range(doc_positions[j], doc_positions[j + 1]):
-            for _ in range(pos_count[p]):
-                out[p, kernel[e]] = value[e]
-                e += 1
-
-
-@njit(cache=True)
-def _scatter_rows(doc_positions, doc_start, pos_count, kernel, value, lo, hi, out):
-    j = np.searchsorted(doc_positions, lo, side="right") - 1
-    while j < len(doc_start) and doc_positions[j] < hi:
+def _scatter_entries(doc_positions, doc_start, pos_count, kernel, value, lo, hi, out):
+    """Write the entries of positions lo:hi into ``out`` (row p - lo), a document per task."""
+    first = np.searchsorted(doc_positions, lo, side="right") - 1
+    end = np.searchsorted(doc_positions, hi, side="left")   # documents starting before hi
+    for j in prange(first, end):
         e = doc_start[j]
         for p in range(doc_positions[j], min(doc_positions[j + 1], hi)):
             if p < lo:
@@ -341,7 +331,6 @@ def _scatter_rows(doc_positions, doc_start, pos_count, kernel, value, lo, hi, ou
             for _ in range(pos_count[p]):
                 out[p - lo, kernel[e]] = value[e]
                 e += 1
-        j += 1
 
 
 @njit(cache=True)
