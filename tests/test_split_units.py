@@ -49,7 +49,9 @@ def test_sweep_splits_a_cell_over_heavy_and_floor_candidates_by_weight(w_row):
     from cpgbn.inference.state import GibbsState, GlobalParameters
     from cpgbn.layers.cells import from_token_sequences
 
-    n_kernels, vocab, n_units, reps = 5, 3, 40, 2000
+    # 80,000 units in all, as 2,000 calls of 40 units, in a fifth of the calls: a cell's
+    # units are independent draws given w, so the test's power is that of the units' total
+    n_kernels, vocab, n_units, reps = 5, 3, 200, 400
     data = from_token_sequences(np.array([1]), np.array([0, 1]), 1, n_units)  # one token, F = 1
     D = np.full((vocab, 1, n_kernels), 1e-3, dtype=np.float32)
     D[1, 0] = [0.5, 0.2, 0.1, 0.4, 0.3]

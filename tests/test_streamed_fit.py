@@ -126,8 +126,11 @@ def test_transform_and_fit_transform_of_a_file(tmp_path, monkeypatch):
     features = model.fit_transform(TextFile(path))
     assert features.shape == (len(TEXTS), 4)
     np.testing.assert_allclose(features, model.transform(TEXTS), rtol=1e-12)
-    np.testing.assert_array_equal(model.transform(TextFile(path), all_layers=True),
-                                  model.transform(TEXTS, all_layers=True))
+    # the upper layers come from the encoder's float32 matrix products, whose rounding may
+    # depend on how many documents share a batch (7 per block here, 40 at once in memory):
+    # one float32 ulp apart on some CPUs (CI's, at 5f3868a), equal elsewhere
+    np.testing.assert_allclose(model.transform(TextFile(path), all_layers=True),
+                               model.transform(TEXTS, all_layers=True), rtol=1e-6, atol=0)
     model.set_params(refine_iter=2)   # refinement reads the file whole: the same features
     np.testing.assert_array_equal(model.transform(TextFile(path)), model.transform(TEXTS))
     gibbs = CPGBN(**FAST).fit(TextFile(path))   # the Gibbs sampler reads it whole

@@ -80,7 +80,8 @@ class HybridMode(MinibatchMode):
         return None
 
     def streams_transform(self) -> bool:
-        # the encoder's mean path is a function of each document alone
+        # the encoder's mean path is a function of each document alone (up to the float32
+        # rounding of its batched matrix products, which may depend on the batch's size)
         return self.settings["refine_iter"] == 0
 
     def thetas(self, fitted: FittedState, data: ConvData, first_doc: int = 0) -> list[np.ndarray]:
