@@ -29,14 +29,14 @@ from cpgbn.files import write_file_atomically
 
 from studies.common.paths import RESULTS
 from studies.common.reports import command_line
+from studies.table4.settings import PAPER_FORM
 from studies.text_baselines.text_baselines import splits
 
 CELLS = RESULTS / "classifier_table" / "cells"
 TABLE = RESULTS / "classifier_table.md"
 MODELS = {
     "default": {},
-    "paper": dict(classifier_input="theta", xi=100.0, generative_every=1, batch_size=100,
-                  n_epochs=10, validation_fraction=0.0, vocab_size=8000, filter_width=3),
+    "paper": PAPER_FORM,
     "network": dict(generative=False),
 }
 #: The paper's Table 4 (sCPGBN, 1 / 2 / 3 layers) where it has the dataset

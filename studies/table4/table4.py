@@ -7,8 +7,9 @@ Protocol (issue 36):
   ``cpgbn.datasets.fold_indices(labels, fold, 10, seed=0)``, the folds of the baselines'
   records (``studies.text_baselines``: the same harness and splits); TREC and IMDB: the
   official train/test split.
-* Every cell is one (dataset, layers, seed, split) fit of ``CPGBNClassifier`` with the
-  library's defaults except what this script is told (``--epochs``, ``--xi``), on one thread;
+* Every cell is one (dataset, layers, seed, split) fit of ``CPGBNClassifier`` in the
+  paper's form (``settings.PAPER_FORM``: the library's defaults before issue 47) except what
+  this script is told (``--epochs``, ``--xi``), on one thread;
   it records the test accuracy, the expected calibration error (15 bins), the wall seconds of
   fit and of predict, the paper's xi of the fit, the command and the commit.  Cells already in
   the record are kept, and a fit checkpoints every 50 steps (``runs/table4/``), so a run
@@ -39,7 +40,7 @@ from cpgbn.evaluate.provenance import provenance
 from studies.common.reports import add_cell, command_line, load_cells
 from studies.text_baselines.text_baselines import splits
 
-from .settings import CHECKPOINTS, OUT
+from .settings import CHECKPOINTS, OUT, PAPER_FORM
 
 
 def _layers(text: str) -> tuple:
@@ -47,8 +48,11 @@ def _layers(text: str) -> tuple:
 
 
 def model(layers, seed, xi, epochs) -> CPGBNClassifier:
-    return CPGBNClassifier(layers=layers, xi=xi, n_epochs=epochs, random_state=seed,
-                           n_threads=1)
+    """The paper's form (settings.PAPER_FORM), with ``xi`` and ``epochs`` where given."""
+    told = {name: value for name, value in (("xi", xi), ("n_epochs", epochs))
+            if value is not None}
+    return CPGBNClassifier(layers=layers, random_state=seed, n_threads=1,
+                           **{**PAPER_FORM, **told})
 
 
 def fit_and_score(layers, seed, xi, epochs, train, test, checkpoint=None) -> dict:
