@@ -37,6 +37,35 @@ def test_memory_estimate_covers_the_allocated_state():
     assert allocated <= estimate <= 3 * dense_start
 
 
+def test_memory_estimate_of_a_sparse_start_covers_its_stores():
+    """A chain started sparse from fitted kernels (8 live kernels of 64 per position) holds
+    at most the sparse estimate's stores, a fraction of the dense start's bound."""
+    rng = np.random.default_rng(1)
+    lengths = rng.integers(1, 40, size=80)
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    tokens = rng.integers(0, 30, size=offsets[-1]).astype(np.int32)
+    data = from_token_sequences(tokens, offsets, 3, 20)
+    layers, hyper = (64,), Hyperparameters(eta=(0.05,))
+    dense = GibbsSampler(data, hyper, seed=0)
+    fitted = dense.initial_state(layers, 30)
+    for _ in range(5):
+        dense.sweep(fitted)
+    sampler = GibbsSampler(data, hyper, seed=1)
+    state = sampler.initial_state(layers, 30, fitted.globals)
+    held = 0
+    for _ in range(5):
+        before = state.m
+        sampler.sweep(state)
+        held = max(held, before.nbytes + state.m.nbytes)
+    args = (data.n_docs, data.n_positions, data.n_cells, 30, 3, layers, 1)
+    sparse = estimate_bytes(*args, sparse_start=sampler.start_live_kernels)
+    fixed = sparse - 2 * data.n_positions * sampler.start_live_kernels * 5 - 8 * data.n_positions
+    assert held <= sparse - fixed < (estimate_bytes(*args) - fixed) / 4
+    # a pilot's dense sample larger than the sparse stores bounds the estimate instead
+    assert estimate_bytes(*args, sparse_start=8, dense_positions=data.n_positions) == \
+        estimate_bytes(*args)
+
+
 def test_fit_refuses_beyond_memory_limit_before_allocating():
     model = CPGBN(layers=(400,), vocab_size=30, n_iter=2, burn_in=1, memory_limit=10_000)
     with pytest.raises(CPGBNInputError, match=r"needs about .* memory_limit"):

@@ -21,7 +21,15 @@ entries of w above the float32 floor and the non-zero counts, and w of a documen
 while the document is in hand (``GibbsSampler.keep_weights``).  The bound above is the
 chain's dense start (w = 1, so the first augmentations spread every token over every
 candidate: 93% of the pairs hold a count after MR's first one); after a few sweeps m holds
-under 1% of the pairs (0.6% on MR).  Transform (globals fixed) needs neither the count slabs
+under 1% of the pairs (0.6% on MR).  A sparse start (``sparse_start``: L live kernels per
+position, w at the floor elsewhere) holds at most L entries per position in each of the
+start's two stores (w's and the first m's: an augmentation places units only where w is
+live), and the chain after it fewer (MR and 2,500 IMDB reviews, K_1 = 200, L = 8: at most
+1.7 entries per position over the fit's sweeps, docs/speed.md), so its stores are counted at
+2 * P * L * (b + 4); a fit's pilot chain (:mod:`cpgbn.inference.pilot`), dense on a sample of
+P_pilot positions before it, at 2 * P_pilot * K_1 * (b + 4), the larger of the two.  The
+room a store reserves beyond its entries is not resident until written
+(:func:`cpgbn.backends.numba.position_store.unwritten`).  Transform (globals fixed) needs neither the count slabs
 nor the running sum of D.
 
 The PyTorch sampler (``device`` set) holds more per (position, K_1) entry, counted in
@@ -62,15 +70,26 @@ TORCH_POSITION_BYTES = {"cpu": {True: 16 + 16 + 2, False: 16 + 16},
 
 def estimate_bytes(n_docs: int, n_positions: int, n_cells: int, vocab_size: int, filter_width: int,
                    layers, n_threads: int, training: bool = True,
-                   device_type: str | None = None, wide_kernel_counts: bool = False) -> int:
+                   device_type: str | None = None, wide_kernel_counts: bool = False, *,
+                   sparse_start: int | None = None, dense_positions: int = 0) -> int:
     """Host bytes of a Gibbs run (module docstring); ``device_type``: None for the numba
     sampler, else the PyTorch sampler's ("cpu", "cuda"); ``wide_kernel_counts``: the numba
-    sampler's count slabs are int64 (a word's units could pass 2^31: 8 bytes, not 4)."""
+    sampler's count slabs are int64 (a word's units could pass 2^31: 8 bytes, not 4).
+
+    ``sparse_start`` (numba): the chain starts sparse with that many live kernels per
+    position (a fit after its pilot, inference with fitted kernels), so two stores are
+    counted at that many entries per position instead of every pair (module docstring), and
+    ``dense_positions``: the positions of the dense pilot chain run before it (its stores at
+    every pair; the larger of the two is the bound)."""
     K1 = layers[0]
     if device_type is None:   # positions; D, per-thread count slabs, the running sum of D
         slab = 8 if wide_kernel_counts else 4
         index = 1 if K1 <= 1 << 8 else 2 if K1 <= 1 << 16 else 4
-        total = 2 * n_positions * K1 * (index + 4) + 8 * n_positions
+        if sparse_start is None or sparse_start >= K1:
+            total = 2 * n_positions * K1 * (index + 4) + 8 * n_positions
+        else:
+            total = max(2 * n_positions * int(sparse_start) * (index + 4),
+                        2 * int(dense_positions) * K1 * (index + 4)) + 8 * n_positions
         total += vocab_size * filter_width * K1 * (4 + (slab * n_threads + 8 if training else 0))
     else:                     # positions; D, the kernel counts (int64), the running sum of D
         total = n_positions * (K1 * TORCH_POSITION_BYTES[device_type][training] + 8)

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..backends.numba.openmp import import_torch_first
 from ..backends.device_registry import gibbs_backend
-from ..inference.gibbs import GibbsSampler, RunResult
+from ..inference.gibbs import START_LIVE_KERNELS, GibbsSampler, RunResult
 from ..inference.mixing import MixingMonitor
 from ..inference.pilot import PILOT_SWEEPS, pilot_seed, plan_pilot, run_pilot
 from ..inference.streams import transform_seed
@@ -143,7 +143,21 @@ class GibbsMode(InferenceMode):
         device = backend.memory_kind(self.settings["device"])
         wide = training and device is None and data.largest_word_units() > COUNT_LIMIT
         return estimate_bytes(data.n_docs, data.n_positions, data.n_cells, vocab_size,
-                              data.filter_width, layers, n_threads, training, device, wide)
+                              data.filter_width, layers, n_threads, training, device, wide,
+                              **self._start_shape(data, training))
+
+    def _start_shape(self, data: ConvData, training: bool) -> dict:
+        """How the chain starts, for the estimate: sparse with fitted kernels (inference), or
+        after a pilot chain, dense on its sample (a fit; this process' documents decide, as
+        if they were the whole corpus), or dense."""
+        if not training:
+            return dict(sparse_start=START_LIVE_KERNELS)
+        plan = plan_pilot(data, 0, self.shard_block())
+        if plan is None:
+            return {}
+        sizes = np.diff(data.doc_positions)
+        return dict(sparse_start=START_LIVE_KERNELS,
+                    dense_positions=int(sizes[plan.docs].sum()))
 
     def inference_bytes(self, data: ConvData, layers, vocab_size: int) -> int:
         return self.sweep_bytes(data, layers, vocab_size)
