@@ -29,10 +29,10 @@ from cpgbn.files import write_file_atomically
 
 from studies.common.paths import RESULTS
 from studies.common.reports import command_line
-from studies.table4.settings import PAPER_FORM
+from studies.table4.settings import CLASSIFIER_CELLS, PAPER_FORM
 from studies.text_baselines.text_baselines import splits
 
-CELLS = RESULTS / "classifier_table" / "cells"
+CELLS = CLASSIFIER_CELLS
 TABLE = RESULTS / "classifier_table.md"
 MODELS = {
     "default": {},

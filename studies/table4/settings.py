@@ -10,6 +10,8 @@ TABLE = RESULTS / "table4.md"
 #: fit completes), so a killed run resumes its fit
 CHECKPOINTS = ROOT / "runs" / "table4"
 BASELINE_RECORD = RESULTS / "text_baselines" / "text_baselines.json"
+#: The classifier table's cells (studies.classifier_table): one file per split, seed and model
+CLASSIFIER_CELLS = RESULTS / "classifier_table" / "cells"
 DATASETS = ("subj", "imdb", "mr", "trec")
 #: The paper's Table 4 (sCPGBN, accuracy %): layers -> dataset -> accuracy.
 PAPER = {1: {"subj": 93.4, "elec": 91.6, "imdb": 91.8},
