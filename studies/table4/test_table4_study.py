@@ -29,7 +29,7 @@ def test_tuning_cells_and_table(tmp_path, monkeypatch):
     for c in tests:
         assert {"command", "commit", "fit_seconds", "predict_seconds", "ece", "paper_xi"} <= set(c)
     table = (tmp_path / "table4.md").read_text()
-    assert "| sCPGBN 200 |" in table and "(2/30)" in table
+    assert "| paper's form 200 |" in table and "(2/30)" in table
     # a second run finds every cell done and fits nothing
     monkeypatch.setattr(table4, "fit_and_score", lambda *a, **k: 1 / 0)
     table4.main(args)
