@@ -74,33 +74,36 @@ def test_fit_refuses_beyond_memory_limit_before_allocating():
         CPGBN(memory_limit=0).fit(random_texts(5))
 
 
-def test_the_hybrid_is_checked_against_its_own_smaller_estimate():
-    """A hybrid fit holds minibatches, not every position's weights: a limit below the Gibbs
-    inference estimate of the corpus but above the hybrid's own lets it fit, while
-    minibatch Gibbs (which infers every training document at once afterwards) refuses."""
+def test_the_hybrid_and_minibatch_gibbs_are_checked_against_their_own_estimates():
+    """Each mode is refused by its own estimate, not the other's: minibatch Gibbs infers every
+    training document at once afterwards, but from a sparse start (8 live kernels a
+    position), here less than the hybrid's graph of five documents at K_1 = 300 and its
+    D-sized arrays.  A limit between the two estimates lets minibatch Gibbs fit and refuses
+    the hybrid before it allocates."""
     pytest.importorskip("torch")
+    from cpgbn.inference.gibbs import START_LIVE_KERNELS
     from cpgbn.inference.hybrid import ENCODER_CHUNK_POSITIONS
     from cpgbn.inference.memory import estimate_hybrid_bytes
 
-    texts = random_texts(150, min_len=80, max_len=100)
+    texts = random_texts(40, min_len=80, max_len=100)
     layers, V, batch_size = (300,), 30, 5
     from cpgbn.params import DEFAULT_TOKEN_COUNT
     from cpgbn.text import Corpus
     corpus = Corpus.from_texts(texts, vocab_size=V)   # as the estimator encodes them
     corpus_data = from_token_sequences(corpus.tokens, corpus.offsets, 3, DEFAULT_TOKEN_COUNT)
     gibbs = estimate_bytes(corpus_data.n_docs, corpus_data.n_positions, corpus_data.n_cells, V,
-                           3, layers, 1, training=False)
+                           3, layers, 1, training=False, sparse_start=START_LIVE_KERNELS)
     per_batch = -(-corpus_data.n_positions * batch_size // corpus_data.n_docs)
     hybrid = estimate_hybrid_bytes(corpus_data.n_docs, corpus_data.n_positions,
                                    corpus_data.n_cells, V, 3, layers,
                                    chunk_positions=min(ENCODER_CHUNK_POSITIONS, per_batch))
-    assert hybrid < gibbs
+    assert gibbs < 0.5 * hybrid
     limit = (hybrid + gibbs) // 2
     fast = dict(layers=layers, vocab_size=V, n_epochs=1, batch_size=batch_size, n_iter=2, burn_in=1,
                 random_state=0, n_threads=1, memory_limit=limit)
-    CPGBN(inference="hybrid", **fast).fit(texts)
+    CPGBN(inference="minibatch-gibbs", **fast).fit(texts)
     with pytest.raises(CPGBNInputError, match=r"needs about .* memory_limit"):
-        CPGBN(inference="minibatch-gibbs", **fast).fit(texts)
+        CPGBN(inference="hybrid", **fast).fit(texts)
 
 
 def test_the_pytorch_sampler_is_checked_against_its_own_larger_estimate():
