@@ -25,7 +25,8 @@ under 1% of the pairs (0.6% on MR).  A sparse start (``sparse_start``: L live ke
 position, w at the floor elsewhere) holds at most L entries per position in each of the
 start's two stores (w's and the first m's: an augmentation places units only where w is
 live), and the chain after it fewer (MR and 2,500 IMDB reviews, K_1 = 200, L = 8: at most
-1.7 entries per position over the fit's sweeps, docs/speed.md), so its stores are counted at
+2.35 entries per position over the sweeps after the pilot, ``benchmarks/store_occupancy.py``,
+docs/speed.md), so its stores are counted at
 2 * P * L * (b + 4); a fit's pilot chain (:mod:`cpgbn.inference.pilot`), dense on a sample of
 P_pilot positions before it, at 2 * P_pilot * K_1 * (b + 4), the larger of the two.  The
 room a store reserves beyond its entries is not resident until written
