@@ -49,7 +49,17 @@ def fingerprint(model, train, test) -> dict:
     g = model.globals_
     return {"D": digest(g.D), "phi": digest(*g.phi), "r": digest(g.r),
             "train_features": digest(f_train), "test_features": digest(f_test),
-            "test_feature_sum": float(np.asarray(f_test, dtype=np.float64).sum())}
+            "test_feature_sum": float(np.asarray(f_test, dtype=np.float64).sum()),
+            "kernel_windows": windows_digest(model)}
+
+
+def windows_digest(model) -> str:
+    """The post-fit kernel-windows record (its own chain from the fitted kernels), or
+    "absent" where the fitted model has none."""
+    windows = getattr(model, "kernel_windows_", None)
+    if windows is None:
+        return "absent"
+    return digest(windows, model.kernel_window_counts_, model.kernel_window_shares_)
 
 
 #: Every case: the Gibbs sampler (numba, two corpora and depths; PyTorch on the CPU), the
