@@ -30,3 +30,11 @@ def test_cells_resume_and_report(tmp_path, monkeypatch):
     # a second run finds the cell done and fits nothing
     monkeypatch.setattr(study, "run_cell", lambda *a, **k: 1 / 0)
     study.main(args)
+    # --docs: a stratified sample of the training documents, its own cell and report row
+    monkeypatch.undo()
+    monkeypatch.setattr(study, "RECORD", tmp_path / "record.json")
+    monkeypatch.setattr(study, "REPORT", tmp_path / "report.md")
+    study.main(args + ["--docs", "60"])
+    sampled = study.load_cells(tmp_path / "record.json")["cells"]["trec|seed=0|docs=60"]
+    assert (sampled["n_fit"], sampled["n_validation"]) == (48, 12)
+    assert "| trec (60 docs) | 200 (150) |" in (tmp_path / "report.md").read_text()

@@ -3,7 +3,8 @@ sweeps than the default 200 (issue 57: a transform costs its sweeps, and from th
 kernels' sparse start it has no warm-up left to remove).
 
 Protocol, on training data only (no test document is read): the training documents of a
-dataset (TREC's official training split, SUBJ's and MR's authors' training split) are split
+dataset (TREC's official training split, SUBJ's and MR's authors' training split; with
+``--docs N`` a stratified sample of N of them, as for IMDB's long reviews) are split
 80/20 into fit and validation documents (stratified, ``train_test_split(random_state=0)``).
 ``CPGBN(layers=(200,), random_state=seed, n_threads=1)`` is fitted on the fit documents at its
 defaults (200 sweeps, 150 of burn-in), an RBF ``SVC()`` (the authors' protocol) is trained on
@@ -14,7 +15,9 @@ seconds and the mean absolute difference of its features from the default's rela
 their mean.
 
     python -m studies.transform_sweeps.transform_sweeps --data-dir ../shared/data \\
-        --datasets trec,subj --seeds 0,1,2
+        --datasets trec,subj,mr --seeds 0,1,2
+    python -m studies.transform_sweeps.transform_sweeps --data-dir ../shared/data \
+        --datasets imdb --docs 2500 --seeds 0,1,2
     python -m studies.transform_sweeps.transform_sweeps --report
 """
 from __future__ import annotations
@@ -32,7 +35,8 @@ REPORT = ROOT / "results" / "transform_sweeps.md"
 DEFAULT_SWEEPS = 200
 
 
-def run_cell(dataset: str, seed: int, sweeps: list[int], data_dir, k: int = 200) -> dict:
+def run_cell(dataset: str, seed: int, sweeps: list[int], data_dir, k: int = 200,
+             docs: int | None = None) -> dict:
     from sklearn.model_selection import train_test_split
 
     from cpgbn import CPGBN
@@ -42,6 +46,9 @@ def run_cell(dataset: str, seed: int, sweeps: list[int], data_dir, k: int = 200)
     from cpgbn.modes.base import features as feature_matrix
 
     texts, labels = load_dataset(dataset, "train", data_dir=data_dir)
+    if docs is not None and docs < len(texts):   # a stratified sample of the training documents
+        texts, _, labels, _ = train_test_split(list(texts), list(labels), train_size=docs,
+                                               stratify=list(labels), random_state=0)
     fit_x, val_x, fit_y, val_y = train_test_split(list(texts), list(labels), test_size=0.2,
                                                   stratify=list(labels), random_state=0)
     start = time.perf_counter()
@@ -85,8 +92,12 @@ def report(record: dict) -> str:
              "the chain's own noise.", "",
              "| dataset | sweeps (burn-in) | accuracy % (seeds) | feature difference | s |",
              "|---|---|---|---|---|"]
-    for dataset in sorted({k.split("|")[0] for k in cells}):
-        mine = [c for k, c in sorted(cells.items()) if k.split("|")[0] == dataset]
+    def corpus(key: str) -> str:   # "imdb|seed=0|docs=2500" -> "imdb (2500 docs)"
+        parts = key.split("|")
+        return parts[0] + "".join(f" ({p[5:]} docs)" for p in parts[2:] if p.startswith("docs="))
+
+    for dataset in sorted({corpus(k) for k in cells}):
+        mine = [c for k, c in sorted(cells.items()) if corpus(k) == dataset]
         names = sorted({t for c in mine for t in c["rows"]}, key=int, reverse=True)
         entries = [(f"{t} ({3 * int(t) // 4})", [c["rows"][t] for c in mine if t in c["rows"]])
                    for t in names]
@@ -108,6 +119,8 @@ def main(argv=None) -> None:
     p.add_argument("--seeds", default="0,1,2")
     p.add_argument("--sweeps", default="200,100,50,25")
     p.add_argument("--k", type=int, default=200, help="K_1 (a test's small model)")
+    p.add_argument("--docs", type=int, default=None,
+                   help="a stratified sample of this many training documents")
     p.add_argument("--report", action="store_true")
     args = p.parse_args(argv)
     record = load_cells(RECORD)
@@ -115,10 +128,10 @@ def main(argv=None) -> None:
         sweeps = [int(s) for s in args.sweeps.split(",")]
         for dataset in args.datasets.split(","):
             for seed in map(int, args.seeds.split(",")):
-                key = f"{dataset}|seed={seed}"
+                key = f"{dataset}|seed={seed}" + (f"|docs={args.docs}" if args.docs else "")
                 if key in record["cells"]:
                     continue
-                cell = run_cell(dataset, seed, sweeps, args.data_dir, args.k)
+                cell = run_cell(dataset, seed, sweeps, args.data_dir, args.k, args.docs)
                 add_cell(RECORD, record, key, cell)
                 print(key, {t: r["accuracy"] for t, r in cell["rows"].items()}, flush=True)
     if record["cells"]:
