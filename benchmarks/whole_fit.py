@@ -4,7 +4,8 @@ Issue 57's measure of the sparse start: each tree (``--trees``, the ``src`` fold
 checkouts, the reference first) runs, in a fresh process, ``CPGBN(layers=(K,),
 random_state=0, n_threads=T).fit(texts)`` with every other parameter at its default (200
 sweeps, the post-fit records included; ``--n-iter`` for fewer), then ``transform`` of the
-first ``--transform-docs`` of the same texts (200 sweeps with the globals fixed).
+first ``--transform-docs`` of the same texts (the tree's default sweeps with the globals
+fixed: 200 until settings.TRANSFORM_SWEEPS made them 50).
 ``--dataset mr``: MR's 10,662 sentences; ``imdb``: the first ``--docs`` IMDB training
 reviews.  The record gives each
 tree's fit and transform seconds, the training sweeps' seconds, the peak resident memory

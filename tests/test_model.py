@@ -351,3 +351,26 @@ def test_token_count_modes(token_count):
         assert x.shape[1] == 4
         assert np.isfinite(x).all() and (x >= 0).all() and x.sum() > 0
     assert np.isfinite(model.log_likelihood())
+
+
+def test_transform_runs_fifty_sweeps_by_default_and_the_protocols_their_own():
+    """transform_iter=None: min(n_iter, TRANSFORM_SWEEPS) sweeps and the fit's share of
+    burn-in (results/transform_sweeps.md); evaluate's protocols infer test documents with
+    their own sweeps (the authors': 200 with 150 of burn-in)."""
+    from cpgbn.evaluate.protocols import PROTOCOLS, _make_model
+    from cpgbn.settings import TRANSFORM_SWEEPS
+
+    def sweeps(**params):
+        settings = CPGBN(**params)._run_settings()
+        return settings["transform_iter"], settings["transform_burn_in"]
+
+    assert TRANSFORM_SWEEPS == 50
+    assert sweeps() == (50, 37)                                   # 200 and 150 by default
+    assert sweeps(n_iter=20, burn_in=15) == (20, 15)              # a short fit: its own
+    assert sweeps(transform_iter=40) == (40, 30)
+    assert sweeps(transform_iter=40, transform_burn_in=5) == (40, 5)
+    proto = PROTOCOLS["authors"]
+    model = _make_model("cpgbn", layers=(10,), filter_width=3, vocab_size=100, token_count=800,
+                        eta=0.05, n_iter=proto.n_iter, burn_in=proto.burn_in, seed=0,
+                        n_threads=1, progress=False)
+    assert (model.transform_iter, model.transform_burn_in) == (200, 150)

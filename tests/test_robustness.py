@@ -107,12 +107,10 @@ def test_the_hybrid_and_minibatch_gibbs_are_checked_against_their_own_estimates(
 
 
 def test_the_pytorch_sampler_is_checked_against_its_own_larger_estimate():
-    """The PyTorch sampler holds w and m (int32) on its device, their next values beside
-    them and, on the host, the state and its written-back copy: on the CPU about 34 bytes a
-    (position, K_1) entry where numba holds 10.  A limit between the two estimates lets the
-    numba fit run and refuses device="cpu" before anything is allocated (a fit of IMDB with
-    device="cpu" on 24 GB was killed for memory under the numba estimate); the estimate
-    covers the tensors a sweep holds."""
+    """The PyTorch sampler on the CPU holds its m fields (the one read, the one written and
+    its joined copy, the host's store) and float64 temporaries of max_elements: more than
+    numba's stores.  A limit between the two estimates lets the numba fit run and refuses
+    device="cpu" before anything is allocated; the estimate covers the fields a sweep holds."""
     torch = pytest.importorskip("torch")
     from cpgbn.inference.gibbs import TorchGibbsSampler
     from cpgbn.params import DEFAULT_TOKEN_COUNT
@@ -131,11 +129,14 @@ def test_the_pytorch_sampler_is_checked_against_its_own_larger_estimate():
     with pytest.raises(CPGBNInputError, match=r"needs about .* memory_limit"):
         CPGBN(device="cpu", **fast).fit(texts)
 
+    from cpgbn.backends.torch.position_field import DeviceField
     sampler = TorchGibbsSampler(data, Hyperparameters(eta=(0.05,)), seed=0)
-    host = sampler.initial_state(layers, V)
-    state = sampler.on_backend(host)
-    sampler.sweep(state)
-    held = 2 * (state.w.nbytes + state.m.nbytes) + 2 * (host.w.nbytes + host.m.nbytes)
+    state = sampler.on_backend(sampler.initial_state(layers, V))
+    before = state.m
+    sampler.sweep(state)   # from the dense start: counts at most pairs of every position
+    assert isinstance(state.m, DeviceField) and state.w is None   # w not kept
+    assert state.m.nnz > data.n_positions   # more than one kernel a position
+    held = before.nbytes + 2 * state.m.nbytes + sampler.to_numpy(state).m.nbytes
     assert state.m.dtype == torch.int32 and held <= cpu_bytes
 
 
@@ -162,12 +163,13 @@ def test_no_nan_or_inf_under_extreme_settings(settings):
 
 
 def test_a_gpu_gibbs_fit_checks_the_host_memory_it_holds(monkeypatch):
-    """With a GPU the PyTorch sampler still holds 16 bytes a (position, K_1) entry on the
-    host (its state and the copy written back): a Gibbs fit checks them before anything is
-    allocated (on IMDB about 20 GB).  The GPU's free memory is checked against what the
-    sampler surely holds there (w and m with their next values: 16 bytes an entry, a lower
+    """With a GPU the PyTorch sampler still holds the written-back store of m on the host:
+    a Gibbs fit checks it before anything is allocated.  The GPU's free memory is checked
+    against what the sampler surely holds there (the offsets of the m field read and of the
+    one written, 16 bytes a position, and two float64 temporaries of max_elements: a lower
     bound).  The hybrid's estimate is of arrays a GPU would hold, so it is not checked
     against the host.  No GPU is needed: the fit is refused first."""
+    from cpgbn.backends.torch.devices import MAX_ELEMENTS
     torch = pytest.importorskip("torch")
     from cpgbn.modes.gibbs import GibbsMode
     from cpgbn.modes.hybrid import HybridMode
@@ -180,9 +182,9 @@ def test_a_gpu_gibbs_fit_checks_the_host_memory_it_holds(monkeypatch):
         CPGBN(layers=(50,), vocab_size=30, n_iter=2, burn_in=1, device="cuda",
               memory_limit=1000).fit(texts)
     corpus_positions = sum(len(t.split()) - 2 for t in texts)
-    gpu["free"] = corpus_positions * 50 * 16 - 1   # one byte short of w, m and their next
+    gpu["free"] = corpus_positions * 16 + 16 * MAX_ELEMENTS["cuda"] - 1   # one byte short
     with pytest.raises(CPGBNInputError, match=rf"needs more than .* GB of GPU memory "
-                                              rf"\({corpus_positions:,} positions x 50 kernels"):
+                                              rf"\({corpus_positions:,} positions, 50 kernels"):
         CPGBN(layers=(50,), vocab_size=30, n_iter=2, burn_in=1, device="cuda").fit(texts)
     gpu["free"] = 2**40
     data = from_token_sequences(*random_token_documents([40, 50], 30), 3, 800)

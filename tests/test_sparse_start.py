@@ -139,3 +139,30 @@ def test_a_gibbs_fit_of_eight_blocks_or_more_starts_from_its_pilot(monkeypatch):
     np.testing.assert_array_equal(models[0].globals_.D, models[1].globals_.D)
     np.testing.assert_array_equal(models[0].transform(texts[:20]),
                                   models[1].transform(texts[:20]))
+
+
+def test_a_pytorch_fit_of_one_of_its_blocks_still_gets_a_pilot(monkeypatch):
+    """The pilot's sample and streams are in numba's blocks of 32 documents on every backend:
+    300 documents are one block of the PyTorch backend's 1,024 on the CPU, but nine of the
+    pilot's, so the fit runs its pilot (over blocks of 32 of the PyTorch sampler) and starts
+    sparse, reproducibly for a seed."""
+    pytest.importorskip("torch")
+    from cpgbn import CPGBN
+    from helpers import random_texts
+
+    blocks = []
+    original = pilot.run_pilot
+
+    def counted(make_sampler, *args, **kwargs):
+        def made(data, first_doc):
+            sampler = make_sampler(data, first_doc)
+            blocks.append(sampler.backend.doc_block)
+            return sampler
+        return original(made, *args, **kwargs)
+
+    monkeypatch.setattr("cpgbn.modes.gibbs.run_pilot", counted)
+    texts = random_texts(300, seed=2)
+    models = [CPGBN(layers=(12,), vocab_size=40, n_iter=4, burn_in=2, random_state=1,
+                    n_threads=1, device="cpu").fit(texts) for _ in range(2)]
+    assert blocks == [32, 32]
+    np.testing.assert_array_equal(models[0].globals_.D, models[1].globals_.D)

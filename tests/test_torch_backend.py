@@ -29,6 +29,8 @@ from test_geweke import CASES, THRESHOLD, run_geweke  # noqa: E402
 from cpgbn.errors import CPGBNInputError  # noqa: E402
 from cpgbn.inference.gibbs import GibbsSampler  # noqa: E402
 from cpgbn.inference.state import GibbsState, Hyperparameters  # noqa: E402
+from cpgbn.backends.numba.position_store import as_dense  # noqa: E402
+from cpgbn.backends.torch.position_field import DeviceField  # noqa: E402
 from cpgbn.backends.torch.torch_backend import FLOOR  # noqa: E402
 from cpgbn.inference.gibbs import TorchGibbsSampler  # noqa: E402
 from cpgbn.simulate import sample_corpus, sample_globals  # noqa: E402
@@ -319,7 +321,8 @@ def test_agrees_with_numba_in_distribution(pooling_concentration):
 # ---------------------------------------------------------------------- API, reproducibility
 def _arrays(state: GibbsState):
     g = state.globals
-    return [g.D, g.r, *g.phi, state.w, state.m, state.A, state.loglik, *state.theta, *state.c]
+    fields = [as_dense(f) for f in (state.w, state.m) if f is not None]
+    return [g.D, g.r, *g.phi, *fields, state.A, state.loglik, *state.theta, *state.c]
 
 
 def test_reproducible_for_a_seed_on_cpu():
@@ -373,17 +376,19 @@ def test_count_invariants_with_small_chunks(binary):
     kernels stay on the simplex (up to the floor), and fixed globals stay fixed."""
     hyper, g, data = _small_corpus(binary=binary, seed=4)
     sampler = TorchGibbsSampler(data, hyper, 2, max_elements=7)
+    sampler.keep_weights = True   # the pass below reads w
     ts = sampler.on_backend(sampler.initial_state((3, 2), 10))
     for _ in range(3):
         sampler.sweep(ts)
-    m, A = ts.m.numpy(), ts.A.numpy()
+    assert isinstance(ts.m, DeviceField) and isinstance(ts.w, DeviceField)
+    m, A = ts.m.toarray().numpy(), ts.A.numpy()
     per_doc = np.add.reduceat(m, data.doc_positions[:-1], axis=0)
     np.testing.assert_array_equal(per_doc, A)
     if binary:
         assert m.sum() >= data.n_cells
     else:
         assert m.sum() == data.cell_count.sum()
-    assert ts.w.dtype == torch.float32 and float(ts.w.min()) >= FLOOR
+    assert ts.w.dtype == torch.float32 and float(ts.w.toarray().min()) >= FLOOR
     np.testing.assert_allclose(ts.globals.D.double().sum(dim=(0, 1)).numpy(), 1.0, rtol=1e-5)
     np.testing.assert_allclose(ts.globals.phi[0].sum(dim=0).numpy(), 1.0)
     assert all(torch.isfinite(t).all() for t in ts.theta) and torch.isfinite(ts.loglik).all()
@@ -391,7 +396,7 @@ def test_count_invariants_with_small_chunks(binary):
     counts, _ = sampler.backend.draw_first_layer(
         ts, prior_shape=sampler._first_layer_shape(ts), stream=99, table_stream=-1,
         draw_w=False, with_counts=True)
-    assert int(counts.sum()) == int(ts.m.sum())
+    assert int(counts.sum()) == int(ts.m.value.sum())
 
     fixed = TorchGibbsSampler(data, hyper, 2, learn_globals=False)
     state = fixed.initial_state((3, 2), 10, g.copy())
@@ -420,6 +425,7 @@ def test_shards_swept_apart_draw_what_the_whole_corpus_draws(beta, device):
     def one_sweep(part, first_doc):
         sampler = TorchGibbsSampler(part, hyper, 11, learn_globals=False, max_elements=50,
                                     first_doc=first_doc, doc_block=block, device=device)
+        sampler.keep_weights = True   # w compared too
         return sampler.sweep(sampler.initial_state(layers, 10, g.copy()))
 
     whole = one_sweep(data, 0)
@@ -428,7 +434,8 @@ def test_shards_swept_apart_draw_what_the_whole_corpus_draws(beta, device):
         half = one_sweep(subset_cells(data, docs), first_doc)
         rows = np.arange(positions[docs[0]], positions[docs[-1] + 1])
         for name in ("w", "m"):
-            np.testing.assert_array_equal(getattr(half, name), getattr(whole, name)[rows])
+            np.testing.assert_array_equal(as_dense(getattr(half, name)),
+                                          as_dense(getattr(whole, name))[rows])
         for name in ("A", "loglik"):
             np.testing.assert_array_equal(getattr(half, name), getattr(whole, name)[docs])
         for t in range(3):
@@ -488,7 +495,7 @@ def test_fixed_count_mode_runs():
     sampler = TorchGibbsSampler(data, hyper, 0)
     state = sampler.initial_state((4,), 10)
     result = sampler.run(state, 3, 1)
-    assert state.m.sum() == 2 * len(tokens) and state.m.dtype == np.int32
+    assert as_dense(state.m).sum() == 2 * len(tokens) and state.m.dtype == np.int32
     assert np.all(np.isfinite(result.loglik))
 
 
@@ -508,8 +515,8 @@ def test_cuda_sweep_keeps_invariants():
     sampler = TorchGibbsSampler(data, hyper, 0, device="cuda")
     state = sampler.initial_state((3, 2), 10)
     sampler.run(state, 5, 2)
-    assert state.m.sum() == data.cell_count.sum()
-    assert isinstance(sampler.on_backend(state).w, torch.Tensor)
+    assert as_dense(state.m).sum() == data.cell_count.sum()
+    assert isinstance(sampler.on_backend(state).m, DeviceField)
 
 
 # ---------------------------------------------------------------------- pooling-layer tables

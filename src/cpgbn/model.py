@@ -74,7 +74,9 @@ class CPGBN(TransformerMixin, BaseEstimator):
     n_iter, burn_in : int, default 200, 150
         Training sweeps, and how many of them come before the averages are collected.
     transform_iter, transform_burn_in : int or None
-        Sweeps for new documents; None uses ``n_iter`` and ``burn_in``.
+        Sweeps for new documents and their burn-in; None: ``min(n_iter, 50)`` sweeps
+        (:data:`cpgbn.settings.TRANSFORM_SWEEPS`) and the fit's share of burn-in (50 and 37
+        at the defaults; chosen on validation splits: results/transform_sweeps.md).
     feature_normalization : {"length", "none"}, default "length"
         Divide theta^(1)_j by the document length L_j (the authors' features) or not.
     random_state : int or None

@@ -63,6 +63,7 @@ def expected_counts_torch_backend():
     subclass, built on demand so that this module imports without torch)."""
     import torch
 
+    from cpgbn.backends.torch.position_field import DeviceField
     from cpgbn.backends.torch.torch_backend import TorchBackend
 
     class ExpectedCountsTorchBackend(TorchBackend):
@@ -74,12 +75,19 @@ def expected_counts_torch_backend():
             rows, cols = (share > DROP).nonzero(as_tuple=True)
             return rows, cols, share[rows, cols]
 
-        def position_tables(self, m, shape, block=None):
-            return super().position_tables(torch.round(m).to(torch.int64), shape, block)
+        def position_tables(self, m, shape, block=None, **kwargs):
+            return super().position_tables(torch.round(m).to(torch.int64), shape, block,
+                                           **kwargs)
 
         def assignment_changes(self, m, memory):
             # the mixing diagnostic counts whole units: of the expected counts, their rounding
-            return super().assignment_changes(torch.round(m).to(torch.int64), memory)
+            return super().assignment_changes(_rounded(m), memory)
+
+    def _rounded(m):
+        if isinstance(m, DeviceField):   # the stored entries rounded (a zero stays stored)
+            return DeviceField(m.indptr, m.kernel, torch.round(m.value).to(torch.int64),
+                               m.n_kernels, m.background)
+        return torch.round(m).to(torch.int64)
 
     return ExpectedCountsTorchBackend
 

@@ -42,7 +42,8 @@ class GibbsBackendEntry:
     check_device_memory: Callable[[int, int, object], None]
 
 
-def _numba_make(data, seed: int, *, first_doc: int = 0, device=None):
+def _numba_make(data, seed: int, *, first_doc: int = 0, device=None, doc_block=None):
+    # numba's random-stream block is always DOC_BLOCK (a pilot's doc_block is that one)
     from .numba.numba_backend import NumbaBackend
     return NumbaBackend(data, int(seed), first_doc=first_doc)
 

@@ -116,6 +116,10 @@ def _make_model(kind, *, layers, filter_width, vocab_size, token_count, eta, n_i
     unknown = sorted(set(model_params) - valid)
     if unknown:
         raise CPGBNInputError(f"model_params has unknown {cls.__name__} parameters {unknown}")
+    if "transform_iter" in valid:
+        # the protocol's sweeps for the test documents too (the estimator's default is
+        # shorter: cpgbn.settings.TRANSFORM_SWEEPS), unless model_params says otherwise
+        model_params = {"transform_iter": n_iter, "transform_burn_in": burn_in, **model_params}
     return cls(layers=tuple(layers), vocab_size=vocab_size, token_count=token_count, eta=eta,
                n_iter=n_iter, burn_in=burn_in, random_state=seed, n_threads=n_threads,
                progress=progress, device=device, **extra, **model_params)

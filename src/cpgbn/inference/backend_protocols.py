@@ -68,7 +68,12 @@ class Backend(Protocol):
         """A numpy array as this backend's array of host type ``dtype``."""
 
     def to_numpy(self, array, dtype) -> np.ndarray:
-        """This backend's array as a numpy array of ``dtype``."""
+        """This backend's array as a numpy array of ``dtype`` (a position field as a
+        :class:`~cpgbn.backends.numba.position_store.PositionStore`)."""
+
+    def field_to_backend(self, field, dtype, background: float):
+        """A host position field (a PositionStore, a dense (P, K_1) array whose entries equal
+        to ``background`` need not be stored, or None) in this backend's form."""
 
     def ones(self, n: int):
         """n float64 ones."""

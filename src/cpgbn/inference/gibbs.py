@@ -400,7 +400,7 @@ class TorchGibbsSampler(GibbsSampler):
     Same conditionals in the same order; reproducible for a seed, device type, torch version
     and ``max_elements``, equal to the numba sampler in distribution, not bit for bit.
     ``device``: "cpu", "cuda", "cuda:N" or a torch.device; ``max_elements``: the largest
-    float64 temporary built at once (default 2**22 on the CPU, 2**26 on a GPU).
+    float64 temporary built at once (default 2**20 on the CPU, 2**26 on a GPU).
     ``first_doc`` and ``communicator`` as :class:`GibbsSampler`'s, with the PyTorch backend's
     random-stream block of ``doc_block`` documents (default
     :data:`cpgbn.backends.torch.devices.DOC_BLOCKS`: 1,024 on the CPU, 16,384 on a GPU) in

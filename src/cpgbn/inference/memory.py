@@ -33,18 +33,19 @@ room a store reserves beyond its entries is not resident until written
 (:func:`cpgbn.backends.numba.position_store.unwritten`).  Transform (globals fixed) needs neither the count slabs
 nor the running sum of D.
 
-The PyTorch sampler (``device`` set) holds more per (position, K_1) entry, counted in
-:data:`TORCH_POSITION_BYTES` instead of the stores above: on its device w (float32)
-and m (int32), the next w and m drawn beside them (8 + 8 bytes), and the mixing diagnostic's
-int16 copy of m (training); on the host the state (w float32, m int32) and its copy written
-back from the device (16 bytes); its kernel counts are one int64 array, not per-thread
-slabs.  On the CPU both are host memory, about 34 bytes an entry: 2,000 IMDB reviews,
-K_1 = 200 (527,175 positions), one thread, peaked at 4.02 GB against this estimate's 3.45 GB
-(measured by ``benchmarks/gibbs_memory.py``; the process's peak
-includes the interpreter, torch and the texts: 0.45 GB more than the estimate for numba,
-1.52 against 1.07 GB).  While m was int64 on the device the same fit peaked at 5.21 GB.  With a
-GPU the host holds 16 bytes an entry and the GPU the rest (peak 34 GiB on IMDB's 25,000
-reviews with int64 m, docs/gpu.md), of which
+The PyTorch sampler (``device`` set) keeps m, and w where it is kept, as sparse fields on
+its device too (:mod:`cpgbn.backends.torch.position_field`): per stored entry
+:data:`TORCH_ENTRY_BYTES` (the field a sweep reads, the one it writes, the copy that joins
+its blocks, and the host's written-back store), the stored entries counted as for the
+numba stores (every pair from the dense start; the sparse start's or the pilot's
+otherwise), plus 36 bytes a position (the fields' offsets) and, on the CPU,
+:data:`TORCH_TEMPORARIES` float64 temporaries of ``max_elements``; its kernel counts are one
+int64 array, not per-thread slabs.  Before the fields (dense w and m on the device, their
+next values, the mixing copy, the host's state and its written-back copy: about 34 bytes a
+(position, K_1) pair), 2,000 IMDB reviews, K_1 = 200 (527,175 positions), one thread,
+peaked at 4.02 GB (``benchmarks/gibbs_memory.py``; the process's peak includes the
+interpreter, torch and the texts, 0.45 GB for numba beyond its estimate).  With a GPU the
+host holds the written-back store and the GPU the rest, of which
 :func:`cpgbn.backends.torch.devices.check_device_memory` checks a lower bound.
 
 The hybrid (:func:`estimate_hybrid_bytes`) never holds all positions' weights: its training
@@ -62,11 +63,16 @@ import os
 from ..errors import MemoryLimitError
 
 
-#: Host bytes per (position, K_1) entry of the PyTorch sampler, by device type and by
-#: (training, transform): the device's tensors on the CPU (w and m, their next values, the
-#: mixing copy when training) and the host's state and written-back copy (module docstring).
-TORCH_POSITION_BYTES = {"cpu": {True: 16 + 16 + 2, False: 16 + 16},
-                        "cuda": {True: 16, False: 16}}
+#: Bytes per stored entry of the PyTorch sampler's position fields
+#: (:class:`~cpgbn.backends.torch.position_field.DeviceField`: an int16 kernel and an int32
+#: count), by device type, on the host: on the CPU the field a sweep reads (also the mixing
+#: diagnostic's memory), the one it writes and the copy that joins its blocks, and the host's
+#: written-back store (:class:`~cpgbn.backends.numba.position_store.PositionStore`: 1-byte
+#: kernels while K_1 <= 256); on a GPU the host holds only the written-back store.
+TORCH_ENTRY_BYTES = {"cpu": 3 * 6 + 5, "cuda": 5}
+#: The largest float64 temporaries of a sweep held at once, in units of ``max_elements``
+#: (the candidates' weights and their cumulative sums, the unit draws' padded blocks).
+TORCH_TEMPORARIES = 6
 
 
 def estimate_bytes(n_docs: int, n_positions: int, n_cells: int, vocab_size: int, filter_width: int,
@@ -93,11 +99,25 @@ def estimate_bytes(n_docs: int, n_positions: int, n_cells: int, vocab_size: int,
                         2 * int(dense_positions) * K1 * (index + 4)) + 8 * n_positions
         total += vocab_size * filter_width * K1 * (4 + (slab * n_threads + 8 if training else 0))
     else:                     # positions; D, the kernel counts (int64), the running sum of D
-        total = n_positions * (K1 * TORCH_POSITION_BYTES[device_type][training] + 8)
+        from ..backends.torch.devices import MAX_ELEMENTS
+        stored = _stored_entries(n_positions, K1, sparse_start, dense_positions)
+        total = stored * TORCH_ENTRY_BYTES[device_type] + n_positions * (3 * 8 + 4 + 8)
+        if device_type == "cpu":
+            total += TORCH_TEMPORARIES * 8 * MAX_ELEMENTS["cpu"]
         total += vocab_size * filter_width * K1 * (4 + (16 if training else 0))
     total += n_docs * sum(layers) * 8 * 3 + n_docs * K1 * 4 + n_docs * len(layers) * 8
     total += n_cells * 12
     return int(total)
+
+
+def _stored_entries(n_positions: int, n_kernels: int, sparse_start: int | None,
+                    dense_positions: int) -> int:
+    """The most (position, kernel) entries a chain's position fields store: every pair from
+    the dense start, else the larger of the sparse start's live kernels and the pilot's
+    dense sample (module docstring)."""
+    if sparse_start is None or sparse_start >= n_kernels:
+        return n_positions * n_kernels
+    return max(n_positions * int(sparse_start), int(dense_positions) * n_kernels)
 
 
 def estimate_hybrid_bytes(n_docs: int, n_positions: int, n_cells: int, vocab_size: int,

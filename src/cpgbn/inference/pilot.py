@@ -9,7 +9,7 @@ chain starts from the pilot's last globals (D, Phi, r) with the sparse start, so
 sweep over the whole corpus is dense.  The pilot is part of the chain's start, like the
 random kernels it replaces: a seed gives one pilot and one chain.
 
-The sample is whole random-stream blocks of documents (``block``: the sampler's), every
+The sample is whole random-stream blocks of documents (``block``: :data:`PILOT_BLOCK`), every
 ``stride``-th block of the corpus from block 0, at most :data:`PILOT_SHARE` of the documents
 and about :data:`PILOT_POSITIONS` positions.  Blocks chosen by their global number make a
 distributed fit's pilot the single process': each worker samples its shard's chosen blocks
@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..blocks import DOC_BLOCK
 from ..layers.batches import subset_cells
 from .communicator import as_communicator
 from .state import GlobalParameters
 
-__all__ = ["PILOT_SWEEPS", "PILOT_SHARE", "PILOT_POSITIONS", "PilotPlan", "plan_pilot",
+__all__ = ["PILOT_BLOCK", "PILOT_SWEEPS", "PILOT_SHARE", "PILOT_POSITIONS", "PilotPlan", "plan_pilot",
            "run_pilot", "pilot_seed"]
 
 #: Sweeps of the pilot chain (at most the fit's ``n_iter``).  Chosen on the training chain's
@@ -40,6 +41,12 @@ PILOT_POSITIONS = 1 << 18
 #: Below this many blocks a corpus is fitted from the dense start without a pilot (its dense
 #: start is small, and a sample of one block would be most of it).
 PILOT_MIN_BLOCKS = 8
+#: Documents per block of the pilot's sample and of its sampler's random streams, on every
+#: backend: numba's block (:data:`cpgbn.blocks.DOC_BLOCK`), which divides the PyTorch
+#: backend's, so that a corpus of a few of the PyTorch backend's large blocks (2,000 reviews
+#: on the CPU: two) gets a pilot too, and a shard's first document (a multiple of the
+#: fit's block) is one of the pilot's.
+PILOT_BLOCK = DOC_BLOCK
 #: Added to the fit's seed for the pilot's draws, so that its streams are not the chain's.
 _PILOT_SALT = 0x9170
 

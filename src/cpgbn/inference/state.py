@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..backends.numba.position_store import as_dense
+from ..backends.numba.conv import FLOOR
+from ..backends.numba.position_store import PositionStore
 
 
 @dataclass
@@ -109,21 +110,24 @@ FIELD_DTYPES = {"D": np.float32, "phi": np.float64, "r": np.float64, "w": np.flo
 def state_on(backend, state: GibbsState) -> GibbsState:
     """``state`` with its arrays on ``backend`` (the same object when the backend works on
     numpy arrays in place, as the numba backend does)."""
-    if backend.works_on_host or backend.holds(state.w):
+    if backend.works_on_host or backend.holds(state.m):
         return state
     put = backend.to_backend
     g = state.globals
     return GibbsState(
         globals=GlobalParameters(put(g.D, np.float32), [put(p, np.float64) for p in g.phi],
                                  put(g.r, np.float64)),
-        w=put(as_dense(state.w), np.float32), m=put(as_dense(state.m), backend.count_dtype),
+        w=backend.field_to_backend(state.w, np.float32, FLOOR),
+        m=backend.field_to_backend(state.m, backend.count_dtype, 0),
         theta=[put(t, np.float64) for t in state.theta], c=[put(c, np.float64) for c in state.c],
         A=put(state.A, backend.count_dtype), loglik=put(state.loglik, np.float64), sweep=int(state.sweep))
 
 
-def _put(holder, name: str, value: np.ndarray) -> None:
+def _put(holder, name: str, value) -> None:
     old = getattr(holder, name)
-    if (isinstance(old, np.ndarray) and old.shape == value.shape and old.dtype == value.dtype
+    if value is None or isinstance(value, PositionStore):   # a new object: kept as it is
+        setattr(holder, name, value)
+    elif (isinstance(old, np.ndarray) and old.shape == value.shape and old.dtype == value.dtype
             and old.flags.writeable):
         np.copyto(old, value)
     else:
@@ -140,6 +144,15 @@ def _put_list(items: list, values) -> None:
             items[i] = value.copy()
 
 
+def _host_field(backend, field, dtype):
+    """A position field of a backend's state on the host: a new PositionStore (a sparse
+    field), a copy of a dense array, or None (a w the chain did not keep)."""
+    if field is None:
+        return None
+    host = backend.to_numpy(field, dtype)
+    return host if isinstance(host, PositionStore) else host.copy()
+
+
 def write_back(backend, source: GibbsState, out: GibbsState | None = None, *,
                with_globals: bool = True) -> GibbsState:
     """The numpy state of ``source`` (a state on ``backend``): a new GibbsState, or written into
@@ -154,8 +167,8 @@ def write_back(backend, source: GibbsState, out: GibbsState | None = None, *,
         host = GlobalParameters(get(g.D, np.float32).copy(),
                                 [get(p, np.float64).copy() for p in g.phi],
                                 get(g.r, np.float64).copy())
-        return GibbsState(globals=host, w=get(source.w, np.float32).copy(),
-                          m=get(source.m, counts).copy(),
+        return GibbsState(globals=host, w=_host_field(backend, source.w, np.float32),
+                          m=_host_field(backend, source.m, counts),
                           theta=[get(t, np.float64).copy() for t in source.theta],
                           c=[get(c, np.float64).copy() for c in source.c],
                           A=get(source.A, counts).copy(),
@@ -164,10 +177,10 @@ def write_back(backend, source: GibbsState, out: GibbsState | None = None, *,
         _put(out.globals, "D", get(g.D, np.float32))
         _put(out.globals, "r", get(g.r, np.float64))
         _put_list(out.globals.phi, [get(p, np.float64) for p in g.phi])
-    for name in ("w", "loglik"):
-        _put(out, name, get(getattr(source, name), FIELD_DTYPES[name]))
-    for name in ("m", "A"):
-        _put(out, name, get(getattr(source, name), counts))
+    _put(out, "w", _host_field(backend, source.w, np.float32))
+    _put(out, "loglik", get(source.loglik, np.float64))
+    _put(out, "m", _host_field(backend, source.m, counts))
+    _put(out, "A", get(source.A, counts))
     _put_list(out.theta, [get(t, np.float64) for t in source.theta])
     _put_list(out.c, [get(c, np.float64) for c in source.c])
     out.sweep = source.sweep

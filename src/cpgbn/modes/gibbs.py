@@ -18,7 +18,7 @@ from ..backends.numba.openmp import import_torch_first
 from ..backends.device_registry import gibbs_backend
 from ..inference.gibbs import START_LIVE_KERNELS, GibbsSampler, RunResult
 from ..inference.mixing import MixingMonitor
-from ..inference.pilot import PILOT_SWEEPS, pilot_seed, plan_pilot, run_pilot
+from ..inference.pilot import PILOT_BLOCK, PILOT_SWEEPS, pilot_seed, plan_pilot, run_pilot
 from ..inference.streams import transform_seed
 from ..layers.cells import COUNT_LIMIT, ConvData
 from ..text.corpus import Corpus
@@ -76,9 +76,10 @@ class GibbsMode(InferenceMode):
         return self._sampler(data, hyper, seed, learn_globals=learn_globals, first_doc=first_doc)
 
     def _sampler(self, data, hyper, seed: int, *, learn_globals: bool, first_doc: int = 0,
-                 communicator=None):
+                 communicator=None, doc_block: int | None = None):
         device = self.settings["device"]
-        backend = gibbs_backend(device).make(data, seed, first_doc=first_doc, device=device)
+        backend = gibbs_backend(device).make(data, seed, first_doc=first_doc, device=device,
+                                             doc_block=doc_block)
         return GibbsSampler(data, hyper, seed, learn_globals=learn_globals, backend=backend,
                             communicator=communicator)
 
@@ -88,11 +89,12 @@ class GibbsMode(InferenceMode):
         device = self.settings["device"]
         return gibbs_backend(device).doc_block(device)
 
-    def _training_sampler(self, training: Training, data=None, seed=None, first_doc=None):
+    def _training_sampler(self, training: Training, data=None, seed=None, first_doc=None,
+                          doc_block=None):
         """The sampler of a fit: :meth:`sampler`'s, or one worker's over its shard (its
         streams are keyed by global document blocks, which makes the workers' chain the
-        single process').  ``data``, ``seed`` and ``first_doc`` replace the fit's (the
-        pilot's sample)."""
+        single process').  ``data``, ``seed``, ``first_doc`` and the random-stream block
+        ``doc_block`` replace the fit's (the pilot's sample)."""
         comm = training.communicator
         data = training.data if data is None else data
         seed = training.seed if seed is None else seed
@@ -103,20 +105,21 @@ class GibbsMode(InferenceMode):
                                       f"which does not run distributed")
             return self.sampler(data, training.hyper, seed, learn_globals=True)
         return self._sampler(data, training.hyper, seed, learn_globals=True,
-                             first_doc=first_doc, communicator=comm)
+                             first_doc=first_doc, communicator=comm, doc_block=doc_block)
 
     def _pilot_globals(self, training: Training):
         """The fit's starting globals from its pilot chain (:mod:`cpgbn.inference.pilot`), or
         None where the corpus is small enough to start dense."""
         comm = training.communicator
-        plan = plan_pilot(training.data, training.first_doc, self.shard_block(), comm)
+        plan = plan_pilot(training.data, training.first_doc, PILOT_BLOCK, comm)
         if plan is None:
             return None
         seed = pilot_seed(training.seed)
         # no longer than the fit itself: a short fit (a test's, a quick look) does not pay
         # for a pilot of PILOT_SWEEPS sweeps
         return run_pilot(
-            lambda data, first_doc: self._training_sampler(training, data, seed, first_doc),
+            lambda data, first_doc: self._training_sampler(training, data, seed, first_doc,
+                                                           PILOT_BLOCK),
             training.data, plan, training.layers, len(training.vocabulary),
             n_sweeps=min(PILOT_SWEEPS, self.settings["n_iter"]),
             progress=progress_bars(self.settings["progress"] and comm.is_root, "pilot"))
@@ -152,7 +155,7 @@ class GibbsMode(InferenceMode):
         if they were the whole corpus), or dense."""
         if not training:
             return dict(sparse_start=START_LIVE_KERNELS)
-        plan = plan_pilot(data, 0, self.shard_block())
+        plan = plan_pilot(data, 0, PILOT_BLOCK)
         if plan is None:
             return {}
         sizes = np.diff(data.doc_positions)

@@ -118,6 +118,11 @@ class NumbaBackend:
         return array
 
     @staticmethod
+    def field_to_backend(field, dtype, background: float):
+        """Position fields live on the host already (a store or a dense array): as they are."""
+        return field
+
+    @staticmethod
     def empty_like(array: np.ndarray) -> np.ndarray:
         return np.empty_like(array)
 

@@ -22,11 +22,13 @@ from ...errors import CPGBNInputError
 from ...layers.cells import BERNOULLI_POISSON, FIXED_COUNT, OBSERVED_COUNT
 from ..numba.conv import FLOOR as FLOOR32
 from ..numba.gbn import TINY
-from .blocks import Augmented, Block, document_blocks
+from .blocks import Block, document_blocks
+from .position_field import DeviceField
 from .random import TorchRandom
 
-__all__ = ["FLOOR", "DeviceCells", "segment_sums", "segment_sums_after", "draw_w",
-           "draw_w_split", "augment", "position_tables", "dirichlet_kernels"]
+__all__ = ["FLOOR", "DeviceCells", "segment_sums", "segment_sums_after", "position_rows",
+           "draw_w_rows", "split_theta", "draw_w_split_rows", "augment_rows", "position_tables",
+           "dirichlet_kernels"]
 
 F64 = torch.float64
 F32 = torch.float32
@@ -52,6 +54,7 @@ class DeviceCells:
     n_positions: int
     n_cells: int
     positions: np.ndarray             # (N + 1,) int64, host
+    cell_starts: np.ndarray           # (N + 1,) int64, host: each document's first cell
     S: torch.Tensor                   # (N,) positions per document
     p0: torch.Tensor                  # (N,) each document's first position
     pos_doc: torch.Tensor             # (P,) each position's document
@@ -76,7 +79,7 @@ class DeviceCells:
         return cls(
             mode=data.mode, fixed_count=int(data.fixed_count),
             n_docs=n_docs, n_positions=data.n_positions, n_cells=data.n_cells,
-            positions=positions, S=tensor(S), p0=tensor(positions[:-1]),
+            positions=positions, cell_starts=cells, S=tensor(S), p0=tensor(positions[:-1]),
             pos_doc=tensor(np.repeat(np.arange(n_docs), S)),
             cell_doc=tensor(np.repeat(np.arange(n_docs), np.diff(cells))),
             cell_word=tensor(data.cell_word), cell_col=tensor(data.cell_col),
@@ -137,25 +140,32 @@ def document_chunks(cells: DeviceCells, K: int, docs: slice, max_elements: int):
         d_lo = d_hi
 
 
-def draw_w(cells: DeviceCells, random: TorchRandom, block: Block, m: torch.Tensor,
-           c2: torch.Tensor, prior_shape: torch.Tensor, w: torch.Tensor,
-           theta: torch.Tensor) -> None:
+def position_rows(field, lo: int, hi: int) -> torch.Tensor:
+    """Positions ``lo:hi`` of a position field (a :class:`~cpgbn.backends.torch.position_field.
+    DeviceField`, or a dense (P, K) tensor such as the hybrid's encoder draws) as a dense
+    (hi - lo, K) tensor."""
+    return field.rows(lo, hi) if isinstance(field, DeviceField) else field[lo:hi]
+
+
+def draw_w_rows(cells: DeviceCells, random: TorchRandom, lo: int, hi: int, docs: slice,
+                m_rows: torch.Tensor, c2: torch.Tensor, prior_shape: torch.Tensor,
+                ) -> tuple[torch.Tensor, torch.Tensor]:
     """w_jks ~ Gam(m_jks + a_jk / S_j, 1 / (1 + c_j)) (the paper's tied pooling; ``c2`` is
-    c^(2)), floored, into ``w``; theta^(1) = sum_s w into ``theta``: the documents of
-    ``block``.  Positions without counts and a small shape use the exact floor-aware draw
-    (P(w <= FLOOR) in closed form, else a gamma conditioned above the floor).  The draws
-    run in chunks of positions (which set the order of the variates); theta's sums in
-    chunks of whole documents (:func:`segment_sums`)."""
+    c^(2)), floored, for the positions ``lo:hi`` of the whole documents ``docs`` (``m_rows``:
+    their counts): (w float32 (hi - lo, K), theta^(1) = sum_s w of the documents).  Positions
+    without counts and a small shape use the exact floor-aware draw (P(w <= FLOOR) in closed
+    form, else a gamma conditioned above the floor).  The draws run in chunks of at most
+    ``max_elements`` / K positions (which set the order of the variates)."""
     device = random.device
-    docs = block.docs
-    K = theta.shape[1]
+    K = m_rows.shape[1]
     alpha_doc = prior_shape[docs] / cells.S[docs].to(F64)[:, None]
     log_rate_doc = torch.log(1.0 + c2[docs])
-    for lo, hi in position_chunks(K, block.positions, random.max_elements):
-        doc = cells.pos_doc[lo:hi] - docs.start
+    w = torch.empty((hi - lo, K), dtype=F32, device=device)
+    for a_lo, a_hi in position_chunks(K, slice(lo, hi), random.max_elements):
+        doc = cells.pos_doc[a_lo:a_hi] - docs.start
         alpha = alpha_doc[doc]
         log_rate = log_rate_doc[doc][:, None].expand(-1, K)
-        counts = m[lo:hi]
+        counts = m_rows[a_lo - lo:a_hi - lo]
         fast = (counts == 0) & (alpha < _FAST_SHAPE)
         value = torch.empty(alpha.shape, dtype=F64, device=device)
         gen = (~fast).nonzero(as_tuple=True)
@@ -172,61 +182,65 @@ def draw_w(cells: DeviceCells, random: TorchRandom, block: Block, m: torch.Tenso
             if sel.numel():
                 v[sel] = random.gamma_above(a[sel], _LOG_FLOOR + lr[sel]) * torch.exp(-lr[sel])
             value[idx] = v
-        w[lo:hi] = torch.where(value > FLOOR, value, FLOOR).to(F32)
-    for lo, hi, d_lo, d_hi in document_chunks(cells, K, docs, random.max_elements):
-        theta[d_lo:d_hi] = segment_sums(w[lo:hi].to(F64), cells.S[d_lo:d_hi])
+        w[a_lo - lo:a_hi - lo] = torch.where(value > FLOOR, value, FLOOR).to(F32)
+    return w, segment_sums(w.to(F64), cells.S[docs])
 
 
-def draw_w_split(cells: DeviceCells, random: TorchRandom, block: Block, m: torch.Tensor,
-                 c2: torch.Tensor, prior_shape: torch.Tensor, beta: float, w: torch.Tensor,
-                 theta: torch.Tensor) -> None:
-    """A free positional concentration beta: theta^(1)_jk ~ Gam(a_jk + A_jk, 1 / (1 + c_j))
-    (floored at TINY), pi_jk ~ Dir(beta + m_jk1, ..., beta + m_jkS) as normalised log-gamma
-    variates, and w = theta^(1) pi floored (numba: weights.draw_document_split), into ``w``
-    and ``theta``: the documents of ``block``; A is summed from m."""
+def split_theta(random: TorchRandom, A: torch.Tensor, c2: torch.Tensor,
+                prior_shape: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A free positional concentration's theta^(1)_jk ~ Gam(a_jk + A_jk, 1 / (1 + c_j)) of
+    one block's documents (A: their counts summed over positions): (log theta^(1), theta^(1)
+    floored at TINY)."""
+    log_theta = random.log_gamma(prior_shape + A.to(F64)) - torch.log1p(c2)[:, None]
+    return log_theta, torch.exp(log_theta).clamp_min(TINY)
+
+
+def draw_w_split_rows(cells: DeviceCells, random: TorchRandom, lo: int, hi: int, docs: slice,
+                      m_rows: torch.Tensor, log_theta: torch.Tensor, beta: float
+                      ) -> torch.Tensor:
+    """pi_jk ~ Dir(beta + m_jk1, ..., beta + m_jkS) as normalised log-gamma variates and
+    w = theta^(1) pi floored (numba: weights.draw_document_split) for the positions ``lo:hi``
+    of the whole documents ``docs`` (``log_theta``: their rows of :func:`split_theta`)."""
     device = random.device
-    docs, K = block.docs, theta.shape[1]
-    A = torch.zeros((docs.stop - docs.start, K), dtype=m.dtype, device=device)
-    A.index_add_(0, cells.pos_doc[block.positions] - docs.start, m[block.positions])
-    log_theta = (random.log_gamma(prior_shape[docs] + A.to(F64))
-                 - torch.log1p(c2[docs])[:, None])          # the block's rows
+    K = m_rows.shape[1]
+    doc = cells.pos_doc[lo:hi] - docs.start
+    lg = random.log_gamma(beta + m_rows.to(F64))           # (P_c, K)
+    top = torch.full((docs.stop - docs.start, K), -math.inf, dtype=F64, device=device)
+    top.scatter_reduce_(0, doc[:, None].expand(-1, K), lg, reduce="amax")
+    total = segment_sums(torch.exp(lg - top[doc]), cells.S[docs])
+    shift = log_theta - top - torch.log(total)
     live = log_theta > _LOG_FLOOR  # otherwise every w_jks is at the floor
-    for lo, hi, d_lo, d_hi in document_chunks(cells, K, docs, random.max_elements):
-        doc = cells.pos_doc[lo:hi] - d_lo
-        rows = slice(d_lo - docs.start, d_hi - docs.start)
-        lg = random.log_gamma(beta + m[lo:hi].to(F64))           # (P_c, K)
-        top = torch.full((d_hi - d_lo, K), -math.inf, dtype=F64, device=device)
-        top.scatter_reduce_(0, doc[:, None].expand(-1, K), lg, reduce="amax")
-        total = segment_sums(torch.exp(lg - top[doc]), cells.S[d_lo:d_hi])
-        shift = log_theta[rows] - top - torch.log(total)
-        value = torch.where(live[rows][doc], torch.exp(lg + shift[doc]), 0.0)
-        w[lo:hi] = torch.where(value > FLOOR, value, FLOOR).to(F32)
-    theta[docs] = torch.exp(log_theta).clamp_min(TINY)
+    value = torch.where(live[doc], torch.exp(lg + shift[doc]), 0.0)
+    return torch.where(value > FLOOR, value, FLOOR).to(F32)
 
 
-def augment(cells: DeviceCells, random: TorchRandom, block: Block, D: torch.Tensor,
-            w: torch.Tensor, theta: torch.Tensor, out: Augmented, split_units) -> None:
-    """m | w, D for every cell of ``block``, added into ``out`` (zeros there): m, A, the
-    kernel counts n (when ``out.n`` is not None) and the documents' log-likelihoods.  A
-    cell's units (a zero-truncated Poisson under Bernoulli-Poisson, else its count) go to
-    the candidates (f, k) by ``split_units(cumulative weights, units)`` -> (rows, columns,
-    amounts): the backend's multinomial, which a study may replace."""
+def augment_rows(cells: DeviceCells, random: TorchRandom, lo: int, docs: slice, D: torch.Tensor,
+                 w_rows: torch.Tensor, theta: torch.Tensor, m_rows: torch.Tensor,
+                 A: torch.Tensor, n: torch.Tensor | None, loglik: torch.Tensor,
+                 split_units) -> None:
+    """m | w, D for every cell of the whole documents ``docs`` (their positions from ``lo``;
+    ``w_rows``: their weights): the counts added into ``m_rows`` (zeros there), ``A`` and the
+    kernel counts ``n`` (flat V*F*K, or None), the documents' log-likelihoods written into
+    ``loglik``.  A cell's units (a zero-truncated Poisson under Bernoulli-Poisson, else its
+    count) go to the candidates (f, k) by ``split_units(cumulative weights, units)`` ->
+    (rows, columns, amounts): the backend's multinomial, which a study may replace."""
     device = random.device
     V, F, K = D.shape
-    m, A, n = out.m.reshape(-1), out.A.reshape(-1), out.n
+    m, A_flat = m_rows.reshape(-1), A.reshape(-1)
     cell_lls = []
     f_range = torch.arange(F, device=device)
     step = max(1, random.max_elements // (F * K))
-    for lo in range(block.cells.start, block.cells.stop, step):
-        hi = min(block.cells.stop, lo + step)
-        doc = cells.cell_doc[lo:hi]
-        word = cells.cell_word[lo:hi]
-        col = cells.cell_col[lo:hi]
+    c_lo, c_hi = int(cells.cell_starts[docs.start]), int(cells.cell_starts[docs.stop])
+    for a_lo in range(c_lo, c_hi, step):
+        a_hi = min(c_hi, a_lo + step)
+        doc = cells.cell_doc[a_lo:a_hi]
+        word = cells.cell_word[a_lo:a_hi]
+        col = cells.cell_col[a_lo:a_hi]
         s = col[:, None] - f_range[None, :]                          # (C, F)
         valid = (s >= 0) & (s < cells.S[doc][:, None])
-        rows = torch.where(valid, cells.p0[doc][:, None] + s, 0)
-        weights = w[rows].to(F64) * D[word].to(F64)        # (C, F, K)
-        weights = torch.where(valid[:, :, None], weights, 0.0).reshape(hi - lo, F * K)
+        rows = torch.where(valid, cells.p0[doc][:, None] + s - lo, 0)
+        weights = w_rows[rows].to(F64) * D[word].to(F64)        # (C, F, K)
+        weights = torch.where(valid[:, :, None], weights, 0.0).reshape(a_hi - a_lo, F * K)
         cum = torch.cumsum(weights, dim=1)
         del weights
         lam = cum[:, -1]
@@ -235,9 +249,9 @@ def augment(cells: DeviceCells, random: TorchRandom, block: Block, D: torch.Tens
             cell_ll = torch.log(-torch.expm1(-lam)) + lam
         else:
             if cells.mode == FIXED_COUNT:
-                units = torch.full((hi - lo,), cells.fixed_count, dtype=I64, device=device)
+                units = torch.full((a_hi - a_lo,), cells.fixed_count, dtype=I64, device=device)
             else:
-                units = cells.cell_count[lo:hi]
+                units = cells.cell_count[a_lo:a_hi]
             uf = units.to(F64)
             cell_ll = uf * torch.log(lam) - torch.lgamma(uf + 1.0)
         cell_lls.append(cell_ll)
@@ -247,26 +261,26 @@ def augment(cells: DeviceCells, random: TorchRandom, block: Block, D: torch.Tens
         k_u = c_u - f_u * K
         d_u = doc[r_u]
         # m and A may be narrower than the kernel counts n (int32 against int64)
-        m.index_add_(0, (cells.p0[d_u] + col[r_u] - f_u) * K + k_u, amount.to(m.dtype))
-        A.index_add_(0, d_u * K + k_u, amount.to(A.dtype))
+        m.index_add_(0, (cells.p0[d_u] + col[r_u] - f_u - lo) * K + k_u, amount.to(m.dtype))
+        A_flat.index_add_(0, d_u * K + k_u, amount.to(A_flat.dtype))
         if n is not None:
             n.index_add_(0, word[r_u] * (F * K) + c_u, amount.to(n.dtype))
-    docs = block.docs
-    out.loglik[docs] = segment_sums_after(
+    loglik[docs] = segment_sums_after(
         -theta[docs].sum(dim=1), torch.cat(cell_lls) if cell_lls else theta.new_zeros(0),
-        cells.cell_doc[block.cells] - docs.start, cells.doc_n_cells[docs])
+        cells.cell_doc[c_lo:c_hi] - docs.start, cells.doc_n_cells[docs])
 
 
 def position_tables(cells: DeviceCells, random: TorchRandom, m: torch.Tensor,
                     shape: torch.Tensor, block: Block) -> torch.Tensor:
     """tables[j, k] = sum_s CRT(m_jks, max(a_jk / S_j, TINY)) (numba: gbn.position_tables)
-    of the documents of ``block`` (m: their positions' rows, shape: their rows)."""
+    of the documents of ``block`` (m: their positions' rows, dense or a field; shape: their
+    rows)."""
     docs, first = block.docs, block.positions.start
     n_docs, K = shape.shape
     a_doc = shape / cells.S[docs].to(F64)[:, None]
     tables = torch.zeros(n_docs * K, dtype=I64, device=random.device)
     for lo, hi in position_chunks(K, block.positions, random.max_elements):
-        mm = m[lo - first:hi - first]
+        mm = position_rows(m, lo - first, hi - first)
         p, k = (mm > 0).nonzero(as_tuple=True)
         if p.numel() == 0:
             continue
@@ -277,9 +291,16 @@ def position_tables(cells: DeviceCells, random: TorchRandom, m: torch.Tensor,
 
 
 def dirichlet_kernels(random: TorchRandom, counts: torch.Tensor, eta: float) -> torch.Tensor:
-    """D_k ~ Dir(n_k + eta) over the V*F entries of each kernel, floored, float32."""
+    """D_k ~ Dir(n_k + eta) over the V*F entries of each kernel, floored, float32: the
+    kernels a few at a time (at most ``max_elements`` float64 entries of variates at once, as
+    the first layer's temporaries), which sets the order of the variates."""
     V, F, K = counts.shape
-    lg = random.log_gamma(counts.to(F64) + eta).reshape(V * F, K)
-    D = torch.exp(lg - torch.logsumexp(lg, dim=0, keepdim=True))
-    D = torch.where(D > FLOOR, D, FLOOR)
-    return D.reshape(V, F, K).to(F32)
+    flat = counts.reshape(V * F, K)
+    D = torch.empty((V * F, K), dtype=F32, device=counts.device)
+    step = max(1, random.max_elements // max(V * F, 1))
+    for lo in range(0, K, step):
+        hi = min(K, lo + step)
+        lg = random.log_gamma(flat[:, lo:hi].to(F64) + eta)
+        part = torch.exp(lg - torch.logsumexp(lg, dim=0, keepdim=True))
+        D[:, lo:hi] = torch.where(part > FLOOR, part, FLOOR).to(F32)
+    return D.reshape(V, F, K)

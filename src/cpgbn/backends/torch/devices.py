@@ -19,8 +19,10 @@ __all__ = ["resolve_device", "DOC_BLOCKS", "doc_block_for", "MAX_ELEMENTS",
 #: Documents per random-stream block by device type (:mod:`cpgbn.blocks`).
 DOC_BLOCKS = TORCH_DOC_BLOCKS
 
-#: The largest float64 temporary built at once by default, by device type.
-MAX_ELEMENTS = {"cpu": 1 << 22, "cuda": 1 << 26}
+#: The largest float64 temporary built at once by default, by device type.  On the CPU 2^20:
+#: against 2^22 it took a sweep of 2,000 IMDB reviews from a peak of 1.22 to 0.80 GB and
+#: was no slower (15.0 against 17.5 s, docs/gpu.md).
+MAX_ELEMENTS = {"cpu": 1 << 20, "cuda": 1 << 26}
 
 
 def resolve_device(device) -> torch.device:
@@ -49,26 +51,27 @@ def doc_block_for(device) -> int:
     return DOC_BLOCKS[resolve_device(device).type]
 
 
-#: Device bytes per (position, K_1) entry that the PyTorch sampler holds at once in every
-#: sweep: w (float32) and m (int32), and the next w and m drawn beside them.  A lower bound:
-#: the cells, the chunked temporaries (``max_elements``) and the mixing copy come on top.
+#: Device bytes per position that the PyTorch sampler holds at once in every sweep: the
+#: offsets of the m field it reads and of the one it writes (int64 each).  A lower bound: the
+#: stored entries, the cells and the chunked temporaries (``max_elements``) come on top.
 DEVICE_POSITION_BYTES = 16
 
 
 def check_device_memory(n_positions: int, n_kernels: int, device) -> None:
     """Refuse, before anything is uploaded, a PyTorch sampler on a GPU whose free memory
-    cannot hold even :data:`DEVICE_POSITION_BYTES` a (position, K_1) entry: such a run would
-    fail in its first sweep.  Only a certain failure is refused (the bound is a lower one);
-    a run above it may still run out, which the command line reports in one line."""
+    cannot hold even :data:`DEVICE_POSITION_BYTES` a position and two float64 temporaries of
+    ``max_elements``: such a run would fail in its first sweep.  Only a certain failure is
+    refused (the bound is a lower one); a run above it may still run out, which the command
+    line reports in one line."""
     device = resolve_device(device)   # CUDA missing: that one-line error first
     if device.type != "cuda":
         return
-    needed = n_positions * n_kernels * DEVICE_POSITION_BYTES
+    needed = n_positions * DEVICE_POSITION_BYTES + 2 * 8 * MAX_ELEMENTS["cuda"]
     free, total = torch.cuda.mem_get_info(device)
     if needed > free:
         raise CPGBNInputError(
             f"this run needs more than {needed / 2**30:.2f} GB of GPU memory "
-            f"({n_positions:,} positions x {n_kernels} kernels: w and m with their next "
-            f"values) but {device} has {free / 2**30:.2f} GB free of {total / 2**30:.2f} GB; "
-            "use fewer kernels or documents, several GPUs (--distributed) or "
+            f"({n_positions:,} positions, {n_kernels} kernels: the latent counts' offsets and "
+            f"the sweep's temporaries) but {device} has {free / 2**30:.2f} GB free of "
+            f"{total / 2**30:.2f} GB; use fewer documents, several GPUs (--distributed) or "
             "inference='hybrid'")

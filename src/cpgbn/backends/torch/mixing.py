@@ -6,38 +6,42 @@ from __future__ import annotations
 
 import torch
 
+from .position_field import DeviceField
+
 __all__ = ["assignment_changes"]
 
 I64 = torch.int64
 
 
-def assignment_changes(m: torch.Tensor, memory, max_elements: int):
+def assignment_changes(m, memory, max_elements: int):
     """How m moved since the last call (the numba backend's method of that name, as tensor
     code over chunks of ``max_elements`` entries): int64[6] sums as a numpy array, and the
-    memory of this m on its device (int16 while its counts fit, else int64) for the next
-    call."""
+    memory for the next call -- this m itself, held by reference (a sweep writes a new field,
+    it never changes one), as the numba backend keeps its store."""
     P, K = m.shape
-    if memory is None:
-        memory = (torch.zeros((P, K), dtype=torch.int16, device=m.device),
-                  torch.full((P,), -1, dtype=I64, device=m.device))
-    previous, dominant = memory
     sums = torch.zeros(6, dtype=I64, device=m.device)
     step = max(1, max_elements // max(K, 1))
     for lo in range(0, P, step):
         hi = min(P, lo + step)
-        now, before = m[lo:hi], previous[lo:hi].to(I64)
+        now = _rows(m, lo, hi).to(I64)
+        before = (torch.zeros_like(now) if memory is None else _rows(memory, lo, hi).to(I64))
         sums[0] += (now - before).abs().sum()
         sums[1] += now.sum()
         sums[2] += before.sum()
-        top, best = now.max(dim=1).values, now.argmax(dim=1)  # argmax: the first maximum
-        best = torch.where(top > 0, best, -1)
-        both = (best >= 0) & (dominant[lo:hi] >= 0)
-        sums[3] += (both & (best != dominant[lo:hi])).sum()
+        best, dominant = _dominant(now), _dominant(before)
+        both = (best >= 0) & (dominant >= 0)
+        sums[3] += (both & (best != dominant)).sum()
         sums[4] += both.sum()
-        sums[5] = torch.maximum(sums[5], top.max())
-        previous[lo:hi] = now.to(previous.dtype)
-        dominant[lo:hi] = best
-    sums = sums.cpu().numpy()
-    if sums[5] > torch.iinfo(previous.dtype).max:  # the copy was truncated: keep it wider
-        previous = m.to(I64, copy=True)
-    return sums, (previous, dominant)
+        if hi > lo:
+            sums[5] = torch.maximum(sums[5], now.max())
+    return sums.cpu().numpy(), m
+
+
+def _rows(m, lo: int, hi: int) -> torch.Tensor:
+    return m.rows(lo, hi) if isinstance(m, DeviceField) else m[lo:hi]
+
+
+def _dominant(counts: torch.Tensor) -> torch.Tensor:
+    """Each position's kernel of largest count (the first of equal ones), -1 without counts."""
+    top, best = counts.max(dim=1).values, counts.argmax(dim=1)  # argmax: the first maximum
+    return torch.where(top > 0, best, -1)

@@ -65,11 +65,15 @@ Dtypes
     traffic and indexing rather than by float64 throughput.
 
 Memory
-    Per position and first-layer kernel the state holds w (float32) and m (int32), and a sweep
-    draws the next w and m beside them (what a fit's memory check counts:
-    :data:`cpgbn.inference.memory.TORCH_POSITION_BYTES`).  Large temporaries are built in
-    chunks of at most ``max_elements`` float64 entries (cells x F x K candidate weights,
-    positions x K weights, rows x K_{t+1} split weights, padded unit blocks).
+    w and m are sparse fields on the device (:mod:`cpgbn.backends.torch.position_field`):
+    their entries off the floor and the non-zero counts, 6 bytes an entry, and w only while a
+    chunk of documents is in hand unless the sampler keeps it (``keep_w``).  A sweep reads
+    the last m a chunk of whole documents at a time as a dense (positions, K_1) tensor, draws
+    the chunk's w, augments the chunk's cells and stores the chunk's new m, so the dense
+    (P, K_1) field never exists (what a fit's memory check counts:
+    :data:`cpgbn.inference.memory.TORCH_ENTRY_BYTES`).  Temporaries are built in chunks of
+    at most ``max_elements`` float64 entries (cells x F x K candidate weights, positions x K
+    weights, rows x K_{t+1} split weights, padded unit blocks, the kernels' Dirichlet draws).
 """
 
 from __future__ import annotations
@@ -87,10 +91,11 @@ from ...errors import CPGBNInputError
 from ...blocks import DOC_BLOCK as NUMBA_DOC_BLOCK
 from ..numba.gbn import TINY
 from . import conv, gbn
-from .blocks import Augmented, Block, concatenated
+from .blocks import Block, concatenated
 from .conv import FLOOR
 from .devices import DOC_BLOCKS, MAX_ELEMENTS, resolve_device
 from .mixing import assignment_changes
+from .position_field import DeviceField, FieldWriter
 from .random import TorchRandom
 
 __all__ = ["TorchBackend", "resolve_device", "FLOOR"]
@@ -119,7 +124,7 @@ class TorchBackend:
     device : "cpu", "cuda", "cuda:N" or torch.device
         Where the tensors live.  ``"cuda"`` without a usable GPU raises CPGBNInputError.
     max_elements : int or None
-        Largest float64 temporary built at once (default 2**22 on the CPU, 2**26 on a GPU).
+        Largest float64 temporary built at once (default 2**20 on the CPU, 2**26 on a GPU).
     first_doc : int, default 0
         The global id of ``data``'s first document in a larger corpus (a multiple of
         ``doc_block``): a worker's shard then draws the whole corpus' numbers.
@@ -157,6 +162,9 @@ class TorchBackend:
             raise CPGBNInputError(f"max_elements must be >= 1, got {max_elements}")
         self.max_elements = int(max_elements)
         self.random = TorchRandom(self.seed, self.device, self.max_elements)
+        #: The first layer's pooling tables draw from a generator of their own, keyed as the
+        #: main one, so that a block's tables can be drawn chunk by chunk beside its counts.
+        self.table_random = TorchRandom(self.seed, self.device, self.max_elements)
         self.data = data
 
     # ------------------------------------------------------------------ data
@@ -177,15 +185,18 @@ class TorchBackend:
 
     @staticmethod
     def holds(array) -> bool:
-        """Whether ``array`` is already a tensor of this backend's kind."""
-        return isinstance(array, torch.Tensor)
+        """Whether ``array`` is already a tensor (or a position field) of this backend's kind."""
+        return isinstance(array, (torch.Tensor, DeviceField))
 
     def to_backend(self, array, dtype) -> torch.Tensor:
         """A device copy of a numpy array in the device dtype of host ``dtype``."""
         return torch.tensor(np.asarray(array), dtype=_DTYPES[np.dtype(dtype)], device=self.device)
 
-    @staticmethod
-    def to_numpy(array: torch.Tensor, dtype) -> np.ndarray:
+    def to_numpy(self, array, dtype):
+        """A tensor as a numpy array of ``dtype``; a position field as the host's
+        :class:`~cpgbn.backends.numba.position_store.PositionStore` (a new object)."""
+        if isinstance(array, DeviceField):
+            return array.to_store(np.asarray(self.data.doc_positions, dtype=np.int64), dtype)
         return array.detach().to("cpu").numpy().astype(dtype, copy=False)
 
     def ones(self, n: int) -> torch.Tensor:
@@ -199,23 +210,34 @@ class TorchBackend:
         return torch.full(shape if isinstance(shape, tuple) else (shape,), value,
                           dtype=_DTYPES[np.dtype(dtype)], device=self.device)
 
-    def initial_weights(self, n_kernels: int) -> torch.Tensor:
-        """w = 1 at every (position, kernel): the start of a chain (dense on this backend)."""
-        return self.full((self.data.n_positions, n_kernels), 1.0, np.float32)
+    def initial_weights(self, n_kernels: int) -> DeviceField:
+        """w = 1 at every (position, kernel): the start of a chain (a field of background 1,
+        nothing stored)."""
+        return DeviceField.constant(self.data.n_positions, n_kernels, F32, 1.0, self.device)
 
     def sparse_start(self, D: torch.Tensor, n_live: int):
         """The numba backend's sparse start (the same live kernels, chosen on the host from
-        the documents' cells), as a dense w on the device and its theta^(1)."""
+        the documents' cells), as a field on the device and its theta^(1)."""
         from ..numba.sparse_start import sparse_start_weights
         store, theta = sparse_start_weights(self.data, self.to_numpy(D, np.float32), n_live)
-        kernels = torch.as_tensor(store.kernel.astype(np.int64), device=self.device)
-        w = self.full((self.data.n_positions, D.shape[2]), FLOOR, np.float32)
-        w.scatter_(1, kernels.view(self.data.n_positions, n_live), 1.0)
-        return w, self.to_backend(theta, np.float64)
+        return (DeviceField.from_field(store, self.data.n_positions, D.shape[2], F32, FLOOR,
+                                       self.device),
+                self.to_backend(theta, np.float64))
 
-    def zero_counts(self, n_kernels: int) -> torch.Tensor:
+    def zero_counts(self, n_kernels: int) -> DeviceField:
         """m = 0 at every (position, kernel)."""
-        return self.full((self.data.n_positions, n_kernels), 0, self.count_dtype)
+        return DeviceField.constant(self.data.n_positions, n_kernels,
+                                    _DTYPES[np.dtype(self.count_dtype)], 0, self.device)
+
+    def field_to_backend(self, field, dtype, background: float):
+        """A host position field (a numba PositionStore, or a dense (P, K) array whose
+        entries equal to ``background`` are not stored; None for a w not kept) as a
+        :class:`DeviceField` of host type ``dtype``."""
+        if field is None or isinstance(field, DeviceField):
+            return field
+        n_kernels = field.shape[1]
+        return DeviceField.from_field(field, self.data.n_positions, n_kernels,
+                                      _DTYPES[np.dtype(dtype)], background, self.device)
 
     @staticmethod
     def log1p(x: torch.Tensor) -> torch.Tensor:
@@ -270,47 +292,93 @@ class TorchBackend:
         sum_s CRT(m_jks, a_jk / S_j) from ``table_stream`` when ``with_tables``.  Returns
         (kernel counts n or None, tables or None).  With ``pooling_concentration`` beta:
         theta^(1) ~ Gam(a + A, 1/(1 + c^(2))), pi_jk ~ Dir(beta + m_jk.), w = theta^(1) pi, and
-        the tables CRT(A_jk, a_jk).  Block by block (module docstring): a block's w, then its
-        m, from ``(stream, block)``; its tables from ``(table_stream, block)``."""
+        the tables CRT(A_jk, a_jk).  Block by block (module docstring), and within a block
+        chunk by chunk of whole documents: a chunk's w, then its m, from ``(stream, block)``;
+        the block's tables from ``(table_stream, block)``.  w and m are read and written as
+        :class:`~cpgbn.backends.torch.position_field.DeviceField` s (dense tensors are read
+        too: the hybrid's encoder draws); the w drawn is kept in ``state.w`` only with
+        ``keep_w`` (or when nothing is augmented), else ``state.w`` is None after the pass."""
         n_docs, K = state.A.shape
-        w, theta = state.w, state.theta[0]
-        if draw_w:
-            w = torch.empty_like(state.w)
-            theta = torch.empty((n_docs, K), dtype=F64, device=self.device)
-        if augment:
-            counts_dtype = _DTYPES[np.dtype(self.count_dtype)]
-            V, F, _ = state.globals.D.shape
-            fresh = Augmented(
-                m=torch.zeros((self.data.n_positions, K), dtype=counts_dtype, device=self.device),
-                A=torch.zeros((n_docs, K), dtype=counts_dtype, device=self.device),
-                n=(torch.zeros(V * F * K, dtype=KERNEL_COUNTS.get(counts_dtype, counts_dtype),
-                               device=self.device) if with_counts else None),
-                loglik=torch.empty(n_docs, dtype=F64, device=self.device))
-        tables = [] if augment and with_tables else None
+        if state.w is None and not draw_w:
+            raise CPGBNInputError("the state holds no w (a sweep with keep_w=False): draw it "
+                                  "first")
         cells, random = self._cells, self.random
+        theta = state.theta[0]
+        if draw_w:
+            theta = torch.empty((n_docs, K), dtype=F64, device=self.device)
+        store_w = draw_w and (keep_w or not augment)
+        w_parts = [] if store_w else None
+        counts_dtype = _DTYPES[np.dtype(self.count_dtype)]
+        if augment:
+            V, F, _ = state.globals.D.shape
+            m_parts = []
+            A = torch.zeros((n_docs, K), dtype=counts_dtype, device=self.device)
+            n = (torch.zeros(V * F * K, dtype=KERNEL_COUNTS.get(counts_dtype, counts_dtype),
+                             device=self.device) if with_counts else None)
+            loglik = torch.empty(n_docs, dtype=F64, device=self.device)
+        tables = [] if augment and with_tables else None
+        tied_tables = tables is not None and pooling_concentration is None
+        split = draw_w and pooling_concentration is not None
+        w_writer = FieldWriter(K, F32, FLOOR, self.device) if store_w else None
+        m_writer = FieldWriter(K, counts_dtype, 0, self.device) if augment else None
         for block in cells.blocks:
             random.reseed(stream, block.index)
-            if draw_w and pooling_concentration is not None:
-                conv.draw_w_split(cells, random, block, state.m, state.c[0], prior_shape,
-                                  float(pooling_concentration), w, theta)
-            elif draw_w:
-                conv.draw_w(cells, random, block, state.m, state.c[0], prior_shape, w, theta)
-            if not augment:
-                continue
-            conv.augment(cells, random, block, state.globals.D, w, theta, fresh,
-                         self.split_units)
-            if tables is not None:
-                self.random.reseed(table_stream, block.index)
-                shape = prior_shape[block.docs]
-                tables.append(self.position_tables(fresh.m[block.positions], shape, block)
-                              if pooling_concentration is None
-                              else self.random.crt(fresh.A[block.docs], shape.clamp_min(TINY)))
-        state.w, state.theta[0] = w, theta
+            if tables is not None:   # the tables' own generator: they interleave with the chunks
+                self.table_random.reseed(table_stream, block.index)
+            if split:
+                log_theta, theta[block.docs] = conv.split_theta(
+                    random, self._document_sums(state.m, block), state.c[0][block.docs],
+                    prior_shape[block.docs])
+            for lo, hi, d_lo, d_hi in conv.document_chunks(cells, K, block.docs,
+                                                           random.max_elements):
+                docs = slice(d_lo, d_hi)
+                if split:
+                    rows = slice(d_lo - block.docs.start, d_hi - block.docs.start)
+                    w_rows = conv.draw_w_split_rows(
+                        cells, random, lo, hi, docs, conv.position_rows(state.m, lo, hi),
+                        log_theta[rows], float(pooling_concentration))
+                elif draw_w:
+                    w_rows, theta[docs] = conv.draw_w_rows(
+                        cells, random, lo, hi, docs, conv.position_rows(state.m, lo, hi),
+                        state.c[0], prior_shape)
+                else:
+                    w_rows = conv.position_rows(state.w, lo, hi)
+                if w_writer is not None:
+                    w_writer.add(w_rows)
+                if augment:
+                    m_rows = torch.zeros((hi - lo, K), dtype=counts_dtype, device=self.device)
+                    conv.augment_rows(cells, random, lo, docs, state.globals.D, w_rows, theta,
+                                      m_rows, A, n, loglik, self.split_units)
+                    if tied_tables:
+                        tables.append(self.position_tables(
+                            m_rows, prior_shape[docs], Block(block.index, docs, slice(lo, hi),
+                                                             slice(0, 0)),
+                            random=self.table_random))
+                    m_writer.add(m_rows)
+                    del m_rows
+                del w_rows
+            if tables is not None and not tied_tables:
+                tables.append(self.table_random.crt(
+                    A[block.docs], prior_shape[block.docs].clamp_min(TINY)))
+        if draw_w:
+            state.w = w_writer.finish() if store_w else None
+            state.theta[0] = theta
         if not augment:
             return None, None
-        state.m, state.A, state.loglik = fresh.m, fresh.A, fresh.loglik
-        return (None if fresh.n is None else fresh.n.reshape(state.globals.D.shape),
+        state.m, state.A, state.loglik = m_writer.finish(), A, loglik
+        return (None if n is None else n.reshape(state.globals.D.shape),
                 None if tables is None else concatenated(tables))
+
+    def _document_sums(self, m, block: Block) -> torch.Tensor:
+        """The counts of the documents of ``block`` summed over their positions, (docs, K)."""
+        lo, hi = block.positions.start, block.positions.stop
+        segments = self._cells.pos_doc[lo:hi] - block.docs.start
+        n = block.docs.stop - block.docs.start
+        if isinstance(m, DeviceField):
+            return m.row_sums(lo, hi, segments, n)
+        out = torch.zeros((n, m.shape[1]), dtype=m.dtype, device=self.device)
+        out.index_add_(0, segments, m[lo:hi])
+        return out
 
     def draw_kernels(self, D, counts, eta: float, stream: int) -> torch.Tensor:
         self.random.reseed(stream)
@@ -394,11 +462,14 @@ class TorchBackend:
         return self.random.unit_counts(cum, units)
 
     def position_tables(self, m: torch.Tensor, shape: torch.Tensor,
-                        block: Block | None = None) -> torch.Tensor:
+                        block: Block | None = None, random: TorchRandom | None = None
+                        ) -> torch.Tensor:
         """tables[j, k] = sum_s CRT(m_jks, max(a_jk / S_j, TINY)) of the documents of
         ``block`` (m: their positions' rows, shape: their rows), or of every document when
-        ``block`` is None (:func:`cpgbn.backends.torch.conv.position_tables`)."""
-        return conv.position_tables(self._cells, self.random, m, shape,
+        ``block`` is None (:func:`cpgbn.backends.torch.conv.position_tables`), from
+        ``random`` (default: the backend's generator)."""
+        return conv.position_tables(self._cells, self.random if random is None else random,
+                                    m, shape,
                                     self._cells.whole() if block is None else block)
 
     # ------------------------------------------------------------------ mixing diagnostic
