@@ -1,11 +1,14 @@
 """A Gibbs fit's peak memory against the estimate the fit checks before it allocates
 (:mod:`cpgbn.inference.memory`), for the numba sampler and the PyTorch sampler on the CPU.
 
-Each sampler fits the first ``--docs`` IMDB training reviews (K_1 = ``--k``, V = 8,000, token
-count 200, 3 sweeps, one thread) in a fresh process; the record holds the process's peak
-resident memory (``ru_maxrss``: the interpreter, the libraries and the texts included), the
+Each sampler fits the first ``--docs`` IMDB training reviews (K_1 = ``--k``, V = 8,000, the
+other parameters at their defaults but 3 sweeps, ``--threads`` threads) in a fresh process; the
+record holds the process's peak resident memory (``ru_maxrss``: the interpreter, the libraries
+and the texts included), the same before the fit (what the estimate does not count), the
 positions P, and the estimate of that fit's mode (``training_bytes``), so that the two can be
-compared: the estimate must cover what the sampler holds.
+compared: the estimate must cover what the sampler holds, the peak less the process before
+the fit.  ``--trees`` (the ``src`` folders of checkouts, the reference first) runs each sampler
+on each tree, for a before and after in one run.
 
     python benchmarks/gibbs_memory.py --data-dir ../shared/data --out results/speed/gibbs_memory.json
 """
@@ -25,11 +28,13 @@ CHILD = r"""
 import json, resource, sys, time
 from cpgbn import CPGBN
 from cpgbn.datasets import load_dataset
-backend, n_docs, k, data_dir = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+backend, n_docs, k, data_dir, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), \
+    sys.argv[4], int(sys.argv[5])
 texts, _ = load_dataset("imdb", "train", data_dir=data_dir or None)
 texts = list(texts[:n_docs])
-model = CPGBN(layers=(k,), vocab_size=8001, n_iter=3, burn_in=2, random_state=0, n_threads=1,
-              device=None if backend == "numba" else backend)
+model = CPGBN(layers=(k,), vocab_size=8001, n_iter=3, burn_in=2, random_state=0,
+              n_threads=threads, device=None if backend == "numba" else backend)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 start = time.perf_counter()
 model.fit(texts)
 seconds = time.perf_counter() - start
@@ -37,6 +42,7 @@ peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 data = model._data(model.encode(texts), 3)
 estimate = model._mode(model._validated()).training_bytes(data, (k,), len(model.vocabulary_))
 print(json.dumps(dict(backend=backend, docs=n_docs, k=k, positions=int(data.n_positions),
+                      threads=threads, rss_before_fit_gb=round(before / 2**30, 2),
                       peak_rss_gb=round(peak / 2**30, 2), estimate_gb=round(estimate / 2**30, 2),
                       fit_seconds=round(seconds, 1))))
 """
@@ -48,19 +54,27 @@ def main() -> None:
     ap.add_argument("--docs", type=int, default=2000)
     ap.add_argument("--k", type=int, default=200)
     ap.add_argument("--backends", default="numba,cpu")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--trees", default="src",
+                    help="comma-separated src folders of library trees (default: this one)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     from cpgbn.evaluate.provenance import provenance
     from records import write_record
-    env = dict(os.environ, OMP_NUM_THREADS="1", NUMBA_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    threads = str(args.threads)
     rows = []
-    for backend in args.backends.split(","):
-        run = subprocess.run([sys.executable, "-c", CHILD, backend, str(args.docs), str(args.k),
-                              args.data_dir or ""], env=env, capture_output=True, text=True)
-        if run.returncode:
-            sys.exit(f"{backend} failed ({run.returncode}):\n{run.stderr[-3000:]}")
-        rows.append(json.loads(run.stdout.strip().splitlines()[-1]))
-        print(rows[-1], flush=True)
+    for tree in args.trees.split(","):
+        src = str(Path(tree).resolve())
+        env = dict(os.environ, OMP_NUM_THREADS=threads, NUMBA_NUM_THREADS=threads,
+                   MKL_NUM_THREADS=threads, PYTHONPATH=src)
+        for backend in args.backends.split(","):
+            run = subprocess.run([sys.executable, "-c", CHILD, backend, str(args.docs),
+                                  str(args.k), args.data_dir or "", threads], env=env,
+                                 capture_output=True, text=True)
+            if run.returncode:
+                sys.exit(f"{backend} on {tree} failed ({run.returncode}):\n{run.stderr[-3000:]}")
+            rows.append(dict(json.loads(run.stdout.strip().splitlines()[-1]), tree=tree))
+            print(rows[-1], flush=True)
     record = dict(rows=rows, command="python " + " ".join(sys.argv), **provenance())
     if args.out:
         write_record(Path(args.out), record)
