@@ -12,9 +12,6 @@ part of the peak it must cover is the peak less this level.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -50,19 +47,12 @@ def main() -> None:
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     from cpgbn.evaluate.provenance import provenance
-    from records import write_record
-    threads = str(args.threads)
-    env = dict(os.environ, OMP_NUM_THREADS=threads, NUMBA_NUM_THREADS=threads,
-               MKL_NUM_THREADS=threads)
-    rows = []
-    for backend in args.backends.split(","):
-        run = subprocess.run([sys.executable, "-c", CHILD, backend, str(args.docs),
-                              str(args.tiny), str(args.k), args.data_dir or "", threads],
-                             env=env, capture_output=True, text=True)
-        if run.returncode:
-            sys.exit(f"{backend} failed ({run.returncode}):\n{run.stderr[-3000:]}")
-        rows.append(json.loads(run.stdout.strip().splitlines()[-1]))
-        print(rows[-1], flush=True)
+    from records import rows_per_tree, write_record
+    rows = [row for backend in args.backends.split(",")
+            for row in rows_per_tree(CHILD, str(HERE.parent / "src"), args.threads,
+                                     [backend, args.docs, args.tiny, args.k,
+                                      args.data_dir or "", args.threads],
+                                     native_threads=args.threads)]
     record = dict(rows=rows, command="python " + " ".join(sys.argv), **provenance())
     if args.out:
         write_record(Path(args.out), record)

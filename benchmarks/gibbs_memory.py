@@ -15,9 +15,6 @@ on each tree, for a before and after in one run.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -60,21 +57,11 @@ def main() -> None:
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     from cpgbn.evaluate.provenance import provenance
-    from records import write_record
-    threads = str(args.threads)
-    rows = []
-    for tree in args.trees.split(","):
-        src = str(Path(tree).resolve())
-        env = dict(os.environ, OMP_NUM_THREADS=threads, NUMBA_NUM_THREADS=threads,
-                   MKL_NUM_THREADS=threads, PYTHONPATH=src)
-        for backend in args.backends.split(","):
-            run = subprocess.run([sys.executable, "-c", CHILD, backend, str(args.docs),
-                                  str(args.k), args.data_dir or "", threads], env=env,
-                                 capture_output=True, text=True)
-            if run.returncode:
-                sys.exit(f"{backend} on {tree} failed ({run.returncode}):\n{run.stderr[-3000:]}")
-            rows.append(dict(json.loads(run.stdout.strip().splitlines()[-1]), tree=tree))
-            print(rows[-1], flush=True)
+    from records import rows_per_tree, write_record
+    rows = [row for backend in args.backends.split(",")
+            for row in rows_per_tree(CHILD, args.trees, args.threads,
+                                     [backend, args.docs, args.k, args.data_dir or "",
+                                      args.threads], native_threads=args.threads)]
     record = dict(rows=rows, command="python " + " ".join(sys.argv), **provenance())
     if args.out:
         write_record(Path(args.out), record)

@@ -21,15 +21,17 @@ def write_record(path: Path, record: dict) -> None:
     write_file_atomically(Path(path), lambda fh: fh.write(json.dumps(record, indent=1) + "\n"))
 
 
-def rows_per_tree(child: str, trees: str, threads: int, args: list[str]) -> list[dict]:
+def rows_per_tree(child: str, trees: str, threads: int, args: list[str],
+                  native_threads: int = 1) -> list[dict]:
     """Run the script ``child`` (``python -c``, with ``args``) once per library tree of
     ``trees`` (comma-separated ``src`` folders, each a fresh process on ``threads`` numba
-    threads and one OpenMP thread), and return the JSON row each prints last, with its
-    ``tree``.  A child that fails stops the benchmark with its error."""
+    threads and ``native_threads`` OpenMP and MKL threads), and return the JSON row each prints
+    last, with its ``tree``.  A child that fails stops the benchmark with its error."""
     rows = []
     for tree in trees.split(","):
         env = dict(os.environ, PYTHONPATH=str(Path(tree).resolve()),
-                   NUMBA_NUM_THREADS=str(threads), OMP_NUM_THREADS="1")
+                   NUMBA_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(native_threads),
+                   MKL_NUM_THREADS=str(native_threads))
         run = subprocess.run([sys.executable, "-c", child, *map(str, args)], env=env,
                              capture_output=True, text=True)
         if run.returncode:
