@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from .position_field import DeviceField
+from .conv import position_rows
 
 __all__ = ["assignment_changes"]
 
@@ -23,8 +23,9 @@ def assignment_changes(m, memory, max_elements: int):
     step = max(1, max_elements // max(K, 1))
     for lo in range(0, P, step):
         hi = min(P, lo + step)
-        now = _rows(m, lo, hi).to(I64)
-        before = (torch.zeros_like(now) if memory is None else _rows(memory, lo, hi).to(I64))
+        now = position_rows(m, lo, hi).to(I64)
+        before = (torch.zeros_like(now) if memory is None
+                  else position_rows(memory, lo, hi).to(I64))
         sums[0] += (now - before).abs().sum()
         sums[1] += now.sum()
         sums[2] += before.sum()
@@ -35,10 +36,6 @@ def assignment_changes(m, memory, max_elements: int):
         if hi > lo:
             sums[5] = torch.maximum(sums[5], now.max())
     return sums.cpu().numpy(), m
-
-
-def _rows(m, lo: int, hi: int) -> torch.Tensor:
-    return m.rows(lo, hi) if isinstance(m, DeviceField) else m[lo:hi]
 
 
 def _dominant(counts: torch.Tensor) -> torch.Tensor:
