@@ -301,6 +301,23 @@ def test_report_is_self_contained_and_complete(report_html, model):
     assert sum(p in html for p in PLANTED) >= 4
 
 
+def test_sections_follow_their_declaration_and_the_navigation_lists_them(report_html, model):
+    from cpgbn.explain.report import REPORT_SECTIONS
+    # an unsupervised model with coherence: every section but the classifier's, in order
+    expected = [s.id for s in REPORT_SECTIONS if s.applies in (None, "coherence")]
+    assert re.findall(r'<section id="([a-z]+)">', report_html) == expected
+    assert re.findall(r'<a href="#([a-z]+)">', report_html.split("<main>")[0]) == expected
+    # a classifier's sections are refused by name for a model fitted without labels
+    with pytest.raises(CPGBNInputError, match="fitted without labels"):
+        build_report(model, explain=["a text"])
+
+
+def test_a_model_answers_for_its_records(model):
+    assert model.recorded("loss_trace_") is None          # a Gibbs fit has no per-step loss
+    assert model.recorded("globals_") is model.globals_
+    with pytest.raises(CPGBNInputError, match="not a fitted attribute"):
+        model.recorded("kernel_window_")                  # a typo is an error, not a None
+
 def test_report_of_a_minibatch_model_draws_the_loss(wide_report):
     parsed = _Collector()
     parsed.feed(wide_report)

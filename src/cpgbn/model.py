@@ -427,6 +427,19 @@ class CPGBN(TransformerMixin, BaseEstimator):
             from sklearn.exceptions import NotFittedError
             raise NotFittedError("this CPGBN is not fitted yet: call fit first")
 
+    def recorded(self, name: str):
+        """The fitted attribute ``name`` (a field of :class:`~cpgbn.modes.FittedState`) where
+        this fit set it, else None: a mode that does not learn it (``loss_trace_`` in Gibbs),
+        a record a fit could not make (a distributed or streamed fit keeps no
+        ``train_features_``), or a model saved before the record existed.  The way the
+        explanations ask a model for what it holds; a name that is no fitted attribute is an
+        error, not a silent None."""
+        if name not in FITTED_ATTRIBUTES:
+            raise CPGBNInputError(f"{name!r} is not a fitted attribute; they are: "
+                                  + ", ".join(FITTED_ATTRIBUTES))
+        self._check_fitted()
+        return self.__dict__.get(name)
+
     def encode(self, X) -> Corpus:
         """The documents ``X`` (strings, or a :class:`~cpgbn.text.Corpus` over this model's
         vocabulary) encoded with the fitted vocabulary; unknown words become id 0."""

@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from sklearn.base import is_classifier
+
 from ..errors import CPGBNInputError
 from .common import add_data_args, positive_int, read_documents
 
@@ -224,7 +226,7 @@ def _texts_to_explain(args, model, texts) -> tuple[list, str]:
     not train on) when given, else of DATA (which it trained on: the note says so)."""
     chosen = list(args.explain or [])
     note = ""
-    if getattr(model, "classes_", None) is not None and args.explain_docs > 0:
+    if is_classifier(model) and args.explain_docs > 0:
         if args.test is not None:
             held_out, _ = read_documents(args.test, "test", args.data_dir, args.format)
             chosen += list(held_out[:args.explain_docs])

@@ -220,7 +220,8 @@ def evaluate(dataset: str, *, layers=(200,), protocol: str = "authors", seeds=(0
                        median_sweep_seconds=(float(np.median(fitted.sweep_seconds_))
                                              if len(fitted.sweep_seconds_) else None),
                        n_train=len(y_train), n_test=len(y_test))
-            mixing = getattr(fitted, "mixing_", None)  # CPGBN and PGBN: the training chain's
+            # CPGBN and PGBN: the training chain's (LDA has none)
+            mixing = None if model == "lda" else fitted.recorded("mixing_")
             if mixing is not None:
                 run["mixing"] = mixing.as_record()
             runs.append(run)

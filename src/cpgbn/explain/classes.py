@@ -28,6 +28,8 @@ import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
+from sklearn.base import is_classifier
+from sklearn.utils.validation import check_is_fitted
 
 from ..errors import CPGBNInputError
 from .phrases import best_phrases
@@ -40,9 +42,10 @@ __all__ = ["ClassUnit", "ClassPhrase", "PhraseContribution", "RANKINGS", "class_
 
 def require_classifier(model) -> None:
     """A one-line CPGBNInputError unless ``model`` is a fitted classifier."""
-    if getattr(model, "classes_", None) is None or not hasattr(model, "predict_proba"):
+    if not is_classifier(model):
         raise CPGBNInputError("this model was fitted without labels: its explanations by class "
                               "need a CPGBNClassifier (`cpgbn fit ... --supervised`)")
+    check_is_fitted(model)
 
 
 @dataclass(frozen=True)
@@ -131,7 +134,7 @@ def _filter_phrases(model, unit: int, top_n: int) -> tuple[list[str], list[int] 
     documents that carry most of its activation, with their counts (``filter_windows_``,
     :mod:`cpgbn.explain.filters`); for a model that did not record them, the per-column view
     (for every column f, the word of the i-th largest weight C_1[unit, v, f]) and no counts."""
-    recorded = getattr(model, "filter_windows_", None)
+    recorded = model.recorded("filter_windows_")
     if recorded is not None:
         windows = np.asarray(recorded, dtype=np.int64)[unit, :top_n]
         counts = np.asarray(model.filter_window_counts_, dtype=np.int64)[unit, :top_n]
@@ -164,7 +167,7 @@ def class_phrases(model, *, top: int = 10) -> dict | None:
     None for a model that recorded none (a softmax on theta alone, a distributed fit, a model
     saved before they were recorded)."""
     require_classifier(model)
-    recorded = getattr(model, "class_windows_", None)
+    recorded = model.recorded("class_windows_")
     if recorded is None:
         return None
     windows = np.asarray(recorded, dtype=np.int64)
@@ -204,7 +207,7 @@ def class_units(model, *, top: int = 5, phrases: int = 2, layers=None,
     if rank not in RANKINGS:
         raise CPGBNInputError(f"rank must be one of {RANKINGS}, got {rank!r}")
     weights = _unit_weights(model)
-    usage = getattr(model, "softmax_input_mean_", None)
+    usage = model.recorded("softmax_input_mean_")
     parts = _softmax_inputs(model)
     known = [t for t, _ in parts]
     layers = known if layers is None else [int(t) for t in layers]
@@ -252,7 +255,7 @@ def explain_document(model, text: str, *, top: int = 5, explained_class=None
     corpus, data, by_window, index = model.position_attributions([text], [target])
     ids = corpus.tokens[corpus.offsets[0]:corpus.offsets[1]]
     tokens = tuple(model.vocabulary_.decode(ids))
-    F, padding = model.globals_.D.shape[1], int(getattr(model, "padding", 0))
+    F, padding = model.globals_.D.shape[1], int(model.padding)
     scores = by_window.sum(axis=1)
     kernels = np.argmax(np.abs(by_window), axis=1)
     windows = []

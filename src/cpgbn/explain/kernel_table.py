@@ -134,7 +134,7 @@ def recorded_phrases(model, assignments: KernelAssignments | None = None, top_n:
     for a model without it, the windows of ``assignments`` ranked the same way; None when
     neither is there."""
     from .kernel_windows import kernel_windows, window_tokens
-    windows = getattr(model, "kernel_windows_", None)
+    windows = model.recorded("kernel_windows_")
     if windows is not None:
         counts, shares = model.kernel_window_counts_, model.kernel_window_shares_
     elif assignments is not None:

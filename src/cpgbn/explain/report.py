@@ -12,7 +12,8 @@ adds the corpus phrases of each kernel, NPMI coherence and, with labels, per-cla
 
 A classifier's report adds ``#classes`` (``table.class-units``, one per class) and, for the
 texts it is asked to explain, ``#documents`` (``div.explained-doc`` with ``data-predicted``,
-tokens ``span.tok`` with ``data-score``).
+tokens ``span.tok`` with ``data-score``).  The sections, their order and where each applies
+are declared once, in :data:`REPORT_SECTIONS`.
 
 Element ids and classes for tools and tests: ``#summary``, ``#phrase-table`` (rows
 ``tr.kernel-row`` with ids ``kernel-K``), ``#phrase-search``, ``#phrase-count``,
@@ -25,10 +26,12 @@ scale, :func:`~cpgbn.explain.plots.loss_png`); the script sets
 from __future__ import annotations
 
 import base64
+from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 
 import numpy as np
+from sklearn.base import is_classifier
 from sklearn.utils.validation import check_is_fitted
 
 from ..version import VERSION
@@ -38,6 +41,31 @@ from .kernel_table import kernel_table
 from .phrases import KernelAssignments, assign_kernels, phrases_from_columns
 from .phrase_quality import kernel_phrase_quality
 from .summary import summary_facts
+
+@dataclass(frozen=True)
+class ReportSection:
+    """One section of the report: its anchor, heading and name in the navigation, and where
+    it applies (None: every model; else the name of the condition: "classifier", a fitted
+    :class:`~cpgbn.classifier.CPGBNClassifier`; "explained", a classifier given texts to
+    explain; "coherence", a report with NPMI coherence)."""
+
+    id: str
+    heading: str
+    nav: str
+    applies: str | None = None
+
+
+#: The report's sections in the order it shows them; a new section is one entry here and
+#: its body in :func:`build_report`.
+REPORT_SECTIONS = (
+    ReportSection("summary", "Summary", "Summary"),
+    ReportSection("plots", "Training and usage", "Plots"),
+    ReportSection("classes", "Classes", "Classes", applies="classifier"),
+    ReportSection("documents", "Documents explained", "Documents", applies="explained"),
+    ReportSection("coherence", "Topic coherence", "Coherence", applies="coherence"),
+    ReportSection("phrases", "Phrase topics", "Phrases"),
+    ReportSection("trees", "Topic trees", "Trees"),
+)
 
 _CSS = """
 :root { --ink: #1d2430; --muted: #5d6675; --line: #d7dce3; --accent: #3367a6; --bg: #fbfcfd; }
@@ -404,7 +432,7 @@ def build_report(model, texts=None, labels=None, *, title: str | None = None, so
     # plots
     if len(model.loglik_trace_):
         png = plots.loglik_png(model.loglik_trace_, model.n_train_tokens_,
-                               getattr(model, "burn_in", None))
+                               model.burn_in)
         figures = [_img(png, "training log-likelihood")]
     else:   # a minibatch mode: its per-step loss (not a log-likelihood)
         figures = [_loss_figure(model.loss_trace_, model.loss_name or "loss")]
@@ -442,63 +470,62 @@ def build_report(model, texts=None, labels=None, *, title: str | None = None, so
     data_note = "" if corpus is not None else (
         '<p class="muted">Run <code>cpgbn report MODEL_DIR DATA</code> with the training data to '
         "add corpus phrases, NPMI coherence and per-class usage.</p>")
-    sections = [
-        '<section id="summary"><h2>Summary</h2>' + _facts_html(facts) + data_note + "</section>",
-        '<section id="plots"><h2>Training and usage</h2><div class="plots">' + "".join(figures)
-        + "</div></section>",
-    ]
-    if coherence is not None:
-        sections.append('<section id="coherence"><h2>Topic coherence</h2>'
-                        + _coherence_html(coherence) + "</section>")
-    sections.append(
-        '<section id="phrases"><h2>Phrase topics</h2>'
-        f'<p class="muted">Each kernel is a distribution over {model.globals_.D.shape[1]}-word '
-        "phrases: its columns' top words (probability within the column), the most probable "
-        "phrases (beam search; probability), and"
-        + (" the corpus phrases it explains most (share of its counts)." if assignments is not None
-           else " (with data) the corpus phrases it explains most.")
-        + f" A column with less than {100 * min_column_share:.0f}% of a kernel's mass is "
-        f"near-empty (the prior and a few rare words) and shown as {HIDDEN}."
-        + " Sharpness is the mean over the shown columns of the top word's probability."
-        + (" Width is the effective number of columns the kernel uses in the data (1 to "
-           f"{model.globals_.D.shape[1]}); each column shows its share of the tokens the kernel "
-           "explains, greyed when small." if assignments is not None else "")
-        + (" The out-of-vocabulary token is hidden." if hide_unknown else "") + "</p>"
-        '<p><input id="phrase-search" type="search" placeholder="filter kernels by word" '
-        'aria-label="filter kernels by word"> <span id="phrase-count" class="muted"></span></p>'
-        + '<div class="table-wrap">'
-        + phrase_table_html(rows, with_corpus=assignments is not None,
-                            with_npmi=coherence is not None) + "</div></section>")
-    classifier = getattr(model, "classes_", None) is not None
-    if classifier:
-        sections.insert(2, '<section id="classes"><h2>Classes</h2>'
-                        + _classes_html(model, top=top_phrases + 2, phrases=2) + "</section>")
-        if len(explain):
-            from .classes import explain_document
-            docs = "".join(explained_document_html(explain_document(model, text,
-                                                                    top=explain_top), i)
-                           for i, text in enumerate(explain))
-            sections.insert(3, '<section id="documents"><h2>Documents explained</h2>'
-                            '<p class="muted">Each token is shaded by how much the '
-                            "predicted class's log-odds falls when that token alone is "
-                            "removed, its column left empty (green: towards the class, red: "
-                            "away; "
-                            "hover for the number); the phrases are the windows whose kernels "
-                            "carry most of the decision (gradient times input at the "
-                            "encoder's position weights)."
-                            + (f" {escape(explain_note)}" if explain_note else "")
-                            + "</p>" + docs + "</section>")
-    elif len(explain):
+    classifier = is_classifier(model)
+    if len(explain) and not classifier:
         from .classes import require_classifier
-        require_classifier(model)
-    sections.append('<section id="trees"><h2>Topic trees</h2>'
-                    f'<p class="muted">{escape(tree_note)}</p>' + "".join(tree_parts) + "</section>")
-    nav = "".join(f'<a href="#{s}">{escape(t)}</a>' for s, t in (
-        ("summary", "Summary"), ("plots", "Plots"), ("classes", "Classes"),
-        ("documents", "Documents"), ("coherence", "Coherence"), ("phrases", "Phrases"),
-        ("trees", "Trees"))
-        if (s != "coherence" or coherence is not None) and (s != "classes" or classifier)
-        and (s != "documents" or (classifier and len(explain))))
+        require_classifier(model)   # its one-line error
+
+    def documents_html() -> str:
+        from .classes import explain_document
+        docs = "".join(explained_document_html(explain_document(model, text, top=explain_top), i)
+                       for i, text in enumerate(explain))
+        return ('<p class="muted">Each token is shaded by how much the '
+                "predicted class's log-odds falls when that token alone is "
+                "removed, its column left empty (green: towards the class, red: "
+                "away; "
+                "hover for the number); the phrases are the windows whose kernels "
+                "carry most of the decision (gradient times input at the "
+                "encoder's position weights)."
+                + (f" {escape(explain_note)}" if explain_note else "")
+                + "</p>" + docs)
+
+    def phrases_html() -> str:
+        return (f'<p class="muted">Each kernel is a distribution over {model.globals_.D.shape[1]}-word '
+                "phrases: its columns' top words (probability within the column), the most probable "
+                "phrases (beam search; probability), and"
+                + (" the corpus phrases it explains most (share of its counts)."
+                   if assignments is not None
+                   else " (with data) the corpus phrases it explains most.")
+                + f" A column with less than {100 * min_column_share:.0f}% of a kernel's mass is "
+                f"near-empty (the prior and a few rare words) and shown as {HIDDEN}."
+                + " Sharpness is the mean over the shown columns of the top word's probability."
+                + (" Width is the effective number of columns the kernel uses in the data (1 to "
+                   f"{model.globals_.D.shape[1]}); each column shows its share of the tokens the "
+                   "kernel explains, greyed when small." if assignments is not None else "")
+                + (" The out-of-vocabulary token is hidden." if hide_unknown else "") + "</p>"
+                '<p><input id="phrase-search" type="search" placeholder="filter kernels by word" '
+                'aria-label="filter kernels by word"> <span id="phrase-count" class="muted"></span></p>'
+                + '<div class="table-wrap">'
+                + phrase_table_html(rows, with_corpus=assignments is not None,
+                                    with_npmi=coherence is not None) + "</div>")
+
+    # every section, in the report's order, with where it applies; a body is built only there
+    present = {"classifier": classifier, "explained": classifier and len(explain) > 0,
+               "coherence": coherence is not None}
+    bodies = {
+        "summary": lambda: _facts_html(facts) + data_note,
+        "plots": lambda: '<div class="plots">' + "".join(figures) + "</div>",
+        "classes": lambda: _classes_html(model, top=top_phrases + 2, phrases=2),
+        "documents": documents_html,
+        "coherence": lambda: _coherence_html(coherence),
+        "phrases": phrases_html,
+        "trees": lambda: f'<p class="muted">{escape(tree_note)}</p>' + "".join(tree_parts),
+    }
+    shown = [section for section in REPORT_SECTIONS
+             if section.applies is None or present[section.applies]]
+    sections = [f'<section id="{section.id}"><h2>{section.heading}</h2>{bodies[section.id]()}'
+                "</section>" for section in shown]
+    nav = "".join(f'<a href="#{section.id}">{escape(section.nav)}</a>' for section in shown)
     subtitle = f"cpgbn {VERSION}" + (f" &middot; {escape(source)}" if source else "")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'

@@ -41,18 +41,18 @@ def _training_facts(model) -> list[tuple[str, str]]:
     """The training, the training data, the time and the training figure: the Gibbs chain's
     log-likelihood, or in the minibatch modes their per-step loss (no log-likelihood;
     the model's ``loss_name`` says what it is)."""
-    gibbs = not hasattr(model, "loss_trace_")   # set by the minibatch modes only
+    gibbs = model.loss_name is None   # the minibatch modes name their per-step loss
     trace = np.asarray(model.loglik_trace_ if gibbs else model.loss_trace_, dtype=np.float64)
     n = len(trace)
     if gibbs:
-        burn_in = int(getattr(model, "burn_in", 0) or 0)
+        burn_in = int(model.burn_in or 0)
         training = (f"{n} Gibbs sweeps ({min(burn_in, n)} burn-in, {max(n - burn_in, 0)} "
                     f"averaged), seed {model.seed_}")
     else:
         training = (f"inference={model.mode_name!r}: {n} minibatch steps of up to "
                     f"{model.batch_size} documents ({model.n_epochs} epochs), seed {model.seed_}")
     facts = [("training", training)]
-    n_docs = getattr(model, "train_features_", None)
+    n_docs = model.recorded("train_features_")
     docs = f"{_thousands(n_docs.shape[0])} documents, " if n_docs is not None else ""
     facts.append(("training data", f"{docs}{_thousands(model.n_train_tokens_)} tokens"))
     seconds = np.asarray(model.sweep_seconds_ if gibbs else model.step_seconds_, dtype=np.float64)
@@ -72,15 +72,15 @@ def _training_facts(model) -> list[tuple[str, str]]:
         facts.append(("training loss", f"{name}: {trace[-1]:.4g} at the last step "
                                        f"(first step {trace[0]:.4g}; last 10% of steps "
                                        f"{tail.mean():.4g} +- {tail.std():.4g})"))
-    curve = getattr(model, "validation_curve_", None)
-    if curve is not None and len(curve) and getattr(model, "best_epoch_", None) is not None:
+    curve = model.recorded("validation_curve_")
+    if curve is not None and len(curve) and model.recorded("best_epoch_") is not None:
         best = int(model.best_epoch_)
         facts.append(("model selection", f"epoch {best} of {len(curve)} kept: validation "
                                          f"accuracy {100 * curve[best - 1]:.1f}% on "
                                          f"{100 * float(model.validation_fraction):g}% of the "
                                          "training documents held out (by epoch: "
                                          + " ".join(f"{100 * a:.1f}" for a in curve) + ")"))
-    mixing = getattr(model, "mixing_", None)  # None for a model saved before it was measured
+    mixing = model.recorded("mixing_")   # None for a model saved before it was measured
     if mixing is not None:
         facts.extend(mixing.describe())
     return facts
@@ -122,7 +122,7 @@ def summary_facts(model, *, corpus=None, labels=None, coherence: CoherenceResult
                                         f"than {100 * min_column_share:g}% of their kernel's mass "
                                         f"and are shown as {HIDDEN}; {int((n_shown == 1).sum())} kernels "
                                         f"write one column, {int((n_shown == F).sum())} all {F}"))
-    version = getattr(model, "saved_by_version_", None)
+    version = model.recorded("saved_by_version_")
     if version:
         facts.append(("saved by", f"cpgbn {version}"))
     if corpus is not None:
