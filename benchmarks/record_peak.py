@@ -27,12 +27,14 @@ def main() -> None:
     ap.add_argument("--data-dir", required=True)
     ap.add_argument("--docs", type=int, default=2500)
     ap.add_argument("--n-iter", type=int, default=10)
+    ap.add_argument("--burn-in", type=int, default=None, help="default n_iter // 2")
+    ap.add_argument("--vocab-size", type=int, default=8000)
     ap.add_argument("--device", default=None, help="a torch device; numba when left out")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     import cpgbn.explain.kernel_windows as kernel_windows
-    import cpgbn.modes.gibbs as gibbs_mode
+    import cpgbn.modes.gibbs_mode as gibbs_mode
     from cpgbn import CPGBN
     from cpgbn.datasets import load_dataset
     from cpgbn.evaluate.provenance import provenance
@@ -56,10 +58,12 @@ def main() -> None:
     texts = list(texts[:args.docs])
     peaks["texts_loaded_gb"] = peak_gb()
     warnings.simplefilter("ignore", UserWarning)   # short documents padded
-    CPGBN(layers=(200,), random_state=0, n_threads=args.threads, n_iter=args.n_iter,
-          burn_in=args.n_iter // 2, device=args.device).fit(texts)
+    burn_in = args.n_iter // 2 if args.burn_in is None else args.burn_in
+    CPGBN(layers=(200,), vocab_size=args.vocab_size, random_state=0, n_threads=args.threads,
+          n_iter=args.n_iter, burn_in=burn_in, device=args.device).fit(texts)
     peaks["end_gb"] = peak_gb()
-    record = dict(docs=args.docs, n_iter=args.n_iter, device=args.device or "numba",
+    record = dict(docs=args.docs, n_iter=args.n_iter, burn_in=burn_in,
+                  vocab_size=args.vocab_size, device=args.device or "numba",
                   threads=args.threads, **peaks, command="python " + " ".join(sys.argv),
                   **provenance())
     print(json.dumps(record))

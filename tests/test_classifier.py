@@ -372,3 +372,60 @@ def test_the_settings_a_classifier_fixes_are_neither_parameters_nor_attributes()
     assert CPGBN().mode_name == "gibbs" and CPGBN(inference="hybrid").mode_name == "hybrid"
     for name in ("padding", "pooling_concentration"):   # PGBN's one column per document
         assert name not in PGBN().get_params() and not hasattr(PGBN(), name), name
+
+
+def test_a_streamed_fit_reads_its_file_once_per_epoch_and_once_after(tmp_path, monkeypatch):
+    """A streamed classifier fit reads its file once for the vocabulary (the classes and the
+    blocks' index from the same pass), once per epoch, and once after the fit (the usage and
+    every post-fit record in that one pass: explain/records.py), and its records are what
+    the fitted model gives for the same texts in memory."""
+    from helpers import write_tsv
+
+    import cpgbn.blocks
+    import cpgbn.text.readers as readers
+    from cpgbn import TextFile
+    from cpgbn.explain.kernel_windows import record_kernel_windows
+    texts, labels = order_corpus(200, seed=4)
+    path = write_tsv(tmp_path / "train.tsv", texts, labels)
+    monkeypatch.setattr(cpgbn.blocks, "STREAM_BLOCK_DOCS", 50)   # 4 blocks
+    decoded, indexed = [0], [0]
+    decode, index = readers._decode, readers.index_line_blocks
+
+    def counted_decode(*args):
+        decoded[0] += 1
+        return decode(*args)
+
+    def counted_index(*args, **kwargs):
+        indexed[0] += 1
+        return index(*args, **kwargs)
+    monkeypatch.setattr(readers, "_decode", counted_decode)
+    monkeypatch.setattr(readers, "index_line_blocks", counted_index)
+    model = small(n_epochs=3).fit(TextFile(path))
+    assert decoded[0] == len(texts) * (1 + 3 + 1) and indexed[0] == 0
+    monkeypatch.undo()
+    np.testing.assert_allclose(model.softmax_input_mean_,
+                               model.softmax_inputs(texts).mean(axis=0), rtol=1e-10)
+    again = record_kernel_windows(model, texts)
+    np.testing.assert_array_equal(model.kernel_windows_, again.windows)
+    np.testing.assert_array_equal(model.kernel_window_counts_, again.counts)
+    assert model.filter_windows_.shape[0] == model.layers_[0]
+    assert model.class_windows_.shape[0] == len(model.classes_) == 2
+
+
+def test_a_streamed_fit_records_what_one_in_memory_records(tmp_path):
+    """One block (the corpus is smaller than a block, and neither holds out a validation
+    split): the same model, so the same post-fit records, however the documents came."""
+    from helpers import write_tsv
+
+    from cpgbn import TextFile
+    texts, labels = order_corpus(200, seed=4)
+    path = write_tsv(tmp_path / "train.tsv", texts, labels)
+    streamed = small(n_epochs=3, validation_fraction=0).fit(TextFile(path))
+    in_memory = small(n_epochs=3, validation_fraction=0).fit(texts, labels)
+    np.testing.assert_array_equal(streamed.predict_proba(texts), in_memory.predict_proba(texts))
+    for name in ("kernel_windows_", "kernel_window_counts_", "filter_windows_",
+                 "filter_window_counts_", "class_windows_", "class_window_counts_"):
+        np.testing.assert_array_equal(streamed.recorded(name), in_memory.recorded(name))
+    for name in ("kernel_window_shares_", "softmax_input_mean_", "class_window_pushes_"):
+        np.testing.assert_allclose(streamed.recorded(name), in_memory.recorded(name),
+                                   rtol=1e-12)

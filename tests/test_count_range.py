@@ -16,7 +16,7 @@ from cpgbn.inference.state import Hyperparameters
 from cpgbn.inference.memory import estimate_bytes
 from cpgbn.inference.updates import _sum_kernel_counts
 from cpgbn.layers.cells import COUNT_LIMIT, from_bag_of_words, from_token_sequences
-from cpgbn.modes.gibbs import GibbsMode
+from cpgbn.modes.gibbs_mode import GibbsMode
 
 
 def test_a_document_whose_counts_could_pass_int32_is_refused():
@@ -104,7 +104,7 @@ def test_a_streamed_file_is_refused_before_training_not_at_the_documents_block(
     a document past the int32 counts in a late block stops the fit before any training."""
     from cpgbn import TextFile
     from cpgbn.blocks import STREAM_BLOCK_DOCS as BLOCK_DOCS
-    from cpgbn.modes.minibatch import MinibatchMode
+    from cpgbn.modes.minibatch_modes import MinibatchMode
 
     def trains(self, training):
         raise AssertionError("training started")

@@ -121,11 +121,13 @@ def test_a_one_process_fit_enters_each_room_once():
             stays[-1][1].append(name)
     rooms = [module for module, _ in stays if module != "model.py"]
     assert len(rooms) == len(set(rooms)), stays
-    assert {"modes/jobs.py", "modes/gibbs.py", "inference/communicator.py"} <= set(rooms)
+    assert {"modes/jobs.py", "modes/gibbs_mode.py", "inference/communicator.py"} <= set(rooms)
     assert not [c for c in calls if c[1] == "modes/sharded.py"]
     names = [name for _, _, name in calls]
     assert names.count("job_from_texts") == 1
     # the cells and the memory check: once for the job, once for the kernel-windows record
     # (inference of the training documents with the fitted globals, explain/kernel_windows)
     assert names.count("CPGBN._data") == names.count("CPGBN._check_memory") == 2
-    assert names.count("record_kernel_windows") == 1
+    # the post-fit records: one pass (explain/records), one kernel-windows inference
+    assert names.count("PostFitPass.visit") == names.count("PostFitPass.finish") == 1
+    assert names.count("windows_of_sample") == 1

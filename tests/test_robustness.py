@@ -171,8 +171,8 @@ def test_a_gpu_gibbs_fit_checks_the_host_memory_it_holds(monkeypatch):
     against the host.  No GPU is needed: the fit is refused first."""
     from cpgbn.backends.torch.devices import MAX_ELEMENTS
     torch = pytest.importorskip("torch")
-    from cpgbn.modes.gibbs import GibbsMode
-    from cpgbn.modes.hybrid import HybridMode
+    from cpgbn.modes.gibbs_mode import GibbsMode
+    from cpgbn.modes.hybrid_mode import HybridMode
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     gpu = {"free": 2**40}

@@ -131,7 +131,7 @@ def test_a_gibbs_fit_of_eight_blocks_or_more_starts_from_its_pilot(monkeypatch):
         calls.append(args[2].stride)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr("cpgbn.modes.gibbs.run_pilot", counted)
+    monkeypatch.setattr("cpgbn.modes.gibbs_mode.run_pilot", counted)
     texts = random_texts(300, seed=2)
     models = [CPGBN(layers=(12,), vocab_size=40, n_iter=4, burn_in=2, random_state=1,
                     n_threads=1).fit(texts) for _ in range(2)]
@@ -160,7 +160,7 @@ def test_a_pytorch_fit_of_one_of_its_blocks_still_gets_a_pilot(monkeypatch):
             return sampler
         return original(made, *args, **kwargs)
 
-    monkeypatch.setattr("cpgbn.modes.gibbs.run_pilot", counted)
+    monkeypatch.setattr("cpgbn.modes.gibbs_mode.run_pilot", counted)
     texts = random_texts(300, seed=2)
     models = [CPGBN(layers=(12,), vocab_size=40, n_iter=4, burn_in=2, random_state=1,
                     n_threads=1, device="cpu").fit(texts) for _ in range(2)]

@@ -21,15 +21,13 @@ from sklearn.base import ClassifierMixin
 from . import blocks
 from .errors import CPGBNInputError, one_line, warn_whitespace_twins
 from .inference.checkpoint import fingerprint
-from .inference.communicator import as_communicator
 from .inference.labels import is_missing_label
 from .model import CPGBN
 from .modes import Training
 from .modes.jobs import labels_per_document
 from .modes.supervised import SupervisedMode
 from .params import CLASSIFIER_PARAMETERS, declare_init
-from .text.stream import TextFile
-from .text.vocabulary import OOV_ID
+from .text.stream import TextFile, scan_labels
 
 __all__ = ["CPGBNClassifier", "check_labels", "shared_labels", "file_classes"]
 
@@ -124,17 +122,15 @@ def _classes_of(known: list) -> np.ndarray:
 
 
 def file_classes(text_file: TextFile, *, block_lines: int | None = None,
-                 semi_supervised: bool = False) -> tuple[np.ndarray, str]:
+                 semi_supervised: bool = False, scan=None) -> tuple[np.ndarray, str]:
     """(the sorted classes, a digest of the labels) of a labelled file, read one block at a
-    time.  One-line errors: a file without labels, a line with an empty label unless
+    time, or taken from ``scan`` (the file's :class:`~cpgbn.text.stream.LabelScan`, from the
+    pass that built the vocabulary) without reading it again.  One-line errors: a file without labels, a line with an empty label unless
     ``semi_supervised`` (the reader's error, naming the line; with ``semi_supervised`` the
     file must say so, ``TextFile(..., missing_labels=True)``), fewer than two classes.  A
     warning when the labels come in runs (a file sorted by class): a streamed fit's
     minibatches come from blocks of ``block_lines`` consecutive lines (default
     :data:`cpgbn.blocks.STREAM_BLOCK_DOCS`)."""
-    import hashlib
-
-    from .text.readers import read_line_blocks
     if block_lines is None:
         block_lines = blocks.STREAM_BLOCK_DOCS
     if not text_file.labeled:
@@ -143,19 +139,9 @@ def file_classes(text_file: TextFile, *, block_lines: int | None = None,
     if text_file.missing_labels and not semi_supervised:
         raise CPGBNInputError(f"{text_file.path} may hold unlabelled lines (missing_labels="
                               "True): set semi_supervised=True to train on them")
-    counts: dict = {}
-    digest = hashlib.blake2b(digest_size=16)
-    changes, previous, n = 0, None, 0
-    for block in read_line_blocks(text_file.path, block_lines, labeled=True,
-                                  missing_labels=text_file.missing_labels):
-        for label in block.labels:
-            digest.update(label.encode("utf-8") + b"\n")
-            if label == "":      # unlabelled (missing_labels)
-                previous = None
-                continue
-            counts[label] = counts.get(label, 0) + 1
-            changes += previous is not None and label != previous
-            previous, n = label, n + 1
+    if scan is None:
+        scan = scan_labels(text_file, block_lines=block_lines)
+    counts, changes, n = scan.counts, scan.changes, scan.n_labelled
     classes = np.array(sorted(counts))
     if len(classes) < 2:
         what = "no labelled line" if len(classes) == 0 else f"one ({classes.tolist()[0]!r})"
@@ -170,16 +156,13 @@ def file_classes(text_file: TextFile, *, block_lines: int | None = None,
                       f"fit draws its minibatches from blocks of {block_lines} consecutive lines, "
                       "so they would hold one class at a time; shuffle the lines first (e.g. "
                       "shuf), or fit on the texts in memory", stacklevel=3)
-    return classes, digest.hexdigest()
+    return classes, scan.digest
 
 
-def _merge_windows(parts) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct windows and their counts over several blocks' :func:`corpus_windows`."""
-    from .explain.filters import distinct_windows
-    if len(parts) == 1:
-        return parts[0]
-    return distinct_windows(np.concatenate([w for w, _ in parts]),
-                            np.concatenate([c for _, c in parts]))
+def softmax_input_of(encoder_config: dict | None) -> str:
+    """What a fitted softmax reads, from the encoder's configuration (``encoder_config_``):
+    :attr:`CPGBNClassifier.softmax_input_`."""
+    return (encoder_config or {}).get("classifier_input", "theta")
 
 
 class CPGBNClassifier(ClassifierMixin, CPGBN):
@@ -290,7 +273,7 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
         A model saved before the encoder recorded the choice read theta, the encoder's default
         then.  The one place that decides it, for the fit's unit statistics and the
         explanations."""
-        return (self.encoder_config_ or {}).get("classifier_input", "theta")
+        return softmax_input_of(self.encoder_config_)
 
     def _mode_class(self) -> type[SupervisedMode]:
         """The supervised mode (its loss is L_g + xi L_c, ``loss_name`` says so)."""
@@ -302,7 +285,7 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
         if training.file is not None:   # streamed: the classes from one pass over the labels
             training.classes, digest = file_classes(
                 training.file, block_lines=training.block_docs,
-                semi_supervised=bool(self.semi_supervised))
+                semi_supervised=bool(self.semi_supervised), scan=training.scan.labels)
         elif training.communicator.world_size > 1:   # a worker's shard: the corpus' classes
             training.labels, training.classes, digest = shared_labels(
                 training.labels, training.data.n_docs, training.first_doc,
@@ -326,61 +309,9 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
                 file_classes(X)   # its one-line error: the file has no labels
         elif y is None:
             check_labels(None, 0, semi_supervised=False)
-        super().fit(X, y, **fit_params)
-        if as_communicator(fit_params.get("communicator")).world_size == 1:   # X is whole
-            self._record_unit_statistics(X)
-        return self
-
-    #: Windows kept per encoder filter (``filter_windows_``) and per class (``class_windows_``)
-    _FILTER_WINDOWS = 5
-    _CLASS_WINDOWS = 20
-
-    def _record_unit_statistics(self, X) -> None:
-        """What the explanations read of the training documents ``X``, in one forward pass:
-        the mean of each unit of the softmax's input (``softmax_input_mean_``: a unit's weight
-        times it is its mean push towards a class) and, when the softmax reads h^(1), per
-        encoder filter the windows that carry most of its activation (``filter_windows_``,
-        ``filter_window_counts_``) and per class the windows that push most towards it
-        (``class_windows_``, ``class_window_counts_``, ``class_window_pushes_``:
-        :mod:`cpgbn.explain.filters`).  A streamed file is read
-        again a block at a time.  A distributed fit records neither (each worker holds a
-        shard): its explanations rank units by weight alone and say so."""
-        from .explain.filters import class_windows, corpus_windows, filter_windows
-        mode = self._mode(self._run_settings())
-        fitted = self._fitted_state()
-        reads_hidden = self.softmax_input_ != "theta"
-        parts_of_x = X.blocks(blocks.STREAM_BLOCK_DOCS) if isinstance(X, TextFile) else [X]
-        total, n_docs, parts = None, 0, []
-        for texts in parts_of_x:
-            data = self._cells(self._corpus(texts, self.vocabulary_, None))
-            inputs = mode.softmax_inputs(fitted, data)
-            total = inputs.sum(axis=0) if total is None else total + inputs.sum(axis=0)
-            n_docs += len(inputs)
-            if reads_hidden:
-                parts.append(corpus_windows(data))
-        self.softmax_input_mean_ = total / max(n_docs, 1)
-        if reads_hidden:
-            windows, counts = _merge_windows(parts)
-            # a window holding the out-of-vocabulary word is no phrase a reader can check
-            readable = ~(windows == OOV_ID).any(axis=1)
-            windows, counts = windows[readable], counts[readable]
-            F, K1 = self.globals_.D.shape[1], self.layers_[0]
-            conv1 = np.asarray(self.encoder_weights_["conv1.weight"]).reshape(-1, F, K1)
-            bias1 = np.asarray(self.encoder_weights_["bias1"])
-            # a filter's phrases among the windows seen twice or more: a window seen once
-            # rarely carries a share of a filter's activation over a corpus, and most distinct
-            # windows are seen once (on IMDB-sized text, 4.7 million; scoring them all took
-            # over a minute)
-            again = counts >= 2
-            best = filter_windows(conv1, bias1, windows[again], counts[again],
-                                  top=self._FILTER_WINDOWS)
-            self.filter_windows_, self.filter_window_counts_ = best.windows, best.counts
-            weight = np.asarray(self.encoder_weights_["classifier.weight"],
-                                dtype=np.float64)[:, :K1]      # on h^(1): the first K_1 inputs
-            pushing = class_windows(conv1, bias1, weight - weight.mean(axis=0), windows, counts,
-                                    top=self._CLASS_WINDOWS)
-            self.class_windows_, self.class_window_counts_ = pushing.windows, pushing.counts
-            self.class_window_pushes_ = pushing.pushes
+        # a fit in one process records the units' statistics too (:mod:`cpgbn.explain.records`;
+        # a distributed fit's workers hold shards: its explanations rank units by weight alone)
+        return super().fit(X, y, **fit_params)
 
     def softmax_inputs(self, X) -> np.ndarray:
         """(N, units): what the softmax reads of each document of ``X`` on the encoder's mean

@@ -24,7 +24,7 @@ from .inference.streams import transform_seed
 from .layers.cells import ConvData, ObservationModel, from_token_sequences
 from .modes import (FITTED_ATTRIBUTES, Checkpointing, FittedState, InferenceMode, Training,
                     features, mode_class, mode_for)
-from .modes.gibbs import GibbsMode, Inference
+from .modes.gibbs_mode import GibbsMode, Inference
 from .params import (CPGBN_PARAMETERS, DEFAULT_TOKEN_COUNT, MODEL as MODEL_PARAMETERS,
                      declare_init)
 from .settings import model_settings, run_settings
@@ -225,7 +225,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
     def _check_memory(self, needed: int | None) -> None:
         """Refuse a run whose host-memory estimate does not fit (None: not estimated).  A
         GPU's free memory is the Gibbs mode's to check, against a lower bound, when it
-        estimates (:meth:`cpgbn.modes.gibbs.GibbsMode.training_bytes`)."""
+        estimates (:meth:`cpgbn.modes.gibbs_mode.GibbsMode.training_bytes`)."""
         from .inference.memory import check_memory
         if needed is not None:
             check_memory(needed, self.memory_limit)
@@ -260,11 +260,11 @@ class CPGBN(TransformerMixin, BaseEstimator):
         the chain is the same (:mod:`cpgbn.modes.sharded`).
         """
         from .explain.kernel_windows import record_kernel_windows
+        from .explain.records import PostFitPass
         from .modes.jobs import JobSettings, job_from_file, job_from_shard, job_from_texts
         from .version import __version__
         settings = self._validated()
         mode = self._mode(settings)
-        documents = X   # what the fit's record of kernel windows reads
         checkpointing = Checkpointing(checkpoint_dir,
                                       _check_int("checkpoint_every", checkpoint_every, 1),
                                       bool(resume))
@@ -283,18 +283,30 @@ class CPGBN(TransformerMixin, BaseEstimator):
             cells=lambda corpus: self._data(corpus, settings["filter_width"], stacklevel=5),
             check_memory=self._check_memory, observation=self._observation(),
             padding=settings["padding"], block_docs=blocks.STREAM_BLOCK_DOCS)
+        # the records the views read (:mod:`cpgbn.explain.records`), in one pass over the
+        # documents: a streamed fit's, in its mode's last pass over the file
+        post_fit = documents = None
         if comm.world_size > 1:   # this worker's shard of X
             training = job_from_shard(spec, mode, X, y, comm)
         elif isinstance(X, TextFile) and mode.streams_files:
             training = job_from_file(spec, mode, X)
+            post_fit = PostFitPass(self, mode, training.scan.n_docs)
+            training.after_fit = post_fit.visit
         else:
             training, documents = job_from_texts(spec, mode, X, y)
-        self._set_fitted(mode.fit(self._prepare(training)))
-        # the phrases every view names a kernel by; the root reads X for it alone
-        found = record_kernel_windows(self, documents) if comm.is_root else None
-        if found is not None:   # None: not even one document's inference fits the memory
-            self.kernel_windows_, self.kernel_window_counts_ = found.windows, found.counts
-            self.kernel_window_shares_ = found.shares
+        fitted = mode.fit(self._prepare(training))
+        self._set_fitted(fitted)
+        if documents is not None:   # in memory: the corpus, as one block
+            post_fit = PostFitPass(self, mode, len(documents))
+            post_fit.visit(fitted, documents, training.data)
+        if post_fit is not None:
+            for name, value in post_fit.finish(self).items():
+                setattr(self, name, value)
+        elif comm.is_root:   # a distributed fit: its root reads X for the kernels' phrases
+            found = record_kernel_windows(self, X)
+            if found is not None:   # None: not even one document's inference fits the memory
+                self.kernel_windows_, self.kernel_window_counts_ = found.windows, found.counts
+                self.kernel_window_shares_ = found.shares
         return self
 
     def _chain_params(self, mode: InferenceMode) -> dict:

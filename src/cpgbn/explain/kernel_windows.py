@@ -154,18 +154,24 @@ RECORD_SWEEPS, RECORD_BURN_IN = 6, 3
 RECORD_TOP = 5
 
 
-def record_kernel_windows(model, X) -> KernelWindows | None:
+def record_kernel_windows(model, X, *, stacklevel: int = 3) -> KernelWindows | None:
     """What a fitted model records at the end of its fit (``kernel_windows_``): the windows
     each kernel explains in its training documents ``X`` (strings, a Corpus or a TextFile),
     found by :func:`~cpgbn.explain.phrases.assign_kernels` with the fitted globals and ranked
     by :func:`kernel_windows`.  Past ``RECORD_DOCS`` documents, a seeded sample of them, the
-    same documents however ``X`` is given (a file is read twice, a block at a time), so that
-    a streamed or distributed fit records what an in-memory one does.  None, with a warning
-    (attributed to the fit's caller), where not even one document's inference fits the memory
-    limit."""
+    same documents however ``X`` is given (a file is read twice, a block at a time; a fit
+    takes its sample from the pass of :mod:`cpgbn.explain.records` instead), so that a
+    streamed or distributed fit records what an in-memory one does.  None, with a warning
+    (``stacklevel`` frames up: the fit's caller), where not even one document's inference
+    fits the memory limit."""
+    return windows_of_sample(model, record_sample(X), stacklevel=stacklevel + 1)
+
+
+def windows_of_sample(model, X, *, stacklevel: int = 2) -> KernelWindows | None:
+    """:func:`record_kernel_windows` of documents already sampled (:class:`RecordSample`);
+    its warning ``stacklevel`` frames up from here."""
     from ..errors import MemoryLimitError
     from .phrases import assign_kernels
-    X = _record_sample(X)
     while True:   # past the memory limit, the first half of the sample, and so on
         try:
             with warnings.catch_warnings():   # the fit has warned of its documents already
@@ -176,27 +182,51 @@ def record_kernel_windows(model, X) -> KernelWindows | None:
         except MemoryLimitError as error:
             if len(X) <= 1:
                 warnings.warn(f"the kernels' corpus windows were not recorded: {error}",
-                              stacklevel=3)   # record_kernel_windows <- fit <- its caller
+                              stacklevel=stacklevel)
                 return None
             X = _take(X, np.arange(len(X) // 2))
     return kernel_windows(assignments.grams, assignments.counts, top=RECORD_TOP)
 
 
-def _record_sample(X):
+def record_sample(X):
     """At most ``RECORD_DOCS`` of the documents ``X``, in corpus order (module constants)."""
     from ..text.stream import TextFile
     if isinstance(X, TextFile):
-        n = sum(len(block) for block in X.blocks(RECORD_DOCS))
-        keep = _sample_indices(n)
-        texts, start = [], 0
+        sample = RecordSample(sum(len(block) for block in X.blocks(RECORD_DOCS)))
         for block in X.blocks(RECORD_DOCS):
-            chosen = keep[(keep >= start) & (keep < start + len(block))] - start
-            texts += [block[i] for i in chosen]
-            start += len(block)
-        return texts
-    if len(X) <= RECORD_DOCS:
-        return X
-    return _take(X, _sample_indices(len(X)))
+            sample.add(block)
+        return sample.documents()
+    sample = RecordSample(len(X))
+    sample.add(X)
+    return sample.documents()
+
+
+class RecordSample:
+    """The record's sample of ``n_docs`` documents, taken from their blocks as they pass by
+    (in corpus order, one :meth:`add` per block): the same documents whatever the blocks."""
+
+    def __init__(self, n_docs: int):
+        self.n_docs, self._keep = int(n_docs), _sample_indices(int(n_docs))
+        self._start, self._parts = 0, []
+
+    def add(self, block) -> None:
+        """The next block of documents (a list of texts or a Corpus)."""
+        n = len(block)
+        if self._start == 0 and n == self.n_docs and self.n_docs <= RECORD_DOCS:
+            self._parts.append(block)   # the whole corpus at once: itself
+        else:
+            keep = self._keep
+            chosen = keep[(keep >= self._start) & (keep < self._start + n)] - self._start
+            self._parts.append(_take(block, chosen))
+        self._start += n
+
+    def documents(self):
+        """The sampled documents (one kind, as given), once every block has been added."""
+        if self._start != self.n_docs:
+            raise RuntimeError(f"the sample saw {self._start} of {self.n_docs} documents")
+        if len(self._parts) == 1:
+            return self._parts[0]
+        return [text for part in self._parts for text in part]
 
 
 def _take(X, indices: np.ndarray):

@@ -46,11 +46,14 @@ class Batch:
     data : ConvData of the B documents.
     ids : (B,) int64 -- each document's index in the training corpus (its line - 1 in a file).
     labels : (B,) array of labels (as read: strings from a file), or None for unlabelled data.
+    texts : the documents' texts, where a file's block was read (the post-fit records take
+        their sample of documents from them: :mod:`cpgbn.explain.records`), else None.
     """
 
     data: ConvData
     ids: np.ndarray
     labels: np.ndarray | None = None
+    texts: list | None = None
 
     def __post_init__(self) -> None:
         ids = np.asarray(self.ids, dtype=np.int64)
@@ -143,13 +146,15 @@ class TextFileBlocks:
 
     The first use indexes the file in one streaming pass (:func:`~cpgbn.text.readers.
     index_line_blocks`: N for rho = N / |batch|, and one byte offset per block, so blocks can
-    be visited in any order); a block read after the file's size or modification time
+    be visited in any order), unless ``scan`` gives the index (a
+    :class:`~cpgbn.text.stream.FileScan` of blocks of ``block_docs`` lines: its offsets, count
+    and the file's stamp before it); a block read after the file's size or modification time
     changed is refused (its offsets would cut other lines).  ``max_block_docs`` records the
     most documents held at once.
     """
 
     def __init__(self, path, encode, block_docs: int = STREAM_BLOCK_DOCS, *, labeled: bool = False,
-                 missing_labels: bool = False):
+                 missing_labels: bool = False, scan=None):
         if int(block_docs) < 1:
             raise CPGBNInputError(f"block_docs must be >= 1, got {block_docs}")
         self.path, self.encode = Path(path), encode
@@ -159,6 +164,10 @@ class TextFileBlocks:
         self.filter_width = getattr(encode, "filter_width", None)
         self._index = None
         self.max_block_docs = 0
+        if (scan is not None and scan.stamp is not None and scan.block_offsets
+                and scan.block_lines == self.block_docs):   # the scan's blocks are these
+            self._stamp = scan.stamp
+            self._index = (list(scan.block_offsets), scan.n_docs)
 
     def _indexed(self):
         if self._index is None:
@@ -207,7 +216,7 @@ class TextFileBlocks:
         self.max_block_docs = max(self.max_block_docs, len(lines.texts))
         ids = np.arange(first_doc, first_doc + len(lines.texts))
         labels = None if lines.labels is None else np.asarray(lines.labels)
-        return Batch(self.encode(lines.texts, lines.first_line), ids, labels)
+        return Batch(self.encode(lines.texts, lines.first_line), ids, labels, lines.texts)
 
 
 # ---------------------------------------------------------------------- streams of batches

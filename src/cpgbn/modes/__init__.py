@@ -4,15 +4,15 @@ Each mode is a class (:class:`~cpgbn.modes.base.InferenceMode`) that owns its pa
 checks, its fit, the fitted state it returns, its features for new documents and its memory
 estimate:
 
-* ``"gibbs"`` -- :class:`~cpgbn.modes.gibbs.GibbsMode`, the exact full-batch sampler;
-* ``"minibatch-gibbs"`` -- :class:`~cpgbn.modes.minibatch.MinibatchGibbsMode`, local Gibbs
+* ``"gibbs"`` -- :class:`~cpgbn.modes.gibbs_mode.GibbsMode`, the exact full-batch sampler;
+* ``"minibatch-gibbs"`` -- :class:`~cpgbn.modes.minibatch_modes.MinibatchGibbsMode`, local Gibbs
   sweeps + TLASGR-MCMC per minibatch;
-* ``"hybrid"`` -- :class:`~cpgbn.modes.hybrid.HybridMode`, the Weibull encoder + TLASGR-MCMC
+* ``"hybrid"`` -- :class:`~cpgbn.modes.hybrid_mode.HybridMode`, the Weibull encoder + TLASGR-MCMC
   (paper Algorithm 1).
 
 :func:`mode_for` is the one place where the value of ``inference`` is looked up.  A new
-algorithm is ``inference/X.py`` (the algorithm) + ``modes/X.py`` (its mode class) + one line in
-:data:`MODE_CLASSES`; a new backend is a folder of :mod:`cpgbn.backends` + one entry in
+algorithm is ``inference/X.py`` (the algorithm) + ``modes/X_mode.py`` (its mode class) + one
+line in :data:`MODE_CLASSES`; a new backend is a folder of :mod:`cpgbn.backends` + one entry in
 :mod:`cpgbn.backends.device_registry` (docs/architecture.md).
 """
 
@@ -21,9 +21,9 @@ from __future__ import annotations
 from ..errors import CPGBNInputError
 from .base import (FITTED_ATTRIBUTES, Checkpointing, FittedState, InferenceMode, Training,
                    features)
-from .gibbs import GibbsMode
-from .hybrid import HybridMode
-from .minibatch import LOCAL_BURN_IN, LOCAL_COLLECT, MinibatchGibbsMode, \
+from .gibbs_mode import GibbsMode
+from .hybrid_mode import HybridMode
+from .minibatch_modes import LOCAL_BURN_IN, LOCAL_COLLECT, MinibatchGibbsMode, \
     steps_per_epoch
 
 __all__ = ["MODES", "MODE_CLASSES", "LOSS_NAMES", "FITTED_ATTRIBUTES",

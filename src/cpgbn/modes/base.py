@@ -177,6 +177,9 @@ class Training:
         over the whole corpus: 0 and :class:`~cpgbn.inference.communicator.SingleProcess`.
     block_docs : documents per block of a streamed file and of the minibatch modes' block
         stream (:data:`cpgbn.blocks.STREAM_BLOCK_DOCS` unless the estimator says).
+    after_fit : a streamed fit's post-fit records (:class:`cpgbn.explain.records.PostFitPass`'s
+        ``visit(fitted, texts, data)``): the mode's pass over the file with the final state
+        shows it every block, in order, so that the records need not read the file again.
     """
 
     vocabulary: Vocabulary
@@ -195,6 +198,7 @@ class Training:
     first_doc: int = 0
     communicator: Communicator = field(default_factory=SingleProcess)
     block_docs: int = STREAM_BLOCK_DOCS
+    after_fit: object | None = None
 
 
 def features(thetas, data: ConvData, normalization: str, all_layers: bool = False) -> np.ndarray:

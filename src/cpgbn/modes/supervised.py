@@ -1,6 +1,6 @@
 """sCPGBN's fit (paper section 2.3): the hybrid inference with a softmax on theta^(1..T).
 
-:class:`SupervisedMode` is :class:`~cpgbn.modes.hybrid.HybridMode` (Algorithm 1: a Weibull
+:class:`SupervisedMode` is :class:`~cpgbn.modes.hybrid_mode.HybridMode` (Algorithm 1: a Weibull
 encoder trained by Adam, TLASGR-MCMC for the globals) whose encoder carries sCPGBN's softmax
 layer and whose loss per document is L = L_g + xi L_c: the negative ELBO plus xi times the
 cross-entropy of the document's label, for the labelled documents of each minibatch
@@ -41,9 +41,9 @@ from ..inference.labels import LabelCodes
 from ..inference.streams import derived_seed
 from ..layers.cells import ConvData
 from .base import FittedState, Training
-from .hybrid import HybridMode
+from .hybrid_mode import HybridMode
 from .runtime import require_torch, torch_threads
-from .minibatch import block_source, steps_per_epoch
+from .minibatch_modes import block_source, steps_per_epoch
 
 #: What the softmax reads (:data:`cpgbn.backends.torch.encoder.CLASSIFIER_INPUTS`, repeated
 #: here so that checking a parameter does not import torch).

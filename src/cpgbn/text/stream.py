@@ -22,7 +22,7 @@ from cpgbn.text.readers import read_labeled, read_line_blocks, read_lines
 from cpgbn.text.tokenize import tokenize
 from cpgbn.text.vocabulary import Vocabulary
 
-__all__ = ["TextFile", "FileScan", "scan_text_file", "count_documents", "documents_digest",
+__all__ = ["TextFile", "FileScan", "LabelScan", "scan_text_file", "scan_labels", "count_documents", "documents_digest",
            "read_line_range"]
 
 _FORMATS = ("auto", "tsv", "lines")
@@ -78,6 +78,22 @@ class TextFile:
 
 
 @dataclass(frozen=True)
+class LabelScan:
+    """The labels of a labelled file, as one pass found them (:func:`scan_text_file`).
+
+    counts : labelled lines per label, in the order the labels first occur.
+    digest : BLAKE2b of every line's label (an empty one included), in order.
+    changes : consecutive labelled lines with different labels (a file sorted by class has few).
+    n_labelled : lines with a label.
+    """
+
+    counts: dict
+    digest: str
+    changes: int
+    n_labelled: int
+
+
+@dataclass(frozen=True)
 class FileScan:
     """What one pass over a :class:`TextFile` found (:func:`scan_text_file`).
 
@@ -86,6 +102,12 @@ class FileScan:
     n_short : documents with fewer than ``short_below`` tokens (padded by the cells).
     digest : BLAKE2b of the documents' text, so a checkpoint is resumed only on the same file.
     longest : tokens in the longest document.
+    labels : a labelled file's :class:`LabelScan`, else None.
+    block_offsets : the byte offset of each block's first line (blocks of the scan's
+        ``block_lines``), so that the blocks can be read in any order without another pass
+        (:class:`cpgbn.inference.batches.TextFileBlocks`).
+    stamp : the file's (size, modification time in ns) before the pass: an edit shows.
+    block_lines : the lines per block of the pass (of ``block_offsets``).
     """
 
     vocabulary: Vocabulary
@@ -94,20 +116,35 @@ class FileScan:
     n_short: int
     digest: str
     longest: int = 0
+    labels: LabelScan | None = None
+    block_offsets: tuple = ()
+    stamp: tuple | None = None
+    block_lines: int = 0
 
 
 def scan_text_file(source: TextFile, vocab_size: int | None, *,
                    block_lines: int = STREAM_BLOCK_DOCS,
                    short_below: int = 1) -> FileScan:
     """One streaming pass over ``source``: token counts for a vocabulary of at most
-    ``vocab_size`` rows (every distinct token when None), sizes and a digest.  A document
-    without tokens raises the one-line error of an in-memory fit, naming its line."""
+    ``vocab_size`` rows (every distinct token when None), sizes, a digest, the labels of a
+    labelled file (:class:`LabelScan`) and the blocks' byte offsets.  A document without
+    tokens raises the one-line error of an in-memory fit, naming its line."""
     counts: Counter[str] = Counter()
     digest = hashlib.blake2b(digest_size=16)
     n_docs = n_tokens = n_short = longest = 0
     empty: list[int] = []
-    for texts in source.blocks(block_lines):
-        for text in texts:
+    labels = _LabelCounter() if source.labeled else None
+    offsets = []
+    try:
+        stat = source.path.stat()   # before the pass, as the blocks' reader compares it
+    except OSError:
+        stat = None                 # read_line_blocks says why, in one line
+    for block in read_line_blocks(source.path, block_lines, labeled=source.labeled,
+                                  missing_labels=source.missing_labels):
+        offsets.append(block.start)
+        if labels is not None:
+            labels.update(block.labels)
+        for text in block.texts:
             n_docs += 1
             tokens = tokenize(text)
             counts.update(tokens)
@@ -123,7 +160,41 @@ def scan_text_file(source: TextFile, vocab_size: int | None, *,
     if vocab_size is None:
         vocab_size = max(len(counts) + 1, 2)
     return FileScan(Vocabulary.from_frequencies(counts, vocab_size), n_docs, n_tokens, n_short,
-                    digest.hexdigest(), longest)
+                    digest.hexdigest(), longest,
+                    None if labels is None else labels.result(), tuple(offsets),
+                    None if stat is None else (stat.st_size, stat.st_mtime_ns), int(block_lines))
+
+
+def scan_labels(source: TextFile, *, block_lines: int = STREAM_BLOCK_DOCS) -> LabelScan:
+    """The :class:`LabelScan` of a labelled file, in a pass of its own (a fit takes it from
+    :func:`scan_text_file`'s pass instead)."""
+    labels = _LabelCounter()
+    for block in read_line_blocks(source.path, block_lines, labeled=True,
+                                  missing_labels=source.missing_labels):
+        labels.update(block.labels)
+    return labels.result()
+
+
+class _LabelCounter:
+    """A :class:`LabelScan` fed a block of labels at a time."""
+
+    def __init__(self):
+        self.counts: dict = {}
+        self.digest = hashlib.blake2b(digest_size=16)
+        self.changes, self.n, self.previous = 0, 0, None
+
+    def update(self, labels) -> None:
+        for label in labels:
+            self.digest.update(label.encode("utf-8") + b"\n")
+            if label == "":      # unlabelled (missing_labels)
+                self.previous = None
+                continue
+            self.counts[label] = self.counts.get(label, 0) + 1
+            self.changes += self.previous is not None and label != self.previous
+            self.previous, self.n = label, self.n + 1
+
+    def result(self) -> LabelScan:
+        return LabelScan(dict(self.counts), self.digest.hexdigest(), self.changes, self.n)
 
 
 def documents_digest(texts, labels=None, digest=None):

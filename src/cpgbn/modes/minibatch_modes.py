@@ -28,7 +28,7 @@ from ..inference.communicator import gather_rows
 from ..layers.cells import ConvData
 from .base import FittedState, Training, features
 from .runtime import numba_threads
-from .gibbs import GibbsMode
+from .gibbs_mode import GibbsMode
 
 __all__ = ["LOCAL_BURN_IN", "LOCAL_COLLECT", "MinibatchMode",
            "MinibatchGibbsMode", "steps_per_epoch"]
@@ -64,9 +64,9 @@ class _FingerprintedFile(TextFileBlocks):
     estimator's parameters (not its path: a moved file resumes, an edited one does not)."""
 
     def __init__(self, path, encode, labeled: bool, fingerprint_: str, block_docs: int,
-                 missing_labels: bool = False):
+                 missing_labels: bool = False, scan=None):
         super().__init__(path, encode, block_docs, labeled=labeled,
-                         missing_labels=missing_labels)
+                         missing_labels=missing_labels, scan=scan)
         self.fingerprint = fingerprint_
 
     def identity(self) -> dict:
@@ -93,7 +93,8 @@ def block_source(training: Training, *, memory_block_docs: int | None = None):
                              training.chain_params, training.seed)
     return _FingerprintedFile(training.file.path, training.encode, training.file.labeled,
                               file_print, training.block_docs,
-                              missing_labels=training.file.missing_labels)
+                              missing_labels=training.file.missing_labels,
+                              scan=training.scan)
 
 
 class MinibatchMode(GibbsMode):
@@ -179,7 +180,10 @@ class MinibatchMode(GibbsMode):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)
                 for block in range(source.n_blocks):   # one block at a time
-                    usage += self.thetas(fitted, source.read_block(block).data)[0].sum(axis=0)
+                    batch = source.read_block(block)
+                    usage += self.thetas(fitted, batch.data)[0].sum(axis=0)
+                    if training.after_fit is not None:   # the post-fit records, same pass
+                        training.after_fit(fitted, batch.texts, batch.data)
         fitted.kernel_usage_ = usage / usage.sum()
         return fitted
 

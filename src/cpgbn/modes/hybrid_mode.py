@@ -18,7 +18,7 @@ from ..inference.streams import transform_seed
 from ..layers.cells import ConvData
 from .base import FittedState, Training
 from .runtime import require_torch, torch_threads
-from .minibatch import MinibatchMode
+from .minibatch_modes import MinibatchMode
 
 __all__ = ["HybridMode"]
 
