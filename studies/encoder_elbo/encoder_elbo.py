@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cpgbn.modes.hybrid import HybridMode
+from cpgbn.modes.hybrid_mode import HybridMode
 
 from studies.common.paths import RESULTS
 from studies.common.reports import mean_std, save_record

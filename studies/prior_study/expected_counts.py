@@ -41,7 +41,7 @@ import numpy as np
 from cpgbn.backends.numba.numba_backend import DOC_BLOCK, NumbaBackend
 from cpgbn.inference.gibbs import GibbsSampler
 from cpgbn.model import CPGBN
-from cpgbn.modes.gibbs import GibbsMode
+from cpgbn.modes.gibbs_mode import GibbsMode
 from cpgbn.params import CPGBN_PARAMETERS, declare_init
 from cpgbn.backends.numba.conv import cell_units
 from cpgbn.backends.numba.distributions import crt, gamma
