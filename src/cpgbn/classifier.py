@@ -25,7 +25,7 @@ from .inference.labels import is_missing_label
 from .model import CPGBN
 from .modes import Training
 from .modes.jobs import labels_per_document
-from .modes.supervised import SupervisedMode
+from .modes.supervised import SupervisedMode, softmax_input_of
 from .params import CLASSIFIER_PARAMETERS, declare_init
 from .text.stream import TextFile, scan_labels
 
@@ -157,12 +157,6 @@ def file_classes(text_file: TextFile, *, block_lines: int | None = None,
                       "so they would hold one class at a time; shuffle the lines first (e.g. "
                       "shuf), or fit on the texts in memory", stacklevel=3)
     return classes, scan.digest
-
-
-def softmax_input_of(encoder_config: dict | None) -> str:
-    """What a fitted softmax reads, from the encoder's configuration (``encoder_config_``):
-    :attr:`CPGBNClassifier.softmax_input_`."""
-    return (encoder_config or {}).get("classifier_input", "theta")
 
 
 class CPGBNClassifier(ClassifierMixin, CPGBN):

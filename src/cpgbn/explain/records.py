@@ -80,7 +80,7 @@ class UnitStatisticsRecord:
         self._total, self._n_docs, self._parts = None, 0, []
 
     def visit(self, fitted, documents, data) -> None:
-        from ..classifier import softmax_input_of
+        from ..modes.supervised import softmax_input_of
         from .filters import corpus_windows
         if self._reads_hidden is None:
             self._reads_hidden = softmax_input_of(fitted.encoder_config_) != "theta"

@@ -52,7 +52,7 @@ CLASSIFIER_INPUTS = ("theta", "hidden+theta", "hidden")
 #: public, so that a study can draw the split a fit draws
 VALIDATION_SPLIT_STREAM = 7301
 
-__all__ = ["SupervisedMode"]
+__all__ = ["SupervisedMode", "softmax_input_of"]
 
 
 class SupervisedMode(HybridMode):
@@ -231,3 +231,9 @@ class SupervisedMode(HybridMode):
         backend = self._encoder(fitted)
         with torch_threads(self.settings["n_threads"]):
             return backend.class_attributions(fitted.globals_.phi, data, targets)
+
+
+def softmax_input_of(encoder_config: dict | None) -> str:
+    """What a fitted softmax reads, from the encoder's configuration (``encoder_config_``):
+    :attr:`cpgbn.classifier.CPGBNClassifier.softmax_input_`."""
+    return (encoder_config or {}).get("classifier_input", "theta")
