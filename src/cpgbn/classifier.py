@@ -125,8 +125,9 @@ def file_classes(text_file: TextFile, *, block_lines: int | None = None,
                  semi_supervised: bool = False, scan=None) -> tuple[np.ndarray, str]:
     """(the sorted classes, a digest of the labels) of a labelled file, read one block at a
     time, or taken from ``scan`` (the file's :class:`~cpgbn.text.stream.LabelScan`, from the
-    pass that built the vocabulary) without reading it again.  One-line errors: a file without labels, a line with an empty label unless
-    ``semi_supervised`` (the reader's error, naming the line; with ``semi_supervised`` the
+    pass that built the vocabulary) without reading it again.  One-line errors: a file
+    without labels, a line with an empty label unless ``semi_supervised`` (the reader's
+    error, naming the line; with ``semi_supervised`` the
     file must say so, ``TextFile(..., missing_labels=True)``), fewer than two classes.  A
     warning when the labels come in runs (a file sorted by class): a streamed fit's
     minibatches come from blocks of ``block_lines`` consecutive lines (default

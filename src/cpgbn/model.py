@@ -260,7 +260,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
         the chain is the same (:mod:`cpgbn.modes.sharded`).
         """
         from .explain.kernel_windows import record_kernel_windows
-        from .explain.records import PostFitPass
+        from .explain.records import KernelWindowsRecord, PostFitPass
         from .modes.jobs import JobSettings, job_from_file, job_from_shard, job_from_texts
         from .version import __version__
         settings = self._validated()
@@ -300,13 +300,13 @@ class CPGBN(TransformerMixin, BaseEstimator):
             post_fit = PostFitPass(self, mode, len(documents))
             post_fit.visit(fitted, documents, training.data)
         if post_fit is not None:
-            for name, value in post_fit.finish(self).items():
-                setattr(self, name, value)
+            records = post_fit.finish(self)
         elif comm.is_root:   # a distributed fit: its root reads X for the kernels' phrases
-            found = record_kernel_windows(self, X)
-            if found is not None:   # None: not even one document's inference fits the memory
-                self.kernel_windows_, self.kernel_window_counts_ = found.windows, found.counts
-                self.kernel_window_shares_ = found.shares
+            records = KernelWindowsRecord.attributes_of(record_kernel_windows(self, X))
+        else:
+            records = {}
+        for name, value in records.items():
+            setattr(self, name, value)
         return self
 
     def _chain_params(self, mode: InferenceMode) -> dict:

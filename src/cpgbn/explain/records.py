@@ -49,8 +49,14 @@ class KernelWindowsRecord:
         self._sample.add(documents)
 
     def finish(self, model, stacklevel: int) -> dict:
-        found = windows_of_sample(model, self._sample.documents(), stacklevel=stacklevel + 1)
-        if found is None:   # not even one document's inference fits the memory limit
+        return self.attributes_of(
+            windows_of_sample(model, self._sample.documents(), stacklevel=stacklevel + 1))
+
+    @staticmethod
+    def attributes_of(found) -> dict:
+        """The fitted attributes of a :class:`~cpgbn.explain.kernel_windows.KernelWindows`
+        (none for None: not even one document's inference fitted the memory limit)."""
+        if found is None:
             return {}
         return dict(kernel_windows_=found.windows, kernel_window_counts_=found.counts,
                     kernel_window_shares_=found.shares)

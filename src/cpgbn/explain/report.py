@@ -42,6 +42,7 @@ from .phrases import KernelAssignments, assign_kernels, phrases_from_columns
 from .phrase_quality import kernel_phrase_quality
 from .summary import summary_facts
 
+
 @dataclass(frozen=True)
 class ReportSection:
     """One section of the report: its anchor, heading and name in the navigation, and where
@@ -490,9 +491,10 @@ def build_report(model, texts=None, labels=None, *, title: str | None = None, so
                 + "</p>" + docs)
 
     def phrases_html() -> str:
-        return (f'<p class="muted">Each kernel is a distribution over {model.globals_.D.shape[1]}-word '
-                "phrases: its columns' top words (probability within the column), the most probable "
-                "phrases (beam search; probability), and"
+        F = model.globals_.D.shape[1]
+        return (f'<p class="muted">Each kernel is a distribution over {F}-word '
+                "phrases: its columns' top words (probability within the column), the most "
+                "probable phrases (beam search; probability), and"
                 + (" the corpus phrases it explains most (share of its counts)."
                    if assignments is not None
                    else " (with data) the corpus phrases it explains most.")
@@ -500,11 +502,12 @@ def build_report(model, texts=None, labels=None, *, title: str | None = None, so
                 f"near-empty (the prior and a few rare words) and shown as {HIDDEN}."
                 + " Sharpness is the mean over the shown columns of the top word's probability."
                 + (" Width is the effective number of columns the kernel uses in the data (1 to "
-                   f"{model.globals_.D.shape[1]}); each column shows its share of the tokens the "
+                   f"{F}); each column shows its share of the tokens the "
                    "kernel explains, greyed when small." if assignments is not None else "")
                 + (" The out-of-vocabulary token is hidden." if hide_unknown else "") + "</p>"
                 '<p><input id="phrase-search" type="search" placeholder="filter kernels by word" '
-                'aria-label="filter kernels by word"> <span id="phrase-count" class="muted"></span></p>'
+                'aria-label="filter kernels by word"> '
+                '<span id="phrase-count" class="muted"></span></p>'
                 + '<div class="table-wrap">'
                 + phrase_table_html(rows, with_corpus=assignments is not None,
                                     with_npmi=coherence is not None) + "</div>")

@@ -22,8 +22,8 @@ from cpgbn.text.readers import read_labeled, read_line_blocks, read_lines
 from cpgbn.text.tokenize import tokenize
 from cpgbn.text.vocabulary import Vocabulary
 
-__all__ = ["TextFile", "FileScan", "LabelScan", "scan_text_file", "scan_labels", "count_documents", "documents_digest",
-           "read_line_range"]
+__all__ = ["TextFile", "FileScan", "LabelScan", "scan_text_file", "scan_labels",
+           "count_documents", "documents_digest", "read_line_range"]
 
 _FORMATS = ("auto", "tsv", "lines")
 
