@@ -429,3 +429,25 @@ def test_a_streamed_fit_records_what_one_in_memory_records(tmp_path):
     for name in ("kernel_window_shares_", "softmax_input_mean_", "class_window_pushes_"):
         np.testing.assert_allclose(streamed.recorded(name), in_memory.recorded(name),
                                    rtol=1e-12)
+
+
+def test_the_supervised_mode_is_registered_and_predictions_do_not_recheck(fitted_order,
+                                                                        monkeypatch):
+    import cpgbn.model
+    from cpgbn.modes import MODES, REGISTERED_MODES, registered_mode
+    from cpgbn.modes.supervised import SupervisedMode
+    model, (test_texts, test_labels) = fitted_order
+    assert registered_mode("supervised") is SupervisedMode is REGISTERED_MODES["supervised"]
+    assert model.mode_name == "supervised" and "supervised" not in MODES   # needs labels
+    with pytest.raises(CPGBNInputError, match="inference must be one of"):
+        CPGBN(inference="supervised").fit(["a b c d"] * 4)
+    with pytest.raises(CPGBNInputError, match="no inference mode is named 'nope'"):
+        registered_mode("nope")
+    calls = []
+    checked = cpgbn.model.run_settings
+    monkeypatch.setattr(cpgbn.model, "run_settings",
+                        lambda params, mode: calls.append(1) or checked(params, mode))
+    model.predict_proba(test_texts)
+    model.score(test_texts, test_labels)
+    model.softmax_inputs(test_texts[:3])
+    assert calls == []   # the fit's check stands while the parameters do

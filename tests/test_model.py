@@ -374,3 +374,27 @@ def test_transform_runs_fifty_sweeps_by_default_and_the_protocols_their_own():
                         eta=0.05, n_iter=proto.n_iter, burn_in=proto.burn_in, seed=0,
                         n_threads=1, progress=False)
     assert (model.transform_iter, model.transform_burn_in) == (200, 150)
+
+
+def test_parameters_are_checked_at_fit_and_again_only_when_they_change(monkeypatch):
+    import cpgbn.model
+    calls = []
+    checked = cpgbn.model.run_settings
+
+    def counting(params, mode):
+        calls.append(params["n_threads"])
+        return checked(params, mode)
+    monkeypatch.setattr(cpgbn.model, "run_settings", counting)
+    model = small(random_state=0).fit(TEXTS)
+    assert len(calls) == 1   # fit checks every parameter once
+    first = model.transform(NEW_TEXTS)
+    model.log_likelihood(NEW_TEXTS)
+    assert len(calls) == 1   # transform and inference reuse fit's check
+    model.set_params(n_threads=2)
+    np.testing.assert_array_equal(model.transform(NEW_TEXTS), first)
+    assert calls[1:] == [2]   # a changed parameter is checked on the next call, once
+    model.transform(NEW_TEXTS)
+    assert len(calls) == 2
+    model.set_params(n_threads=0)
+    with pytest.raises(CPGBNInputError, match="n_threads"):
+        model.transform(NEW_TEXTS)   # and a bad one refused then

@@ -23,10 +23,10 @@ from .errors import CPGBNInputError, one_line, warn_whitespace_twins
 from .inference.checkpoint import fingerprint
 from .inference.labels import is_missing_label
 from .model import CPGBN
-from .modes import Training
-from .modes.jobs import labels_per_document
+from .modes import Training, registered_mode
 from .modes.supervised import SupervisedMode, softmax_input_of
 from .params import CLASSIFIER_PARAMETERS, declare_init
+from .text.documents import Documents, labels_per_document
 from .text.stream import TextFile, scan_labels
 
 __all__ = ["CPGBNClassifier", "check_labels", "shared_labels", "file_classes"]
@@ -271,8 +271,9 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
         return softmax_input_of(self.encoder_config_)
 
     def _mode_class(self) -> type[SupervisedMode]:
-        """The supervised mode (its loss is L_g + xi L_c, ``loss_name`` says so)."""
-        return SupervisedMode
+        """The supervised mode, from the registry (:data:`cpgbn.modes.REGISTERED_MODES`; its
+        loss is L_g + xi L_c, ``loss_name`` says so)."""
+        return registered_mode("supervised")
 
     def _prepare(self, training: Training) -> Training:
         """The classes, and a digest of the labels in the checkpoints' fingerprint (a resumed
@@ -299,14 +300,15 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
         TextFile carries its own).  ``fit_params``: CPGBN.fit's checkpointing arguments and
         ``communicator`` (one worker of a distributed fit: :func:`shared_labels` gives every
         worker the whole corpus' classes)."""
-        if isinstance(X, TextFile) and y is None:
-            if not X.labeled:
-                file_classes(X)   # its one-line error: the file has no labels
+        documents = Documents.of(X)
+        if documents.streamed and y is None:
+            if not documents.labeled:
+                file_classes(documents.file)   # its one-line error: the file has no labels
         elif y is None:
             check_labels(None, 0, semi_supervised=False)
         # a fit in one process records the units' statistics too (:mod:`cpgbn.explain.records`;
         # a distributed fit's workers hold shards: its explanations rank units by weight alone)
-        return super().fit(X, y, **fit_params)
+        return super().fit(documents, y, **fit_params)
 
     def softmax_inputs(self, X) -> np.ndarray:
         """(N, units): what the softmax reads of each document of ``X`` on the encoder's mean
@@ -325,10 +327,8 @@ class CPGBNClassifier(ClassifierMixin, CPGBN):
         self._check_fitted()
         settings = self._run_settings()
         mode = self._mode(settings)
-        if isinstance(X, TextFile):
-            return np.vstack([self._probabilities(texts, mode)
-                              for texts in X.blocks(blocks.STREAM_BLOCK_DOCS)])
-        return self._probabilities(X, mode)
+        blocks_of_X = Documents.of(X).blocks(blocks.STREAM_BLOCK_DOCS)   # in memory: one
+        return np.vstack([self._probabilities(texts, mode) for texts in blocks_of_X])
 
     def _probabilities(self, X, mode) -> np.ndarray:
         return mode.probabilities(self._fitted_state(),

@@ -29,7 +29,7 @@ from .params import (CPGBN_PARAMETERS, DEFAULT_TOKEN_COUNT, MODEL as MODEL_PARAM
                      declare_init)
 from .settings import model_settings, run_settings
 from .text.corpus import Corpus
-from .text.stream import TextFile
+from .text.documents import Documents
 from .text.vocabulary import Vocabulary
 
 _MAX_SEED = 2**63 - 1
@@ -164,8 +164,19 @@ class CPGBN(TransformerMixin, BaseEstimator):
 
     def _run_settings(self) -> dict:
         """How fits and inference run, checked and resolved (:func:`cpgbn.settings.
-        run_settings`); what ``transform`` reads."""
-        return run_settings(self._parameters(), self._mode_class())
+        run_settings`); what ``transform`` reads.
+
+        Checked once per set of parameters: ``fit`` checks them (and resolves the device),
+        and a ``transform``, ``predict_proba``, ``score`` or explanation after it reuses the
+        result while the parameters are what they were; a parameter changed since (a loaded
+        model given more ``n_threads``, say) is checked on the next call."""
+        params = self._parameters()
+        key = repr(sorted(params.items()))   # the values as given: a change is a new key
+        checked = self.__dict__.get("_checked_run_settings")
+        if checked is None or checked[0] != key:
+            checked = (key, run_settings(params, self._mode_class()))
+            self.__dict__["_checked_run_settings"] = checked
+        return dict(checked[1])
 
     def _mode_class(self) -> type[InferenceMode]:
         """The class of this estimator's inference mode: the one place that names it (the
@@ -187,9 +198,8 @@ class CPGBN(TransformerMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ data
     def _corpus(self, X, vocabulary: Vocabulary | None, vocab_size: int | None) -> Corpus:
-        if isinstance(X, TextFile):   # read whole: the paths that stream never come here
-            X = X.read_texts()
-        return Corpus.of(X, vocabulary, vocab_size)
+        # a file is read whole: the paths that stream never come here
+        return Documents.of(X).corpus(vocabulary, vocab_size)
 
     def _observation(self) -> ObservationModel:
         """``token_count`` resolved (and validated): the observation model of every token."""
@@ -285,24 +295,25 @@ class CPGBN(TransformerMixin, BaseEstimator):
             padding=settings["padding"], block_docs=blocks.STREAM_BLOCK_DOCS)
         # the records the views read (:mod:`cpgbn.explain.records`), in one pass over the
         # documents: a streamed fit's, in its mode's last pass over the file
-        post_fit = documents = None
+        post_fit = corpus = None
+        documents = Documents.of(X)   # the one place that asks what form X has
         if comm.world_size > 1:   # this worker's shard of X
-            training = job_from_shard(spec, mode, X, y, comm)
-        elif isinstance(X, TextFile) and mode.streams_files:
-            training = job_from_file(spec, mode, X)
+            training = job_from_shard(spec, mode, documents, y, comm)
+        elif documents.streamed and mode.streams_files:
+            training = job_from_file(spec, mode, documents)
             post_fit = PostFitPass(self, mode, training.scan.n_docs)
             training.after_fit = post_fit.visit
         else:
-            training, documents = job_from_texts(spec, mode, X, y)
+            training, corpus = job_from_texts(spec, mode, documents, y)
         fitted = mode.fit(self._prepare(training))
         self._set_fitted(fitted)
-        if documents is not None:   # in memory: the corpus, as one block
-            post_fit = PostFitPass(self, mode, len(documents))
-            post_fit.visit(fitted, documents, training.data)
+        if corpus is not None:   # in memory: the corpus, as one block
+            post_fit = PostFitPass(self, mode, len(corpus))
+            post_fit.visit(fitted, corpus, training.data)
         if post_fit is not None:
             records = post_fit.finish(self)
         elif comm.is_root:   # a distributed fit: its root reads X for the kernels' phrases
-            records = KernelWindowsRecord.attributes_of(record_kernel_windows(self, X))
+            records = KernelWindowsRecord.attributes_of(record_kernel_windows(self, documents))
         else:
             records = {}
         for name, value in records.items():
@@ -399,7 +410,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
                                "all_layers": all_layers}, comm)
         rows = [features(*self._thetas(texts, mode, first_doc, comm),
                          settings["feature_normalization"], all_layers)
-                for texts, first_doc in transform_blocks(mode, X, comm)]
+                for texts, first_doc in transform_blocks(mode, Documents.of(X), comm)]
         return gather_rows(rows[0] if len(rows) == 1 else np.vstack(rows), comm)
 
     def _thetas(self, X, mode: InferenceMode, first_doc: int, communicator):

@@ -19,13 +19,12 @@ CLASSIFIER_XI = next(p.default for p in CLASSIFIER_PARAMETERS if p.name == "xi")
 
 def cmd_fit(args) -> int:
     from ..files import check_replaceable
-    from ..modes import mode_class
+    from ..modes import mode_class, registered_mode
     if args.supervised:
-        from ..modes.supervised import SupervisedMode
         if args.inference not in ("gibbs", "hybrid"):   # gibbs: the option's default
             raise CPGBNInputError(f"--supervised trains the hybrid inference's encoder; "
                                   f"leave --inference out (got {args.inference})")
-        mode = SupervisedMode
+        mode = registered_mode("supervised")
     else:
         mode = mode_class(args.inference)
     if args.semi_supervised and not args.supervised:

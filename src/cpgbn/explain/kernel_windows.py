@@ -190,14 +190,11 @@ def windows_of_sample(model, X, *, stacklevel: int = 2) -> KernelWindows | None:
 
 def record_sample(X):
     """At most ``RECORD_DOCS`` of the documents ``X``, in corpus order (module constants)."""
-    from ..text.stream import TextFile
-    if isinstance(X, TextFile):
-        sample = RecordSample(sum(len(block) for block in X.blocks(RECORD_DOCS)))
-        for block in X.blocks(RECORD_DOCS):
-            sample.add(block)
-        return sample.documents()
-    sample = RecordSample(len(X))
-    sample.add(X)
+    from ..text.documents import Documents
+    documents = Documents.of(X)
+    sample = RecordSample(documents.n_docs())
+    for block in documents.blocks(RECORD_DOCS):   # documents in memory: one block
+        sample.add(block)
     return sample.documents()
 
 

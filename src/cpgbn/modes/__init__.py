@@ -8,7 +8,9 @@ estimate:
 * ``"minibatch-gibbs"`` -- :class:`~cpgbn.modes.minibatch_modes.MinibatchGibbsMode`, local Gibbs
   sweeps + TLASGR-MCMC per minibatch;
 * ``"hybrid"`` -- :class:`~cpgbn.modes.hybrid_mode.HybridMode`, the Weibull encoder + TLASGR-MCMC
-  (paper Algorithm 1).
+  (paper Algorithm 1);
+* ``"supervised"`` -- :class:`~cpgbn.modes.supervised.SupervisedMode`, the hybrid with sCPGBN's
+  softmax (the classifier's mode, in :data:`REGISTERED_MODES` only: it needs labels).
 
 :func:`mode_for` is the one place where the value of ``inference`` is looked up.  A new
 algorithm is ``inference/X.py`` (the algorithm) + ``modes/X_mode.py`` (its mode class) + one
@@ -25,11 +27,12 @@ from .gibbs_mode import GibbsMode
 from .hybrid_mode import HybridMode
 from .minibatch_modes import LOCAL_BURN_IN, LOCAL_COLLECT, MinibatchGibbsMode, \
     steps_per_epoch
+from .supervised import SupervisedMode
 
-__all__ = ["MODES", "MODE_CLASSES", "LOSS_NAMES", "FITTED_ATTRIBUTES",
+__all__ = ["MODES", "MODE_CLASSES", "REGISTERED_MODES", "LOSS_NAMES", "FITTED_ATTRIBUTES",
            "LOCAL_BURN_IN", "LOCAL_COLLECT", "Checkpointing", "FittedState", "InferenceMode",
            "Training", "features", "check_mode_parameters", "mode_class", "mode_for",
-           "steps_per_epoch"]
+           "registered_mode", "steps_per_epoch"]
 
 #: Every mode by its value of ``CPGBN(inference=...)``.
 MODE_CLASSES: dict[str, type[InferenceMode]] = {
@@ -37,6 +40,12 @@ MODE_CLASSES: dict[str, type[InferenceMode]] = {
 
 #: The values of ``CPGBN(inference=...)``.
 MODES = tuple(MODE_CLASSES)
+
+#: Every mode by its name (:attr:`InferenceMode.name`): those of :data:`MODE_CLASSES`, and
+#: the classifier's ``"supervised"``, which ``CPGBNClassifier`` and ``cpgbn fit --supervised``
+#: find here (it is not a value of ``CPGBN(inference=...)``: it needs labels).
+REGISTERED_MODES: dict[str, type[InferenceMode]] = {
+    **MODE_CLASSES, SupervisedMode.name: SupervisedMode}
 
 #: What each minibatch mode's per-step loss (``CPGBN.loss_trace_``) is.
 LOSS_NAMES = {name: mode.loss_name for name, mode in MODE_CLASSES.items()
@@ -54,6 +63,14 @@ def mode_class(name) -> type[InferenceMode]:
         raise CPGBNInputError(f"inference must be one of {', '.join(map(repr, MODES))} or an "
                               f"InferenceMode subclass, got {name!r}")
     return MODE_CLASSES[name]
+
+
+def registered_mode(name: str) -> type[InferenceMode]:
+    """The mode class registered as ``name`` (:data:`REGISTERED_MODES`)."""
+    if name not in REGISTERED_MODES:
+        raise CPGBNInputError(f"no inference mode is named {name!r}; the modes are "
+                              + ", ".join(map(repr, REGISTERED_MODES)))
+    return REGISTERED_MODES[name]
 
 
 def check_mode_parameters(params: dict, mode: type[InferenceMode]) -> dict:

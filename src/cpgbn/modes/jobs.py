@@ -29,10 +29,11 @@ from .. import blocks
 from ..errors import CPGBNInputError, empty_document_error
 from ..layers.cells import ConvData, ObservationModel
 from ..text.corpus import Corpus
+from ..text.documents import Documents, labels_per_document
 from .base import Checkpointing, InferenceMode, Training
 
 __all__ = ["JobSettings", "job_from_texts", "job_from_file", "job_from_shard",
-           "labels_per_document", "transform_blocks"]
+           "transform_blocks"]
 
 
 @dataclass(frozen=True)
@@ -65,26 +66,12 @@ class JobSettings:
                         block_docs=self.block_docs, **job)
 
 
-def labels_per_document(y, n_docs: int, dtype=None) -> np.ndarray | None:
-    """``y`` as an array (of ``dtype``) of one label per document, or the error that it is
-    not; None stays None.  Every fit's labels pass here (the classifier's too)."""
-    if y is None:
-        return None
-    labels = np.asarray(y, dtype=dtype)
-    if labels.shape != (n_docs,):
-        raise CPGBNInputError(f"y must hold one label per document: {n_docs} documents, y of "
-                              f"shape {labels.shape}")
-    return labels
-
-
 def job_from_texts(spec: JobSettings, mode: InferenceMode, X, y=None
                    ) -> tuple[Training, Corpus]:
-    """The job of a fit on documents in memory (a TextFile is read whole), and their corpus
-    (what the fit's record of kernel windows reads)."""
-    from ..text.stream import TextFile
-    if isinstance(X, TextFile):
-        X, file_labels = X.read()
-        y = file_labels if y is None else y
+    """The job of a fit on the documents ``X`` in memory (a TextFile is read whole), and
+    their corpus (what the fit's record of kernel windows reads)."""
+    X, carried = Documents.of(X).read()
+    y = carried if y is None else y
     corpus = spec.corpus(X, spec.settings["vocab_size"])
     if len(corpus) == 0:
         raise CPGBNInputError("cannot fit on an empty corpus (0 documents)")
@@ -99,9 +86,11 @@ def job_from_texts(spec: JobSettings, mode: InferenceMode, X, y=None
     return training, corpus
 
 
-def job_from_file(spec: JobSettings, mode: InferenceMode, text_file) -> Training:
-    """The job of a fit that streams ``text_file`` a block at a time (one pass first)."""
+def job_from_file(spec: JobSettings, mode: InferenceMode, documents: Documents) -> Training:
+    """The job of a fit that streams the file of ``documents`` a block at a time (one pass
+    first)."""
     from ..text.stream import scan_text_file
+    text_file = documents.file
     filter_width = spec.settings["filter_width"]
     scan = scan_text_file(text_file, spec.settings["vocab_size"], block_lines=spec.block_docs,
                           short_below=filter_width - 2 * spec.padding)
@@ -147,19 +136,19 @@ def job_from_shard(spec: JobSettings, mode: InferenceMode, X, y, communicator) -
 
 
 def transform_blocks(mode: InferenceMode, X, communicator):
-    """The documents of a ``transform``, as (texts, global id of the first) per block: a
-    worker's shard of ``X`` when several share the work (each returns its rows to the root),
+    """The documents ``X`` of a ``transform``, as (documents, global id of the first) per
+    block: a worker's shard when several share the work (each returns its rows to the root),
     a TextFile a block at a time where the mode's features of a document do not depend on
-    the others' (:meth:`~cpgbn.modes.base.InferenceMode.streams_transform`), else ``X``
-    whole."""
-    from ..text.stream import TextFile
+    the others' (:meth:`~cpgbn.modes.base.InferenceMode.streams_transform`), else all of them
+    at once."""
+    documents = Documents.of(X)
     if communicator.world_size > 1:
         from .sharded import read_shard
         refusal = mode.transform_refusal()
         if refusal is not None:
             raise CPGBNInputError(refusal)
-        shard = read_shard(X, None, communicator, mode.shard_block())
+        shard = read_shard(documents, None, communicator, mode.shard_block())
         return [(shard.texts, shard.start)]
-    if isinstance(X, TextFile) and mode.streams_transform():
-        return ((texts, 0) for texts in X.blocks(blocks.STREAM_BLOCK_DOCS))
-    return [(X, 0)]
+    if documents.streamed and mode.streams_transform():
+        return ((texts, 0) for texts in documents.blocks(blocks.STREAM_BLOCK_DOCS))
+    return [(documents, 0)]

@@ -32,8 +32,8 @@ from ..errors import CPGBNInputError, empty_document_error
 from ..inference.communicator import root_verdict
 from ..blocks import DOC_BLOCK
 from ..inference.shards import shard_range
-from ..text.corpus import Corpus
-from ..text.stream import TextFile, count_documents, documents_digest, read_line_range
+from ..text.documents import Documents
+from ..text.stream import documents_digest
 from ..text.tokenize import tokenize
 from ..text.vocabulary import Vocabulary
 
@@ -54,20 +54,12 @@ class Shard:
 
 def read_shard(X, y, communicator, block: int = DOC_BLOCK) -> Shard:
     """This worker's shard of the documents ``X`` (a TextFile, or texts held by every
-    worker) and of the labels ``y`` (one per document of the corpus, or None), in whole
-    blocks of ``block`` documents (the sampler's: ``InferenceMode.shard_block``)."""
+    worker; :class:`~cpgbn.text.documents.Documents`) and of the labels ``y`` (one per
+    document of the corpus, or None), in whole blocks of ``block`` documents (the
+    sampler's: ``InferenceMode.shard_block``)."""
     rank, world = communicator.rank, communicator.world_size
-    if isinstance(X, TextFile):
-        n_docs, digest = count_documents(X)
-    elif isinstance(X, Corpus):
-        raise CPGBNInputError("a distributed fit reads texts or a TextFile, not an encoded "
-                              "Corpus (its vocabulary would be one worker's)")
-    else:
-        if isinstance(X, str) or not hasattr(X, "__len__"):
-            raise CPGBNInputError("X must be a sequence of document strings or a "
-                                  "cpgbn.text.TextFile")
-        n_docs = len(X)
-        digest = documents_digest(X).hexdigest()
+    documents = Documents.of(X)
+    n_docs, digest = documents.count()
     error = None
     if y is not None and len(y) != n_docs:
         error = f"y must hold one label per document: {n_docs} documents, {len(y)} labels"
@@ -75,10 +67,7 @@ def read_shard(X, y, communicator, block: int = DOC_BLOCK) -> Shard:
         digest = documents_digest([""] * n_docs, y).hexdigest() + digest
     same_corpus(n_docs, digest, communicator, error)
     start, stop = shard_range(n_docs, rank, world, block)
-    if isinstance(X, TextFile):
-        texts, labels = read_line_range(X, start, stop)
-    else:
-        texts, labels = list(X[start:stop]), None
+    texts, labels = documents.line_range(start, stop)
     if y is not None:
         labels = list(y[start:stop])
     return Shard(texts, labels, start, stop, n_docs)
