@@ -75,11 +75,6 @@ class Documents:
         return self._file
 
     @property
-    def in_memory(self):
-        """The documents in memory as given (strings or a Corpus); None for a file."""
-        return None if self.streamed else self._X
-
-    @property
     def labeled(self) -> bool:
         """Whether the documents carry their own labels: a file of ``label<TAB>text`` lines
         (documents in memory carry none: their labels are the caller's ``y``)."""
@@ -92,10 +87,6 @@ class Documents:
         if self._file is not None:
             return self._file.read()
         return self._X, None
-
-    def texts(self):
-        """Every document at once, without labels (a file read whole)."""
-        return self.read()[0]
 
     def blocks(self, block_docs: int) -> Iterator:
         """The documents a block at a time: a file's blocks of ``block_docs`` lines (one held
@@ -110,7 +101,7 @@ class Documents:
         """The documents encoded (:meth:`Corpus.of <cpgbn.text.Corpus.of>`; a file is read
         whole): with ``vocabulary``, or with a new vocabulary of at most ``vocab_size``
         rows."""
-        return Corpus.of(self.texts(), vocabulary, vocab_size)
+        return Corpus.of(self.read()[0], vocabulary, vocab_size)
 
     def n_docs(self) -> int:
         """The number of documents (a file: one streaming pass over its lines)."""
