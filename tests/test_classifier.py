@@ -290,7 +290,7 @@ def test_a_corpus_sorted_by_label_is_mixed_in_every_minibatch(tmp_path):
     from cpgbn.inference.batches import Minibatches
     from cpgbn.layers.cells import ObservationModel, from_token_sequences
     from cpgbn.modes import Training
-    from cpgbn.modes.supervised import SupervisedMode
+    from cpgbn.modes.supervised import SupervisedMode, Supervisor
     from cpgbn.inference.state import Hyperparameters
     from cpgbn.text.vocabulary import Vocabulary
     from cpgbn.text.stream import TextFile
@@ -302,7 +302,7 @@ def test_a_corpus_sorted_by_label_is_mixed_in_every_minibatch(tmp_path):
     labels = np.array(["a"] * (n // 2) + ["b"] * (n // 2))
     training = Training(Vocabulary.from_frequencies({"w": 1}, 2), (3,),
                         Hyperparameters(eta=(0.05,)), 0, 2 * n, {}, data=data, labels=labels)
-    source = SupervisedMode({}).block_source(training)
+    source = Supervisor(SupervisedMode({}), split=None).block_source(training)
     first = Minibatches(source, 100, seed=0).next()
     assert source.n_blocks == 1 and set(first.labels) == {"a", "b"}
     sorted_file = write_tsv(tmp_path / "sorted.tsv", ["w w"] * n, labels)

@@ -46,8 +46,9 @@ def test_the_steps_loss_is_the_elbo_plus_xi_times_the_cross_entropy(classifier_i
     hyper = Hyperparameters(eta=(0.05, 0.05))
     xi, scale = 2e4, 0.25
     trainer = hybrid.HybridTrainer((4, 3), corpus.vocabulary.__len__(), 3, hyper,
-                                   n_docs_total=30, seed=3, classes=["back", "fwd"], xi=xi,
-                                   loss_scale=scale, max_grad_norm=None,
+                                   n_docs_total=30, seed=3, max_grad_norm=None,
+                                   supervision=hybrid.Supervision(["back", "fwd"], xi=xi,
+                                                                  loss_scale=scale),
                                    encoder_options=dict(classifier_input=classifier_input))
     encoder = copy.deepcopy(trainer.encoder)
     g = trainer.globals
@@ -99,9 +100,11 @@ def _validated_run(data, codes, val_data, val_codes, *, patience, n_epochs=12, *
     validation = hybrid.Validation(val_data, val_codes, every=every, patience=patience)
     return hybrid.fit_hybrid(source, (6,), 60, Hyperparameters(eta=(0.05,)), seed=1,
                              n_steps=n_epochs * every, batch_size=40, learning_rate=1e-2,
-                             classes=[0, 1], xi=30.0 * 800 * 5, loss_scale=1 / (800 * 5),
+                             supervision=hybrid.Supervision([0, 1], xi=30.0 * 800 * 5,
+                                                            loss_scale=1 / (800 * 5),
+                                                            validation=validation),
                              encoder_options=dict(classifier_input="hidden+theta"),
-                             validation=validation, **kwargs), every
+                             **kwargs), every
 
 
 @pytest.fixture(scope="module")
@@ -199,7 +202,8 @@ def test_a_classifier_clips_its_softmax_path_and_its_heads_apart():
     corpus, data = encoded(texts)
     trainer = hybrid.HybridTrainer((4, 3), len(corpus.vocabulary), 3,
                                    Hyperparameters(eta=(0.05, 0.05)), n_docs_total=30, seed=3,
-                                   classes=["back", "fwd"], xi=1e4, max_grad_norm=1e-6,
+                                   supervision=hybrid.Supervision(["back", "fwd"], xi=1e4),
+                                   max_grad_norm=1e-6,
                                    encoder_options=dict(classifier_input="hidden"))
     trainer.step(1, Batch(data, np.arange(30), labels=np.asarray(labels, dtype=object)))
     path = TorchEncoderBackend.SOFTMAX_PATH

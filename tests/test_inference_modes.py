@@ -316,6 +316,51 @@ def test_cli_bad_values_are_one_line_errors(tmp_path, capsys, option, value):
     assert not (tmp_path / "model").exists()
 
 
+def test_modes_compose_no_deeper_than_two_levels_below_the_base():
+    """Modes hold the modes they build on (the minibatch modes a Gibbs mode for new documents,
+    the supervised mode a hybrid one) instead of inheriting from them."""
+    from cpgbn.modes import REGISTERED_MODES
+    from cpgbn.modes.base import InferenceMode
+    from cpgbn.modes.gibbs_mode import GibbsMode
+    from cpgbn.modes.hybrid_mode import HybridMode
+    from cpgbn.modes.supervised import SupervisedMode
+    for mode in REGISTERED_MODES.values():
+        assert mode.__mro__.index(InferenceMode) <= 2, mode.__name__
+    settings = CPGBN(**FAST)._run_settings()
+    assert isinstance(REGISTERED_MODES["minibatch-gibbs"](settings).gibbs, GibbsMode)
+    assert isinstance(SupervisedMode(settings).hybrid, HybridMode)
+
+
+def test_the_fitted_state_is_a_few_records_read_by_the_estimators_names():
+    """FittedState: the model's fields and one record per concern (at most 15 fields); every
+    record's attribute is read and written through the state by its estimator name, a record
+    is made where one of its attributes is set, and the post-fit records' attributes are the
+    explanation record's."""
+    from dataclasses import fields
+
+    from cpgbn.explain.records import POST_FIT_RECORDS
+    from cpgbn.modes import FITTED_ATTRIBUTES, FittedState
+    from cpgbn.modes.base import ExplanationRecords, StepRecord, SupervisionRecord
+    assert len(fields(FittedState)) <= 15
+    assert len(FITTED_ATTRIBUTES) == len(set(FITTED_ATTRIBUTES)) == 33
+    model = CPGBN(**FAST).fit(TEXTS)
+    state = model._fitted_state()
+    assert state.steps is None and state.loss_trace_ is None and state.supervision is None
+    assert state.chain.mixing_ is model.mixing_ and state.globals_ is model.globals_
+    state.classes_ = np.array(["a", "b"])
+    assert isinstance(state.supervision, SupervisionRecord)
+    assert list(state.supervision.classes_) == ["a", "b"] and state.paper_xi_ is None
+    built = FittedState.of(**{**state.present(), "loss_trace_": np.ones(3)})
+    assert isinstance(built.steps, StepRecord) and built.kl_trace_ is None
+    assert set(built.present()) == set(state.present()) | {"loss_trace_"}
+    with pytest.raises(TypeError, match="not fitted attributes"):
+        FittedState.of(**state.present(), weights_=1)
+    with pytest.raises(AttributeError):
+        state.no_such_attribute_
+    declared = [name for record in POST_FIT_RECORDS for name in record.attributes]
+    assert sorted(declared) == sorted(f.name for f in fields(ExplanationRecords))
+
+
 def test_each_mode_declares_the_fitted_attributes_its_fit_sets():
     """The fitted record: every field is always set, a mode's own (``fitted_extras``) or the
     estimator's; a fit sets no optional field beyond its mode's (the estimator's records

@@ -225,7 +225,7 @@ def load_model(directory, *, estimator: str | None = None) -> tuple[dict, Fitted
         encoder_config = meta.get("encoder_config")
         if bool(encoder_weights) != (encoder_config is not None):
             raise ValueError("the encoder's weights and config must come together")
-        fitted = FittedState(
+        fitted = FittedState.of(
             vocabulary_=vocabulary, layers_=layers, hyper_=hyper, seed_=int(meta["seed"]),
             globals_=g, kernel_usage_=np.asarray(arrays["kernel_usage"], dtype=np.float64),
             n_train_tokens_=int(meta["n_train_tokens"]),

@@ -336,7 +336,7 @@ class CPGBN(TransformerMixin, BaseEstimator):
 
     def _fitted_state(self) -> FittedState:
         """The fitted attributes as a record (:class:`~cpgbn.modes.FittedState`)."""
-        return FittedState(**{name: getattr(self, name, None) for name in FITTED_ATTRIBUTES})
+        return FittedState.of(**{name: getattr(self, name, None) for name in FITTED_ATTRIBUTES})
 
     def fit_transform(self, X, y=None, **fit_params):
         """Fit, and return the training documents' features from the training chain.

@@ -44,7 +44,7 @@ def run(classifier_input: str, xi: float, steps: int, data_dir=None) -> dict:
 
     from cpgbn.classifier import CPGBNClassifier
     from cpgbn.inference.batches import ConvDataBlocks, Minibatches
-    from cpgbn.inference.hybrid import HybridTrainer
+    from cpgbn.inference.hybrid import HybridTrainer, Supervision
     from cpgbn.inference.streams import ENCODER_DRAW, derived_seed
     from cpgbn.modes.runtime import torch_threads
 
@@ -58,8 +58,9 @@ def run(classifier_input: str, xi: float, steps: int, data_dir=None) -> dict:
     units = model._observation().scale * corpus.n_tokens / data.n_docs
     classes = sorted(set(fit_y))
     trainer = HybridTrainer((200,), len(corpus.vocabulary), model.filter_width, hyper,
-                            n_docs_total=data.n_docs, seed=0, classes=classes, xi=xi * units,
-                            loss_scale=1.0 / units,
+                            n_docs_total=data.n_docs, seed=0,
+                            supervision=Supervision(classes, xi=xi * units,
+                                                    loss_scale=1.0 / units),
                             encoder_options=dict(classifier_input=classifier_input))
     backend = trainer.encoder_backend
     batches = Minibatches(ConvDataBlocks(data, max(data.n_docs, 1),
@@ -68,7 +69,7 @@ def run(classifier_input: str, xi: float, steps: int, data_dir=None) -> dict:
     with torch_threads(1):
         for i in range(1, steps + 1):
             record = batches.next()
-            codes = trainer.labels.codes(record.labels, record.data.n_docs)
+            codes = trainer.supervision.labels.codes(record.labels, record.data.n_docs)
             groups = [np.arange(record.data.n_docs)]
             seed = derived_seed(0, ENCODER_DRAW, i)
             backend.gradient(record.data, groups, seed, trainer.globals, trainer.rate_prior,

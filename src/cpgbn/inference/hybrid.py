@@ -75,7 +75,7 @@ from ..errors import CPGBNInputError, check_choice
 from .backend_protocols import EncoderBackend
 from .batches import Batch, ConvDataBlocks, Minibatches
 from .communicator import as_communicator
-from .labels import LabelCodes
+from .supervision import Supervision, Validation
 from .state import GibbsState, GlobalParameters, Hyperparameters
 from .streams import ENCODER_DRAW as _ENCODER_DRAW, ENCODER_INIT as _ENCODER_INIT
 from .streams import REFINE as _REFINE, derived_seed
@@ -85,7 +85,7 @@ from .minibatch import MinibatchGibbs
 from .updates import DistributedGlobalUpdate, TLASGRGlobalUpdate
 
 __all__ = ["GLOBAL_STATISTICS", "PRIOR_RATES", "ENCODER_PRECISIONS", "HybridTrainer",
-           "HybridResult", "Validation",
+           "HybridResult", "Supervision", "Validation",
            "fit_hybrid", "encoder_features", "refine_with_gibbs", "build_encoder"]
 
 #: Positions per group of documents in the encoder's step: the batch's loss and gradient are
@@ -122,30 +122,6 @@ PRIOR_RATES = ("conditional", "one")
 #: ``CPGBN(encoder_precision=...)``: the arithmetic of the encoder's position head when it
 #: computes features (float32: the encoder's own; bfloat16: ``mean_thetas(head_dtype=...)``)
 ENCODER_PRECISIONS = ("float32", "bfloat16")
-
-
-@dataclass
-class Validation:
-    """Model selection inside a supervised fit: held-out training documents scored at the end
-    of every epoch (:class:`HybridTrainer`'s ``validation``).
-
-    data : ConvData -- the held-out documents (never in a minibatch).
-    codes : (N_val,) int64 -- their class indices.
-    every : int -- steps between two scores (one epoch of the fitted part).
-    patience : int or None -- stop after this many scores in a row without a better
-        accuracy (None: run every epoch; the best is kept all the same).
-    """
-
-    data: object
-    codes: np.ndarray
-    every: int
-    patience: int | None = None
-
-    def __post_init__(self):
-        if int(self.every) < 1:
-            raise CPGBNInputError(f"validation every must be >= 1 step, got {self.every}")
-        if self.patience is not None and int(self.patience) < 1:
-            raise CPGBNInputError(f"patience must be >= 1 or None, got {self.patience}")
 
 
 @dataclass
@@ -211,27 +187,10 @@ class HybridTrainer:
     local_sweeps : (burn-in, collected) local Gibbs sweeps per step ("gibbs" only).
     prior_rates : "conditional" or "one" -- the rates c of the ELBO's priors
         (:data:`PRIOR_RATES`).
-    classes : sequence of labels or None -- sCPGBN (paper section 2.3): the classes of the
-        encoder's softmax (``classes[c]`` is class index c); the batches' labels (``None``,
-        ``""`` or NaN: unlabelled) add ``xi`` times the cross-entropy of each labelled
-        document to its loss (:meth:`EncoderBackend.gradient`'s ``supervision``).  None: the
-        unsupervised model.
-    xi : float -- the weight of the cross-entropy, L = L_g + xi L_c (per document).
-    elbo : bool -- False: the loss is xi L_c alone and the globals are never updated (the
-        discriminative baseline: the encoder's network trained by cross-entropy alone).
-    loss_scale : float -- the loss is multiplied by it before the gradient (the optimiser's
-        step is the same for any scale but the clip, which reads the gradient's norm): the
-        supervised fit passes 1 / (mean units of a document), so L_g enters per unit.
-    elbo_reaches_filters : bool -- False: the ELBO's gradient stops at the first hidden layer,
-        whose filters learn from the cross-entropy alone (a classifier's; the unsupervised
-        model's filters always learn from the ELBO).
-    generative_every : int -- a classifier's generative half every this many steps (1: every
-        step, Algorithm 1): on step i with i % generative_every == 0 the loss is
-        L_g + xi L_c and the globals take their step (3-4 of the module docstring); on the
-        others the loss is xi L_c alone (the softmax's path, no draw) and the globals rest.
-    validation : :class:`Validation` or None -- held-out documents scored at the end of every
-        epoch; the best epoch's encoder and globals are returned, and the run stops when
-        ``patience`` scores in a row bring no better one.
+    supervision : :class:`~cpgbn.inference.supervision.Supervision` or None -- sCPGBN (paper
+        section 2.3): the softmax's classes, the cross-entropy's weight, which steps are
+        generative and the validation that picks the epoch kept.  None: the unsupervised
+        model, every step Algorithm 1's.
     communicator : one of several data-parallel workers, each with minibatches of its shard:
         the encoder's gradients are averaged over the workers' batches
         (:meth:`EncoderBackend.average_gradients`) before every worker takes the same Adam
@@ -252,10 +211,8 @@ class HybridTrainer:
                  schedule: TLASGRSchedule = TLASGRSchedule(),
                  globals_: GlobalParameters | None = None, max_grad_norm: float | None = 10.0,
                  global_statistics: str = "gibbs", local_sweeps: tuple[int, int] = (5, 5),
-                 prior_rates: str = "conditional", classes=None, xi: float = 1.0,
-                 elbo: bool = True, loss_scale: float = 1.0, generative_every: int = 1,
-                 elbo_reaches_filters: bool = True,
-                 validation: Validation | None = None, communicator=None):
+                 prior_rates: str = "conditional", supervision: Supervision | None = None,
+                 communicator=None):
         from .minibatch import check_globals, initial_globals
 
         self.communicator = as_communicator(communicator)
@@ -283,27 +240,10 @@ class HybridTrainer:
             raise CPGBNInputError(f"local_sweeps must be (burn-in >= 0, collected >= 1), got "
                                   f"{tuple(local_sweeps)}")
         self.local_sweeps = (burn, collect)
-        self.labels = None if classes is None else LabelCodes(classes)
-        if not (np.isfinite(xi) and xi >= 0):
-            raise CPGBNInputError(f"xi must be a number >= 0, got {xi}")
-        self.xi = float(xi)
-        self.elbo = bool(elbo)
-        self.elbo_reaches_filters = bool(elbo_reaches_filters)
-        if not self.elbo and self.labels is None:
-            raise CPGBNInputError("elbo=False trains by the cross-entropy alone: it needs "
-                                  "classes")
-        if not (np.isfinite(loss_scale) and loss_scale > 0):
-            raise CPGBNInputError(f"loss_scale must be a positive number, got {loss_scale}")
-        self.loss_scale = float(loss_scale)
-        if int(generative_every) < 1 or (int(generative_every) > 1 and self.labels is None):
-            raise CPGBNInputError(f"generative_every must be >= 1 (and 1 without classes: the "
-                                  f"steps between are the cross-entropy's), got "
-                                  f"{generative_every}")
-        self.generative_every = int(generative_every)
-        if validation is not None and (self.labels is None
-                                       or self.communicator.world_size > 1):
-            raise CPGBNInputError("validation needs classes and one process")
-        self.validation = validation
+        self.supervision = supervision
+        if supervision is not None and supervision.validation is not None \
+                and self.communicator.world_size > 1:
+            raise CPGBNInputError("validation needs one process")
         self.gradient_norms: list = []
         self.validation_curve: list = []
         self.best = None          # (epoch, encoder weights, host globals) of the best score
@@ -312,8 +252,8 @@ class HybridTrainer:
         self.encoder_config = {"vocab_size": self.vocab_size, "layers": list(self.layers),
                                "filter_width": self.filter_width,
                                **ENCODER_DEFAULTS, **(encoder_options or {})}
-        if self.labels is not None:
-            self.encoder_config["n_classes"] = len(self.labels.classes)
+        if supervision is not None:
+            self.encoder_config["n_classes"] = supervision.n_classes
         # seeded initial weights (the caller's torch RNG untouched) and Adam
         self.encoder_backend: EncoderBackend = _torch_encoder().for_training(
             self.encoder_config, init_seed=derived_seed(self.seed, _ENCODER_INIT),
@@ -360,17 +300,8 @@ class HybridTrainer:
                 "max_grad_norm": self.max_grad_norm,
                 "global_statistics": self.global_statistics,
                 "local_sweeps": list(self.local_sweeps), "prior_rates": self.prior_rates,
-                **({} if self.labels is None else
-                   {"classes": [str(c) for c in self.labels.classes], "xi": self.xi}),
-                # the newer options, written only when they differ from Algorithm 1's, so
-                # that the checkpoints of earlier runs keep their fingerprints
-                **({} if self.elbo else {"elbo": False}),
-                **({} if self.loss_scale == 1.0 else {"loss_scale": self.loss_scale}),
-                **({} if self.generative_every == 1 else {"generative_every": self.generative_every}),
-                **({} if self.elbo_reaches_filters else {"elbo_reaches_filters": False}),
-                **({} if self.validation is None else
-                   {"validation": [int(self.validation.data.n_docs), int(self.validation.every),
-                                   self.validation.patience]})}
+                # the supervised term's options (none for the unsupervised model)
+                **({} if self.supervision is None else self.supervision.config())}
 
     def sampler_for(self, batch):
         """The Gibbs schedule on the encoder's device (the PyTorch backend) over ``batch``, with
@@ -389,18 +320,18 @@ class HybridTrainer:
     def step(self, i: int, record: Batch) -> StepReport:
         """One step of Algorithm 1 on the batch ``record`` (module docstring)."""
         batch = record.data
-        if self._local_chain is not None or not self.elbo:
+        term = self.supervision
+        if self._local_chain is not None or (term is not None and not term.elbo):
             groups = document_groups(batch.doc_positions, ENCODER_CHUNK_POSITIONS)
         else:     # the encoder's statistics need the whole batch's draw at once
             groups = [np.arange(batch.n_docs)]
-        supervision = None
-        if self.labels is not None:
-            supervision = (self.labels.codes(record.labels, batch.n_docs), self.xi)
-        generative = self.elbo and i % self.generative_every == 0
+        generative = True if term is None else term.generative(i)
         loss, kl, draw = self.encoder_backend.gradient(
             batch, groups, derived_seed(self.seed, _ENCODER_DRAW, i), self.globals,
-            self.rate_prior, supervision, elbo=generative, loss_scale=self.loss_scale,
-            elbo_reaches_filters=self.elbo_reaches_filters)
+            self.rate_prior, None if term is None else term.batch_term(record.labels,
+                                                                       batch.n_docs),
+            elbo=generative, loss_scale=1.0 if term is None else term.loss_scale,
+            elbo_reaches_filters=True if term is None else term.elbo_reaches_filters)
         n_docs = batch.n_docs
         if self.communicator.world_size > 1:   # before the check: every worker must agree
             loss, kl, n_docs = self.encoder_backend.average_gradients(
@@ -410,7 +341,7 @@ class HybridTrainer:
             return report                      # the driver stops; nothing is changed
         # a classifier clips its softmax's path and the generative heads apart
         self.gradient_norms.append(self.encoder_backend.apply_gradient(
-            self.max_grad_norm, separate=self.labels is not None))
+            self.max_grad_norm, separate=term is not None))
 
         if generative:
             if self._local_chain is not None:
@@ -418,15 +349,15 @@ class HybridTrainer:
                 self._set_globals(self._local_chain.globals)
             else:
                 self._encoder_statistics_step(i, batch, draw)
-        if self.validation is not None and i % self.validation.every == 0:
-            self._score_validation(i // self.validation.every)
+        validation = None if term is None else term.validation
+        if validation is not None and validation.due(i):
+            self._score_validation(validation, i // validation.every)
         return report
 
-    def _score_validation(self, epoch: int) -> None:
+    def _score_validation(self, v: Validation, epoch: int) -> None:
         """Score the held-out documents at the end of ``epoch``; keep the state of the best
         epoch (the first of equal scores); stop when ``patience`` epochs in a row were not
         better."""
-        v = self.validation
         p = self.encoder_backend.class_probabilities(self.globals.phi, v.data)
         accuracy = float(np.mean(np.argmax(p, axis=1) == v.codes))
         self.validation_curve.append(accuracy)
@@ -473,7 +404,7 @@ class HybridTrainer:
             for key, value in named.items():
                 arrays[f"optimizer/{index}/{key}"] = value
         arrays["gradient_norms"] = np.asarray(self.gradient_norms, dtype=np.float64)
-        if self.validation is not None:
+        if self.supervision is not None and self.supervision.validation is not None:
             arrays["validation_curve"] = np.asarray(self.validation_curve, dtype=np.float64)
         if self.best is not None:
             _, weights, g = self.best
@@ -534,9 +465,7 @@ def fit_hybrid(source, layers, vocab_size: int, hyper: Hyperparameters, *, seed:
                globals_: GlobalParameters | None = None,
                max_grad_norm: float | None = 10.0, global_statistics: str = "gibbs",
                local_sweeps: tuple[int, int] = (5, 5), prior_rates: str = "conditional",
-               classes=None, xi: float = 1.0, elbo: bool = True, loss_scale: float = 1.0,
-               generative_every: int = 1, elbo_reaches_filters: bool = True,
-               validation: Validation | None = None, checkpoint_dir=None, checkpoint_every: int = 50, resume: bool = False,
+               supervision: Supervision | None = None, checkpoint_dir=None, checkpoint_every: int = 50, resume: bool = False,
                progress=None, on_step=None, communicator=None,
                n_docs_total: int | None = None) -> HybridResult:
     """Fit the globals and the encoder by Algorithm 1 (module docstring).
@@ -557,10 +486,8 @@ def fit_hybrid(source, layers, vocab_size: int, hyper: Hyperparameters, *, seed:
                               encoder_options=encoder_options, schedule=schedule,
                               globals_=globals_, max_grad_norm=max_grad_norm,
                               global_statistics=global_statistics, local_sweeps=local_sweeps,
-                              prior_rates=prior_rates, classes=classes, xi=xi, elbo=elbo,
-                              loss_scale=loss_scale, generative_every=generative_every,
-                              elbo_reaches_filters=elbo_reaches_filters,
-                              validation=validation, communicator=communicator)
+                              prior_rates=prior_rates, supervision=supervision,
+                              communicator=communicator)
     trace = train(algorithm, Minibatches(source, batch_size, seed), n_steps,
                   checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every,
                   resume=resume, progress=progress, on_step=on_step,

@@ -54,10 +54,10 @@ LOSS_NAMES = {name: mode.loss_name for name, mode in MODE_CLASSES.items()
 
 def mode_class(name) -> type[InferenceMode]:
     """The mode class of ``CPGBN(inference=name)``: the one lookup of that value.  Besides the
-    names of :data:`MODES`, ``inference`` may be a subclass of one of their classes (a
-    variant of a mode, e.g. a study's Gibbs sampler on a backend of its own, or the
+    names of :data:`MODES`, ``inference`` may be a registered mode's class or a subclass of
+    one (a variant of a mode, e.g. a study's Gibbs sampler on a backend of its own, or the
     classifier's :class:`~cpgbn.modes.supervised.SupervisedMode`)."""
-    if isinstance(name, type) and issubclass(name, tuple(MODE_CLASSES.values())):
+    if isinstance(name, type) and issubclass(name, tuple(REGISTERED_MODES.values())):
         return name
     if not isinstance(name, str) or name not in MODE_CLASSES:
         raise CPGBNInputError(f"inference must be one of {', '.join(map(repr, MODES))} or an "

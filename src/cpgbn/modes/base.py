@@ -24,20 +24,143 @@ from ..inference.state import GlobalParameters, Hyperparameters
 from ..layers.cells import ConvData
 from ..text.vocabulary import Vocabulary
 
-__all__ = ["FittedState", "FITTED_ATTRIBUTES", "FITTED_ALWAYS", "ESTIMATOR_RECORDS",
-           "SAVED_ARRAYS", "Training", "Checkpointing", "InferenceMode", "features"]
+__all__ = ["FittedState", "ChainRecord", "TrainingDocumentsRecord", "StepRecord",
+           "EncoderRecord", "SupervisionRecord", "ExplanationRecords", "SavedBy",
+           "FITTED_ATTRIBUTES", "FITTED_ALWAYS", "ESTIMATOR_RECORDS", "SAVED_ARRAYS",
+           "Training", "Checkpointing", "InferenceMode", "features"]
+
+
+def _saved(how: str, key: str | None = None) -> dict:
+    """A leaf's metadata: how :mod:`cpgbn.io` saves it ("array": under its own name in the
+    model's npz; "json": under ``key`` in the model's JSON; "timing": in its timings file)."""
+    return {"saved_as": how, **({} if key is None else {"key": key})}
+
+
+@dataclass
+class ChainRecord:
+    """The training chain's record, per sweep: every mode sets it (empty traces in the
+    minibatch modes, which run no full-corpus chain)."""
+
+    loglik_trace_: np.ndarray
+    """(n_iter,) the training chain's log-likelihood per sweep."""
+    sweep_seconds_: np.ndarray = field(metadata=_saved("timing"))
+    """(n_iter,) seconds of each sweep."""
+    mixing_: object | None = None
+    """Gibbs: the chain's :class:`~cpgbn.inference.mixing.Mixing` diagnostic."""
+
+
+@dataclass
+class TrainingDocumentsRecord:
+    """The training documents' features (not kept by a streamed or distributed worker's fit,
+    nor saved): Gibbs, the chain's averages; the minibatch modes, what ``transform`` gives."""
+
+    train_features_: np.ndarray | None = None
+    """(N, K_1) training features."""
+    train_theta_: list | None = None
+    """theta^(1..T) of the training documents, [(N, K_t)]."""
+
+
+@dataclass
+class StepRecord:
+    """The minibatch modes' record, per step (``InferenceMode.loss_name`` names the loss)."""
+
+    loss_trace_: np.ndarray | None = field(default=None, metadata=_saved("array"))
+    """Per step: the loss named by the mode's ``loss_name``."""
+    kl_trace_: np.ndarray | None = field(default=None, metadata=_saved("array"))
+    """Per step: the KL per document (NaN when the mode has none)."""
+    step_seconds_: np.ndarray | None = field(default=None, metadata=_saved("timing"))
+    """Seconds of each step."""
+
+
+@dataclass
+class EncoderRecord:
+    """The hybrid mode's Weibull encoder (paper Sec. 3.3)."""
+
+    encoder_config_: dict | None = None
+    """Its JSON-able configuration."""
+    encoder_weights_: dict | None = None
+    """Its weights, float32 arrays by ``state_dict`` name."""
+
+
+@dataclass
+class SupervisionRecord:
+    """A supervised fit's record (:class:`cpgbn.classifier.CPGBNClassifier`,
+    :mod:`cpgbn.modes.supervised`)."""
+
+    classes_: np.ndarray | None = field(default=None, metadata=_saved("json", "classes"))
+    """The classes, in the order of the softmax's outputs."""
+    paper_xi_: float | None = field(default=None, metadata=_saved("json", "paper_xi"))
+    """The weight of the cross-entropy per document, the paper's xi."""
+    validation_curve_: np.ndarray | None = field(default=None, metadata=_saved("array"))
+    """With a validation split: its accuracy at the end of each epoch."""
+    best_epoch_: int | None = field(default=None, metadata=_saved("json", "best_epoch"))
+    """With a validation split: the epoch (1-based) whose encoder and globals are kept."""
+    gradient_norms_: np.ndarray | None = field(default=None, metadata=_saved("array"))
+    """The encoder gradient's norm before the clip, per step."""
+
+
+@dataclass
+class ExplanationRecords:
+    """What the fit records for the explanations once its chain has ended
+    (:data:`cpgbn.explain.records.POST_FIT_RECORDS`, one pass): no mode sets these."""
+
+    softmax_input_mean_: np.ndarray | None = field(default=None, metadata=_saved("array"))
+    """A classifier fitted in one process: the mean over its training documents of each unit
+    of the softmax's input (the units' usage; a unit's contribution to a class's logit is its
+    weight times this)."""
+    filter_windows_: np.ndarray | None = field(default=None, metadata=_saved("array"))
+    """A classifier whose softmax reads h^(1), fitted in one process: (K_1, top, F) word ids,
+    per encoder filter the windows of the training documents with the largest share of its
+    activation (:mod:`cpgbn.explain.filters`; -1 for a padded column or no window)."""
+    filter_window_counts_: np.ndarray | None = field(default=None, metadata=_saved("array"))
+    """(K_1, top): how often each of ``filter_windows_`` occurs in the training documents."""
+    class_windows_: np.ndarray | None = field(default=None, metadata=_saved("array"))
+    """As ``filter_windows_``: (C, top, F) word ids, per class the windows of the training
+    documents that push most towards it (:func:`cpgbn.explain.filters.class_windows`)."""
+    class_window_counts_: np.ndarray | None = field(default=None, metadata=_saved("array"))
+    """(C, top): how often each of ``class_windows_`` occurs in the training documents."""
+    class_window_pushes_: np.ndarray | None = field(default=None, metadata=_saved("array"))
+    """(C, top): each of ``class_windows_``' push towards its class."""
+    kernel_windows_: np.ndarray | None = field(default=None, metadata=_saved("array"))
+    """A fit in one process: (K_1, top, F) word ids, per kernel the windows of (a sample of)
+    the training documents it explains most (:mod:`cpgbn.explain.kernel_windows`; -2 at an
+    open slot, -1 for a padded column or no window)."""
+    kernel_window_counts_: np.ndarray | None = field(default=None, metadata=_saved("array"))
+    """(K_1, top): how often each of ``kernel_windows_`` occurs in those documents."""
+    kernel_window_shares_: np.ndarray | None = field(default=None, metadata=_saved("array"))
+    """(K_1, top): each of ``kernel_windows_``' share of the kernel's count there."""
+
+
+@dataclass
+class SavedBy:
+    """A loaded model's provenance."""
+
+    format_version_: int | None = None
+    """The format version of its directory."""
+    saved_by_version_: str | None = None
+    """The cpgbn version that saved it."""
+
+
+def _record(kind: type) -> dict:
+    return {"record": kind}
 
 
 @dataclass
 class FittedState:
-    """Everything a fit learns, under the estimator attributes' names (each ends in ``_``).
+    """Everything a fit learns: the model's globals and what it is, then one record per
+    concern (a field whose metadata names its ``record`` class; None where no part of the fit
+    set it).
 
-    Every mode sets the first nine; of the others, each mode declares those its fit may set
-    (``InferenceMode.fitted_extras``), and the rest are the estimator's (None where absent).
-    This list is the only list of the fitted attributes: the estimator assigns them from it
-    and :mod:`cpgbn.io` saves and loads them from it (a field whose metadata says
-    ``saved_as="array"`` is saved under its own name in the model's npz file, one whose
-    metadata says ``saved_as="json"`` under its ``key`` in the model's JSON).
+    The estimator exposes every attribute of every record under its own name, each ending in
+    ``_`` (``model.loss_trace_``), and so does this state: ``fitted.loss_trace_`` reads the
+    :class:`StepRecord`'s attribute (None while that record is absent), ``fitted.classes_ =
+    ...`` writes it (making the record), and :meth:`of` builds a state from such names.  These
+    classes are the only list of the fitted attributes (:data:`FITTED_ATTRIBUTES`): the
+    estimator assigns them from it and :mod:`cpgbn.io` saves and loads them from it (a leaf's
+    metadata ``saved_as`` says how).  Every mode sets the model's fields and the chain record;
+    of the other attributes each mode declares those its fit may set
+    (``InferenceMode.fitted_extras``), and the rest are the estimator's
+    (:data:`ESTIMATOR_RECORDS`).
     """
 
     vocabulary_: Vocabulary
@@ -52,102 +175,95 @@ class FittedState:
     kernel_usage_: np.ndarray
     """(K_1,) share of each kernel in the training documents' theta^(1) (sums to 1)."""
     n_train_tokens_: int
-    loglik_trace_: np.ndarray
-    """(n_iter,) the training chain's log-likelihood per sweep (empty in the minibatch modes)."""
-    sweep_seconds_: np.ndarray = field(metadata={"saved_as": "timing"})
-    """(n_iter,) seconds of each sweep (empty in the minibatch modes)."""
-    train_features_: np.ndarray | None = None
-    """(N, K_1) training features (not kept by a streamed fit, nor saved)."""
-    train_theta_: list | None = None
-    """theta^(1..T) of the training documents, [(N, K_t)] (as ``train_features_``)."""
-    mixing_: object | None = None
-    """Gibbs: the chain's :class:`~cpgbn.inference.mixing.Mixing` diagnostic."""
-    loss_trace_: np.ndarray | None = field(default=None, metadata={"saved_as": "array"})
-    """Minibatch modes, per step: the loss named by the mode's ``loss_name``."""
-    kl_trace_: np.ndarray | None = field(default=None, metadata={"saved_as": "array"})
-    """Minibatch modes, per step: the KL per document (NaN when the mode has none)."""
-    step_seconds_: np.ndarray | None = field(default=None, metadata={"saved_as": "timing"})
-    """Minibatch modes: seconds of each step."""
-    encoder_config_: dict | None = None
-    """Hybrid: the encoder's JSON-able configuration."""
-    encoder_weights_: dict | None = None
-    """Hybrid: the encoder's weights, float32 arrays by ``state_dict`` name."""
-    classes_: np.ndarray | None = field(default=None,
-                                        metadata={"saved_as": "json", "key": "classes"})
-    """A supervised fit (:class:`cpgbn.classifier.CPGBNClassifier`): the classes, in the order
-    of the softmax's outputs."""
-    paper_xi_: float | None = field(default=None,
-                                    metadata={"saved_as": "json", "key": "paper_xi"})
-    """A supervised fit: the weight of the cross-entropy per document, the paper's xi
-    (:mod:`cpgbn.modes.supervised`)."""
-    validation_curve_: np.ndarray | None = field(default=None, metadata={"saved_as": "array"})
-    """A supervised fit with a validation split: its accuracy at the end of each epoch."""
-    best_epoch_: int | None = field(default=None,
-                                    metadata={"saved_as": "json", "key": "best_epoch"})
-    """A supervised fit with a validation split: the epoch (1-based) whose encoder and
-    globals the model keeps."""
-    gradient_norms_: np.ndarray | None = field(default=None, metadata={"saved_as": "array"})
-    """A supervised fit: the encoder gradient's norm before the clip, per step."""
-    softmax_input_mean_: np.ndarray | None = field(default=None, metadata={"saved_as": "array"})
-    """A classifier fitted in one process: the mean over its training documents of each unit
-    of the softmax's input (the units' usage; a unit's contribution to a class's logit is its
-    weight times this)."""
-    filter_windows_: np.ndarray | None = field(default=None, metadata={"saved_as": "array"})
-    """A classifier whose softmax reads h^(1), fitted in one process: (K_1, top, F) word ids,
-    per encoder filter the windows of the training documents with the largest share of its
-    activation (:mod:`cpgbn.explain.filters`; -1 for a padded column or no window)."""
-    filter_window_counts_: np.ndarray | None = field(default=None,
-                                                     metadata={"saved_as": "array"})
-    """(K_1, top): how often each of ``filter_windows_`` occurs in the training documents."""
-    class_windows_: np.ndarray | None = field(default=None, metadata={"saved_as": "array"})
-    """A classifier whose softmax reads h^(1), fitted in one process: (C, top, F) word ids, per
-    class the windows of the training documents that push most towards it
-    (:func:`cpgbn.explain.filters.class_windows`)."""
-    class_window_counts_: np.ndarray | None = field(default=None, metadata={"saved_as": "array"})
-    """(C, top): how often each of ``class_windows_`` occurs in the training documents."""
-    class_window_pushes_: np.ndarray | None = field(default=None, metadata={"saved_as": "array"})
-    """(C, top): each of ``class_windows_``' push towards its class."""
-    kernel_windows_: np.ndarray | None = field(default=None, metadata={"saved_as": "array"})
-    """A fit in one process: (K_1, top, F) word ids, per kernel the windows of (a sample of)
-    the training documents it explains most (:mod:`cpgbn.explain.kernel_windows`; -2 at an
-    open slot, -1 for a padded column or no window)."""
-    kernel_window_counts_: np.ndarray | None = field(default=None,
-                                                     metadata={"saved_as": "array"})
-    """(K_1, top): how often each of ``kernel_windows_`` occurs in those documents."""
-    kernel_window_shares_: np.ndarray | None = field(default=None,
-                                                     metadata={"saved_as": "array"})
-    """(K_1, top): each of ``kernel_windows_``' share of the kernel's count there."""
-    format_version_: int | None = None
-    """A loaded model: the format version of its directory."""
-    saved_by_version_: str | None = None
-    """A loaded model: the cpgbn version that saved it."""
+    chain: ChainRecord = field(metadata=_record(ChainRecord))
+    train: TrainingDocumentsRecord | None = field(
+        default=None, metadata=_record(TrainingDocumentsRecord))
+    steps: StepRecord | None = field(default=None, metadata=_record(StepRecord))
+    encoder: EncoderRecord | None = field(default=None, metadata=_record(EncoderRecord))
+    supervision: SupervisionRecord | None = field(default=None,
+                                                  metadata=_record(SupervisionRecord))
+    explanations: ExplanationRecords | None = field(default=None,
+                                                    metadata=_record(ExplanationRecords))
+    saved_by: SavedBy | None = field(default=None, metadata=_record(SavedBy))
+
+    @classmethod
+    def of(cls, **attributes) -> "FittedState":
+        """The state holding ``attributes`` (estimator names; None: not set), each record made
+        where one of its attributes is set."""
+        unknown = set(attributes) - set(_LEAVES)
+        if unknown:
+            raise TypeError(f"not fitted attributes: {sorted(unknown)}")
+        own = {name: value for name, value in attributes.items() if _LEAVES[name][0] is None}
+        for record, kind in _RECORD_CLASSES.items():
+            values = {f.name: attributes[f.name] for f in fields(kind)
+                      if attributes.get(f.name) is not None}
+            if values or record in _REQUIRED_RECORDS:
+                own[record] = kind(**values)
+        return cls(**own)
+
+    def __getattr__(self, name):
+        # only reached when normal lookup fails: a record's attribute, read through its record
+        leaf = _LEAVES.get(name)
+        if leaf is None or leaf[0] is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        record = object.__getattribute__(self, leaf[0])
+        return None if record is None else getattr(record, name)
+
+    def __setattr__(self, name, value):
+        leaf = _LEAVES.get(name)
+        if leaf is None or leaf[0] is None:
+            object.__setattr__(self, name, value)
+            return
+        record = object.__getattribute__(self, leaf[0])
+        if record is None:
+            if value is None:
+                return
+            record = _RECORD_CLASSES[leaf[0]]()
+            object.__setattr__(self, leaf[0], record)
+        setattr(record, name, value)
 
     def present(self) -> dict:
-        """The attributes that are set (not None), by name."""
-        return {f.name: getattr(self, f.name) for f in fields(self)
-                if getattr(self, f.name) is not None}
+        """The attributes that are set (not None), by estimator name."""
+        return {name: getattr(self, name) for name in _LEAVES
+                if getattr(self, name) is not None}
 
 
-#: The names of every fitted attribute (:class:`FittedState`'s fields).
-FITTED_ATTRIBUTES = tuple(f.name for f in fields(FittedState))
-#: The fields every mode's fit sets: those without a default.
-FITTED_ALWAYS = tuple(f.name for f in fields(FittedState)
-                      if f.default is MISSING and f.default_factory is MISSING)
-#: The fields no mode sets: the estimator's records after a fit, and a loaded model's versions.
-ESTIMATOR_RECORDS = ("softmax_input_mean_", "filter_windows_", "filter_window_counts_",
-                     "class_windows_", "class_window_counts_", "class_window_pushes_",
-                     "kernel_windows_", "kernel_window_counts_", "kernel_window_shares_",
-                     "format_version_", "saved_by_version_")
+#: The records of :class:`FittedState` by field name: their classes.
+_RECORD_CLASSES = {f.name: f.metadata["record"] for f in fields(FittedState)
+                   if "record" in f.metadata}
+_REQUIRED_RECORDS = {f.name for f in fields(FittedState)
+                     if "record" in f.metadata and f.default is MISSING}
+#: Every fitted attribute by estimator name: (its record's field name or None for the
+#: state's own, its dataclass field).
+_LEAVES = {f.name: (None, f) for f in fields(FittedState) if "record" not in f.metadata}
+_LEAVES.update({leaf.name: (record, leaf) for record, kind in _RECORD_CLASSES.items()
+                for leaf in fields(kind)})
+
+
+def _required(record: str | None, leaf) -> bool:
+    no_default = leaf.default is MISSING and leaf.default_factory is MISSING
+    return no_default and (record is None or record in _REQUIRED_RECORDS)
+
+
+#: The names of every fitted attribute (the state's own fields and its records').
+FITTED_ATTRIBUTES = tuple(_LEAVES)
+#: The attributes every mode's fit sets: those without a default in a record every fit has.
+FITTED_ALWAYS = tuple(name for name, (record, leaf) in _LEAVES.items()
+                      if _required(record, leaf))
+#: The attributes no mode sets: the estimator's records after a fit, and a loaded model's
+#: versions.
+ESTIMATOR_RECORDS = tuple(f.name for kind in (ExplanationRecords, SavedBy) for f in fields(kind))
 #: The optional fitted arrays saved under their own names (``saved_as="array"``).
-SAVED_ARRAYS = tuple(f.name for f in fields(FittedState) if f.metadata.get("saved_as") == "array")
+SAVED_ARRAYS = tuple(name for name, (_, leaf) in _LEAVES.items()
+                     if leaf.metadata.get("saved_as") == "array")
 #: The wall-clock times of a fit (``saved_as="timing"``), saved apart from the model's arrays:
 #: they differ from run to run, everything else is a function of data, parameters and seed.
-SAVED_TIMINGS = tuple(f.name for f in fields(FittedState)
-                      if f.metadata.get("saved_as") == "timing")
+SAVED_TIMINGS = tuple(name for name, (_, leaf) in _LEAVES.items()
+                      if leaf.metadata.get("saved_as") == "timing")
 #: The optional fitted values saved in the model's JSON (``saved_as="json"``), by attribute
 #: name: their key there.
-SAVED_JSON = {f.name: f.metadata["key"] for f in fields(FittedState)
-              if f.metadata.get("saved_as") == "json"}
+SAVED_JSON = {name: leaf.metadata["key"] for name, (_, leaf) in _LEAVES.items()
+              if leaf.metadata.get("saved_as") == "json"}
 
 
 @dataclass

@@ -192,7 +192,7 @@ class GibbsMode(InferenceMode):
         train_features = gather_rows(features(result.theta_mean, data,
                                               s["feature_normalization"]), comm)   # row by row
         usage = comm.broadcast_object(None if theta[0] is None else theta[0].sum(axis=0))
-        return FittedState(
+        return FittedState.of(
             vocabulary_=training.vocabulary, layers_=training.layers, hyper_=training.hyper,
             seed_=training.seed, globals_=result.globals_mean, kernel_usage_=usage / usage.sum(),
             n_train_tokens_=training.n_tokens, loglik_trace_=np.asarray(result.loglik),

@@ -24,12 +24,22 @@ __all__ = ["HybridMode"]
 
 
 class HybridMode(MinibatchMode):
-    """``inference="hybrid"`` (module docstring)."""
+    """``inference="hybrid"`` (module docstring).
+
+    ``supervisor``: what a supervised mode adds to the fit (:class:`cpgbn.modes.supervised.
+    Supervisor`: the training documents' source, the trainer's options, the supervised term
+    of the loss and the fitted attributes it records); None: the unsupervised model."""
 
     name = "hybrid"
     chain_parameters = ("batch_size", "n_epochs", "learning_rate", "device")
     fitted_extras = MinibatchMode.fitted_extras + ("encoder_config_", "encoder_weights_")
     loss_name = "negative ELBO per document of the minibatch"
+
+    def __init__(self, settings: dict, supervisor=None):
+        super().__init__(settings)
+        self.supervisor = supervisor
+        if supervisor is not None:   # the fitted record: the hybrid's and the supervisor's
+            self.fitted_extras = type(self).fitted_extras + supervisor.fitted_extras
 
     @staticmethod
     def check_parameters(params: dict) -> dict:
@@ -58,15 +68,24 @@ class HybridMode(MinibatchMode):
                                      chunk_positions=min(ENCODER_CHUNK_POSITIONS, per_batch),
                                      refine_block_docs=refine)
 
+    def block_source(self, training: Training):
+        if self.supervisor is None:
+            return super().block_source(training)
+        return self.supervisor.block_source(training)
+
     def learn(self, training: Training, source, common: dict):
         from ..inference.hybrid import fit_hybrid
-        s = self.settings
+        s, supervisor = self.settings, self.supervisor
+        term = None if supervisor is None else supervisor.term(training, source, common)
+        options = {} if supervisor is None else supervisor.trainer_options()
         with torch_threads(s["n_threads"]):
             run = fit_hybrid(source, training.layers, len(training.vocabulary), training.hyper,
                              device=s["device"] or "cpu", learning_rate=s["learning_rate"],
-                             **common)
-        return run, dict(encoder_config_=run.encoder_config,
-                         encoder_weights_=run.encoder_weights)
+                             supervision=term, **options, **common)
+        extras = dict(encoder_config_=run.encoder_config, encoder_weights_=run.encoder_weights)
+        if supervisor is not None:
+            extras.update(supervisor.fitted(run, term))
+        return run, extras
 
     def inference_bytes(self, data: ConvData, layers, vocab_size: int) -> int:
         # the encoder runs a batch at a time and the refinement a block at a time: bounded

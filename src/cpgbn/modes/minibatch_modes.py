@@ -26,7 +26,7 @@ from ..inference.batches import ConvDataBlocks, TextFileBlocks
 from ..inference.checkpoint import corpus_identity, fingerprint
 from ..inference.communicator import gather_rows
 from ..layers.cells import ConvData
-from .base import FittedState, Training, features
+from .base import FittedState, InferenceMode, Training, features
 from .runtime import numba_threads
 from .gibbs_mode import GibbsMode
 
@@ -97,9 +97,11 @@ def block_source(training: Training, *, memory_block_docs: int | None = None):
                               scan=training.scan)
 
 
-class MinibatchMode(GibbsMode):
+class MinibatchMode(InferenceMode):
     """What the minibatch modes share: their parameters, the streamed fit, the fitted state
-    (:meth:`fit`), and Gibbs inference for new documents (inherited)."""
+    (:meth:`fit`), and Gibbs inference for new documents: the mode holds a
+    :class:`~cpgbn.modes.gibbs_mode.GibbsMode` over its settings (:attr:`gibbs`) and asks it
+    for new documents' theta and their memory, instead of being one."""
 
     streams_files = True
     chain_parameters = ("batch_size", "n_epochs")
@@ -110,6 +112,18 @@ class MinibatchMode(GibbsMode):
     #: TLASGR statistics are those of the workers' batches together (``batch_size`` per
     #: worker), every worker runs the steps an epoch of the largest shard takes.
     distributes = True
+
+    def __init__(self, settings: dict):
+        super().__init__(settings)
+        #: Gibbs sweeps with the learned globals fixed: new documents' theta
+        self.gibbs = GibbsMode(settings)
+
+    def thetas(self, fitted: FittedState, data: ConvData, first_doc: int = 0) -> list:
+        """theta^(1..T) by Gibbs inference with the fitted globals (:attr:`gibbs`)."""
+        return self.gibbs.thetas(fitted, data, first_doc)
+
+    def inference_bytes(self, data: ConvData, layers, vocab_size: int) -> int | None:
+        return self.gibbs.inference_bytes(data, layers, vocab_size)
 
     def shard_block(self) -> int:
         """Numba's 32 documents, whatever the device: a worker's minibatches are its own, no
@@ -159,7 +173,7 @@ class MinibatchMode(GibbsMode):
         traces = {name: np.asarray(values, dtype=np.float64) for name, values in
                   (("loss_trace_", run.trace.loss), ("kl_trace_", run.trace.kl),
                    ("step_seconds_", run.trace.seconds))}
-        fitted = FittedState(
+        fitted = FittedState.of(
             vocabulary_=training.vocabulary, layers_=training.layers, hyper_=training.hyper,
             seed_=training.seed, globals_=run.globals, kernel_usage_=np.zeros(0),
             n_train_tokens_=training.n_tokens, loglik_trace_=np.zeros(0),
@@ -203,7 +217,7 @@ class MinibatchGibbsMode(MinibatchMode):
 
     def training_bytes(self, data: ConvData, layers, vocab_size: int) -> int:
         # every training document is inferred at once afterwards (train_theta_)
-        return self.sweep_bytes(data, layers, vocab_size)
+        return self.gibbs.sweep_bytes(data, layers, vocab_size)
 
     def learn(self, training: Training, source, common: dict):
         from ..inference.minibatch import fit_minibatch_gibbs

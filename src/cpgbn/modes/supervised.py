@@ -1,10 +1,12 @@
 """sCPGBN's fit (paper section 2.3): the hybrid inference with a softmax on theta^(1..T).
 
-:class:`SupervisedMode` is :class:`~cpgbn.modes.hybrid_mode.HybridMode` (Algorithm 1: a Weibull
-encoder trained by Adam, TLASGR-MCMC for the globals) whose encoder carries sCPGBN's softmax
-layer and whose loss per document is L = L_g + xi L_c: the negative ELBO plus xi times the
-cross-entropy of the document's label, for the labelled documents of each minibatch
-(:class:`cpgbn.inference.hybrid.HybridTrainer`'s ``classes`` and ``xi``).  An unlabelled
+:class:`SupervisedMode` wraps a :class:`~cpgbn.modes.hybrid_mode.HybridMode` (Algorithm 1: a
+Weibull encoder trained by Adam, TLASGR-MCMC for the globals), as numpyro's ``HMCGibbs`` wraps
+an inner kernel: it gives the hybrid's fit a :class:`Supervisor`, whose term
+(:class:`cpgbn.inference.supervision.Supervision`) puts sCPGBN's softmax on the encoder and
+makes the loss per document L = L_g + xi L_c: the negative ELBO plus xi times the
+cross-entropy of the document's label, for the labelled documents of each minibatch.  New
+documents' features are the hybrid's.  An unlabelled
 document (a missing label) contributes L_g alone, so unlabelled text shapes the encoder and
 the globals too (semi-supervised, beyond the paper).
 
@@ -40,7 +42,7 @@ from ..inference.hybrid import GLOBAL_STATISTICS
 from ..inference.labels import LabelCodes
 from ..inference.streams import derived_seed
 from ..layers.cells import ConvData
-from .base import FittedState, Training
+from .base import FittedState, InferenceMode, Training
 from .hybrid_mode import HybridMode
 from .runtime import require_torch, torch_threads
 from .minibatch_modes import block_source, steps_per_epoch
@@ -52,11 +54,12 @@ CLASSIFIER_INPUTS = ("theta", "hidden+theta", "hidden")
 #: public, so that a study can draw the split a fit draws
 VALIDATION_SPLIT_STREAM = 7301
 
-__all__ = ["SupervisedMode", "softmax_input_of"]
+__all__ = ["SupervisedMode", "Supervisor", "softmax_input_of"]
 
 
-class SupervisedMode(HybridMode):
-    """sCPGBN's fit and class probabilities (module docstring)."""
+class SupervisedMode(InferenceMode):
+    """sCPGBN's fit and class probabilities (module docstring): a hybrid mode
+    (:attr:`hybrid`) fitted with a :class:`Supervisor`."""
 
     name = "supervised"
     chain_parameters = HybridMode.chain_parameters + (
@@ -65,8 +68,10 @@ class SupervisedMode(HybridMode):
         "classifier_dropout", "validation_fraction", "patience")
     #: as the hybrid; the classes are the whole corpus' (:func:`cpgbn.classifier.shared_labels`)
     distributes = True
-    fitted_extras = HybridMode.fitted_extras + (
-        "classes_", "paper_xi_", "validation_curve_", "best_epoch_", "gradient_norms_")
+    #: as the hybrid: a file is read a block at a time
+    streams_files = HybridMode.streams_files
+    fitted_extras = HybridMode.fitted_extras + ("classes_", "paper_xi_", "validation_curve_",
+                                                "best_epoch_", "gradient_norms_")
     loss_name = ("loss per document of the minibatch: the negative ELBO plus xi times the "
                  "cross-entropy on the generative steps (every generative_every-th), xi times "
                  "the cross-entropy alone on the others")
@@ -104,11 +109,37 @@ class SupervisedMode(HybridMode):
                     validation_fraction=float(fraction),
                     patience=None if patience is None else check_int("patience", patience, 1))
 
+    def __init__(self, settings: dict):
+        super().__init__(settings)
+        #: the inner mode: its parameters, memory, transform; each fit adds a supervisor
+        self.hybrid = HybridMode(settings)
+
+    def check_compatible(self) -> None:
+        self.hybrid.check_compatible()
+
+    def training_bytes(self, data: ConvData, layers, vocab_size: int) -> int | None:
+        return self.hybrid.training_bytes(data, layers, vocab_size)
+
+    def inference_bytes(self, data: ConvData, layers, vocab_size: int) -> int | None:
+        return self.hybrid.inference_bytes(data, layers, vocab_size)
+
+    def thetas(self, fitted: FittedState, data: ConvData, first_doc: int = 0) -> list[np.ndarray]:
+        return self.hybrid.thetas(fitted, data, first_doc)
+
+    def shard_block(self) -> int:
+        return self.hybrid.shard_block()
+
+    def transform_refusal(self) -> str | None:
+        return self.hybrid.transform_refusal()
+
+    def streams_transform(self) -> bool:
+        return self.hybrid.streams_transform()
+
     def fit(self, training: Training) -> FittedState:
         if training.classes is None:
             raise CPGBNInputError("a supervised fit needs the classes of its labels")
-        self._split = self._validation_split(training)
-        fitted = super().fit(training)
+        supervisor = Supervisor(self, self._validation_split(training))
+        fitted = HybridMode(self.settings, supervisor=supervisor).fit(training)
         fitted.classes_ = np.asarray(training.classes)
         return fitted
 
@@ -137,60 +168,6 @@ class SupervisedMode(HybridMode):
                                         random_state=seed)
         fitted = np.sort(np.concatenate([fitted, np.flatnonzero(codes < 0)]))
         return fitted, np.sort(held)
-
-    def block_source(self, training: Training):
-        """A corpus in memory as one block, so that every minibatch is drawn from the whole
-        corpus: files are often sorted by label (IMDB's, SUBJ's), and blocks of consecutive
-        documents then give minibatches of one class for a whole block, after which the
-        softmax predicts the last block's class for everything (seen on SUBJ: one class for
-        every test document).  A streamed file is read in blocks; :func:`cpgbn.classifier.
-        file_classes` warns when its labels come in runs.  With a validation split, the
-        fitted documents only."""
-        if training.data is None:
-            return block_source(training)
-        split = getattr(self, "_split", None)
-        if split is not None:
-            from ..layers.batches import subset_cells
-            fitted = split[0]
-            training = dataclasses.replace(training, data=subset_cells(training.data, fitted),
-                                           labels=np.asarray(training.labels)[fitted])
-        return block_source(training, memory_block_docs=max(training.data.n_docs, 1))
-
-    def learn(self, training: Training, source, common: dict):
-        from ..inference.hybrid import Validation, fit_hybrid
-        s = self.settings
-        # the corpus' mean units per document: over every worker's documents
-        paper_xi = self.paper_xi(training.n_tokens, training.data.n_docs
-                                 if training.data is not None
-                                 and training.communicator.world_size == 1
-                                 else common["n_docs_total"])
-        validation = None
-        split = getattr(self, "_split", None)
-        if split is not None:
-            from ..layers.batches import subset_cells
-            held = split[1]
-            codes = LabelCodes(training.classes).codes(np.asarray(training.labels)[held],
-                                                       len(held))
-            validation = Validation(subset_cells(training.data, held), codes,
-                                    every=steps_per_epoch(source.n_docs, s["batch_size"],
-                                                          source.block_docs),
-                                    patience=s["patience"])
-        with torch_threads(s["n_threads"]):
-            run = fit_hybrid(source, training.layers, len(training.vocabulary), training.hyper,
-                             device=s["device"] or "cpu", learning_rate=s["learning_rate"],
-                             classes=training.classes, xi=paper_xi,
-                             global_statistics=s["global_statistics"],
-                             encoder_options=dict(classifier_input=s["classifier_input"],
-                                                  classifier_dropout=s["classifier_dropout"],
-                                                  classifier_pooling=s["classifier_pooling"]),
-                             elbo=s["generative"], loss_scale=s["xi"] / paper_xi,
-                             generative_every=s["generative_every"], validation=validation,
-                             elbo_reaches_filters=s["elbo_reaches_filters"],
-                             max_grad_norm=s["max_grad_norm"], **common)
-        return run, dict(encoder_config_=run.encoder_config,
-                         encoder_weights_=run.encoder_weights, paper_xi_=paper_xi,
-                         validation_curve_=run.validation_curve if validation else None,
-                         best_epoch_=run.best_epoch, gradient_norms_=run.gradient_norms)
 
     def paper_xi(self, n_tokens: int, n_docs: int) -> float:
         """The paper's xi (the weight of L_c against L_g per document) for the estimator's
@@ -231,6 +208,80 @@ class SupervisedMode(HybridMode):
         backend = self._encoder(fitted)
         with torch_threads(self.settings["n_threads"]):
             return backend.class_attributions(fitted.globals_.phi, data, targets)
+
+
+class Supervisor:
+    """What :class:`SupervisedMode` adds to its hybrid mode's fit
+    (:class:`~cpgbn.modes.hybrid_mode.HybridMode`'s ``supervisor``): where the minibatches
+    come from, the trainer's options, the supervised term of the loss
+    (:class:`~cpgbn.inference.supervision.Supervision`) and the fitted attributes it records.
+    ``split``: the validation split (fitted, held-out document indices) or None."""
+
+    fitted_extras = ("paper_xi_", "validation_curve_", "best_epoch_", "gradient_norms_")
+
+    def __init__(self, mode: SupervisedMode, split):
+        self.settings, self.paper_xi, self.split = mode.settings, mode.paper_xi, split
+
+    def block_source(self, training: Training):
+        """A corpus in memory as one block, so that every minibatch is drawn from the whole
+        corpus: files are often sorted by label (IMDB's, SUBJ's), and blocks of consecutive
+        documents then give minibatches of one class for a whole block, after which the
+        softmax predicts the last block's class for everything (seen on SUBJ: one class for
+        every test document).  A streamed file is read in blocks; :func:`cpgbn.classifier.
+        file_classes` warns when its labels come in runs.  With a validation split, the
+        fitted documents only."""
+        if training.data is None:
+            return block_source(training)
+        split = self.split
+        if split is not None:
+            from ..layers.batches import subset_cells
+            fitted = split[0]
+            training = dataclasses.replace(training, data=subset_cells(training.data, fitted),
+                                           labels=np.asarray(training.labels)[fitted])
+        return block_source(training, memory_block_docs=max(training.data.n_docs, 1))
+
+    def trainer_options(self) -> dict:
+        """The hybrid trainer's options a classifier sets (its encoder's softmax input,
+        dropout and pooling; the globals' statistics; the gradient clip)."""
+        s = self.settings
+        return dict(global_statistics=s["global_statistics"],
+                    encoder_options=dict(classifier_input=s["classifier_input"],
+                                         classifier_dropout=s["classifier_dropout"],
+                                         classifier_pooling=s["classifier_pooling"]),
+                    max_grad_norm=s["max_grad_norm"])
+
+    def term(self, training: Training, source, common: dict):
+        """The supervised term of the fit's loss: the classes, the paper's xi, the generative
+        steps and the validation of the held-out documents."""
+        from ..inference.supervision import Supervision, Validation
+        s = self.settings
+        # the corpus' mean units per document: over every worker's documents
+        paper_xi = self.paper_xi(training.n_tokens, training.data.n_docs
+                                 if training.data is not None
+                                 and training.communicator.world_size == 1
+                                 else common["n_docs_total"])
+        validation = None
+        if self.split is not None:
+            from ..layers.batches import subset_cells
+            held = self.split[1]
+            codes = LabelCodes(training.classes).codes(np.asarray(training.labels)[held],
+                                                       len(held))
+            validation = Validation(subset_cells(training.data, held), codes,
+                                    every=steps_per_epoch(source.n_docs, s["batch_size"],
+                                                          source.block_docs),
+                                    patience=s["patience"])
+        return Supervision(training.classes, xi=paper_xi, loss_scale=s["xi"] / paper_xi,
+                           elbo=s["generative"], generative_every=s["generative_every"],
+                           elbo_reaches_filters=s["elbo_reaches_filters"],
+                           validation=validation)
+
+    @staticmethod
+    def fitted(run, term) -> dict:
+        """The fitted attributes of the supervised term (``run``: the hybrid's result)."""
+        return dict(paper_xi_=term.xi,
+                    validation_curve_=None if term.validation is None
+                    else run.validation_curve,
+                    best_epoch_=run.best_epoch, gradient_norms_=run.gradient_norms)
 
 
 def softmax_input_of(encoder_config: dict | None) -> str:
