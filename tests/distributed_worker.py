@@ -4,7 +4,7 @@ process with torchrun's environment (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT)
     python distributed_worker.py OUT_DIR [--timeout S] [--die-after SWEEP]
                                  [--checkpoint DIR [--resume]] [--torch]
 
-Fits the test corpus' shard of this rank (:func:`cpgbn.inference.shards.shard_range`) with
+Fits the test corpus' shard of this rank (:func:`cpgbn.modes.sharded.shard_range`) with
 the data-parallel sampler and writes ``OUT_DIR/rank<r>.npz`` (:func:`fit_arrays`).  A
 worker failure prints one line on stderr and exits with status 1.  ``--die-after k``: rank 1
 exits abruptly after sweep k (the others must stop within the timeout, naming it).
@@ -93,7 +93,8 @@ def fit_arrays(data, *, first_doc: int = 0, communicator=None, on_sweep=None,
 def main() -> int:
     from cpgbn.backends.torch.distributed import TorchCommunicator
     from cpgbn.errors import WorkerError
-    from cpgbn.inference.shards import DOC_BLOCK, shard_range
+    from cpgbn.blocks import DOC_BLOCK
+    from cpgbn.modes.sharded import shard_range
 
     parser = argparse.ArgumentParser()
     parser.add_argument("out", type=Path)

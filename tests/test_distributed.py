@@ -22,7 +22,8 @@ import pytest
 import cpgbn
 from cpgbn.errors import CPGBNInputError
 from cpgbn.inference.exact import ExactSum
-from cpgbn.inference.shards import DOC_BLOCK, shard_range
+from cpgbn.blocks import DOC_BLOCK
+from cpgbn.modes.sharded import shard_range
 from cpgbn.inference.communicator import SingleProcess
 
 import distributed_worker as worker

@@ -357,6 +357,40 @@ def test_inference_reaches_torch_only_through_a_backend(package):
                for name, _ in third_party_imports(m))   # the check sees imports
 
 
+def test_the_algorithms_hardly_ask_how_many_workers_run():
+    """Distribution lives in the communicator (its collectives are exact in a group of one:
+    ``weighted_mean``, ``gather_row_arrays``, ``deal``, ``own_item``) and the driver: at most
+    five lines of ``inference/`` outside ``communicator.py`` read ``world_size`` or
+    ``is_root`` (what one worker does for all: writing and reading a checkpoint, the root's
+    TLASGR step; a group's own shortcut; one refusal)."""
+    root = SOURCE_ROOT / "cpgbn" / "inference"
+    found = []
+    for path in sorted(root.glob("*.py")):
+        if path.name == "communicator.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        found += sorted({f"{path.name}:{node.lineno}" for node in ast.walk(tree)
+                         if isinstance(node, ast.Attribute)
+                         and node.attr in ("world_size", "is_root")})
+    assert found and len(found) <= 5, found
+
+
+def test_collectives_are_exact_in_one_process():
+    import numpy as np
+
+    from cpgbn.inference.communicator import (SingleProcess, deal, gather_row_arrays,
+                                              own_item, weighted_mean)
+    one = SingleProcess()
+    loss = 0.7   # loss * 3 / 3 != loss in floating point
+    assert loss * 3 / 3 != loss and weighted_mean(loss, 3, one) == (loss, 3)
+    arrays = {"w": np.arange(4), "D": np.ones(2)}
+    assert gather_row_arrays(arrays, lambda name: name == "w", one) is arrays
+    assert deal(lambda: [{"part": 0}], one) == {"part": 0}
+    assert own_item(["mine"], one, lambda world: "refused") == "mine"
+    with pytest.raises(ValueError, match="refused 1"):
+        own_item(["a", "b"], one, lambda world: f"refused {world}")
+
+
 def test_no_private_name_crosses_a_module(package):
     modules, _ = package
     uses = [use for module in modules.values() for use in private_uses(module, modules)]

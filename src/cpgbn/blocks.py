@@ -4,7 +4,7 @@ Random-stream blocks (part of what a seed means: changing one changes the draws)
 
 * :data:`DOC_BLOCK` -- the numba backend's documents per random-stream block.  A document
   block is numbered globally, so a distributed fit's shards are whole blocks
-  (:func:`cpgbn.inference.shards.shard_range`) and each document draws what it draws in one
+  (:func:`cpgbn.modes.sharded.shard_range`) and each document draws what it draws in one
   process;
 * :data:`TORCH_DOC_BLOCKS` -- the PyTorch backend's, by device type: multiples of
   :data:`DOC_BLOCK`, so that shards of whole blocks hash as the corpus fingerprint does

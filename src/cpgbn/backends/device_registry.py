@@ -9,7 +9,7 @@ only when asked for).  An entry says what the layers above need of a backend on 
   :class:`~cpgbn.inference.gibbs.GibbsSampler` runs (PyTorch's also takes ``max_elements``
   and ``doc_block``, which :class:`~cpgbn.inference.gibbs.TorchGibbsSampler` passes);
 * ``doc_block(device)``: its random streams' document block (a distributed run's shards are
-  whole blocks, :func:`cpgbn.inference.shards.shard_range`);
+  whole blocks, :func:`cpgbn.modes.sharded.shard_range`);
 * ``memory_kind(device)``: the device type of the host-memory estimate
   (:func:`cpgbn.inference.memory.estimate_bytes`: None for numba, "cpu" or "cuda");
 * ``check_device_memory(n_positions, n_kernels, device)``: the refusal of a run that the

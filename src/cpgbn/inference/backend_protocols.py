@@ -220,7 +220,9 @@ class EncoderBackend(Protocol):
                           kl: float) -> tuple[float, float, int]:
         """Data-parallel training: replace the accumulated gradient by the mean over the
         workers' batches (each weighted by its ``n_docs``), the same on every worker; returns
-        (loss, KL) per document over all the batches and their number of documents."""
+        (loss, KL) per document over all the batches and their number of documents.  A group
+        of one (:class:`~cpgbn.inference.communicator.SingleProcess`) keeps its gradient and
+        returns its own (loss, KL, n_docs) as they are."""
 
     def apply_gradient(self, max_grad_norm: float | None, *, separate: bool = False) -> float:
         """One optimiser step (Adam) on the accumulated gradient, its norm clipped first (the

@@ -10,13 +10,15 @@ group is written as such:
 * ``communicator.is_root``: what one worker does for all -- writing a checkpoint or a
   model, showing a progress bar, reading the gathered rows;
 * ``communicator.world_size > 1``: a group's own algorithm where one process has a plainer
-  one that is not bit for bit the same (a loss averaged over the workers' documents,
-  ``loss * n / n``; a checkpoint read by the root and broadcast) or where the data are split
-  (a worker reads its shard, :mod:`cpgbn.modes.sharded`).
+  one that is not bit for bit the same, written here once as a collective that is exact in
+  one process (:func:`weighted_mean`: ``loss * n / n`` may round differently;
+  :func:`gather_row_arrays`, which copies nothing in one process), or where the data are
+  split (a worker reads its shard, :mod:`cpgbn.modes.sharded`).
 
 The functions below are the agreements every run makes (in one process they return at
 once): :func:`same_settings` (all workers were started alike), :func:`agree` (a check that may
-fail on one worker fails on all), :func:`root_verdict` and :func:`gather_rows`.
+fail on one worker fails on all), :func:`root_verdict`, :func:`gather_rows`,
+:func:`gather_row_arrays`, :func:`deal`, :func:`weighted_mean` and :func:`own_item`.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import numpy as np
 from ..errors import CPGBNInputError
 
 __all__ = ["Communicator", "SingleProcess", "as_communicator", "same_settings", "root_verdict",
-           "agree", "gather_rows"]
+           "agree", "gather_rows", "gather_row_arrays", "deal", "weighted_mean", "own_item"]
 
 
 class Communicator(Protocol):
@@ -164,3 +166,46 @@ def gather_rows(array: np.ndarray, communicator) -> np.ndarray | None:
     None on the others."""
     parts = communicator.gather(np.ascontiguousarray(array))
     return None if parts is None else np.concatenate(parts, axis=0)
+
+
+def gather_row_arrays(arrays: dict, is_row, communicator) -> dict:
+    """``arrays`` with every array whose name ``is_row`` replaced by the workers' rows of it
+    stacked in rank order, on the root; {} on the others (the shared arrays are the root's).
+    One process: ``arrays`` itself, no copy (a Gibbs checkpoint's w and m may be most of the
+    memory)."""
+    if communicator.world_size == 1:
+        return arrays
+    rows = communicator.gather({k: v for k, v in arrays.items() if is_row(k)})
+    if rows is None:
+        return {}
+    return dict(arrays, **{k: np.concatenate([part[k] for part in rows], axis=0)
+                           for k in rows[0]})
+
+
+def deal(make_parts, communicator):
+    """Worker r's item of the list ``make_parts()`` that the root alone makes (one item per
+    worker): a checkpoint's rows dealt to the workers that hold them.  An item that is an
+    exception is raised on its worker."""
+    part = communicator.scatter_object(make_parts() if communicator.is_root else None)
+    if isinstance(part, Exception):
+        raise part
+    return part
+
+
+def weighted_mean(value: float, weight: int, communicator) -> tuple[float, int]:
+    """(the mean of the workers' ``value`` weighted by their ``weight``, the weights' sum) on
+    every worker: a loss per document over the union of the workers' batches.  One process:
+    ``(value, weight)`` as they are (``value * n / n`` may round differently)."""
+    if communicator.world_size == 1:
+        return float(value), int(weight)
+    summed = communicator.sum(np.array([value * weight, weight], dtype=np.float64))
+    return float(summed[0] / summed[1]), int(summed[1])
+
+
+def own_item(items: list, communicator, refusal):
+    """This worker's item of ``items``, one per worker of the group that made them (a
+    checkpoint's cursors); the one-line error ``refusal(world_size)`` when this group is of
+    another size."""
+    if len(items) != communicator.world_size:
+        raise CPGBNInputError(refusal(communicator.world_size))
+    return items[communicator.rank]

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..backends.numba.position_store import (ENTRY_SUFFIXES, POSITION_SUFFIX, field_arrays,
                                              field_from_arrays)
-from .communicator import as_communicator
+from .communicator import as_communicator, deal, gather_row_arrays
 from .exact import ExactSum
 from .mixing import Mixing, MixingTrace
 from .state import GibbsState, GlobalParameters, state_on, write_back
@@ -201,10 +201,8 @@ class GibbsChain:
         does not depend on how the documents are split) and its number of documents: one
         all-reduce of the exact sum's bins with the shard's size beside them."""
         total = ExactSum.of(self.sampler.backend.to_numpy(current.loglik, np.float64))
-        comm = self.communicator
-        if comm.world_size == 1:
-            return float(total), n_docs
-        summed = np.asarray(comm.sum(np.append(total.bins, np.int64(n_docs))), dtype=np.int64)
+        summed = np.asarray(self.communicator.sum(np.append(total.bins, np.int64(n_docs))),
+                            dtype=np.int64)
         return float(ExactSum(summed[:-1])), int(summed[-1])
 
     def _flush(self) -> None:
@@ -246,15 +244,16 @@ class GibbsChain:
             arrays["sum_r"] = collector.globals_sum.r
             for i, p in enumerate(collector.globals_sum.phi):
                 arrays[f"sum_phi_{i}"] = p
-        if self.communicator.world_size > 1:
-            return self._gathered(arrays)
-        return arrays
+        return gather_row_arrays(arrays, self._is_row_array, self.communicator)
 
     # The arrays with one row per document (documents) or per position (positions): the
     # workers hold consecutive ranges of them in rank order, so a checkpoint of the whole
     # corpus is their rows stacked, and any number of workers can resume it.
     #: :func:`~cpgbn.inference.training.train` gives the root alone a checkpoint's arrays
     deals_rows = True
+    #: the loop's other reads (:class:`~cpgbn.inference.training.Algorithm`)
+    finished = False
+    non_finite_hint = "check the data"
     # A stored position field (numba) saves a row per position and a row per stored entry:
     # a worker's entries are those of its positions (``field_arrays``).
     _FIELDS = ("w", "m")
@@ -269,54 +268,41 @@ class GibbsChain:
         return any(name.startswith(prefix) and name[len(prefix):].isdigit()
                    for prefix in self._PER_LAYER_DOCUMENT_ROWS)
 
-    def _gathered(self, arrays: dict) -> dict:
-        """The whole corpus' checkpoint arrays on the root (the workers' rows stacked), {} on
-        the others: the shared arrays (globals, their sums, the trace) are the root's."""
-        rows = self.communicator.gather({k: v for k, v in arrays.items()
-                                         if self._is_row_array(k)})
-        if rows is None:
-            return {}
-        return dict(arrays, **{k: np.concatenate([part[k] for part in rows], axis=0)
-                               for k in rows[0]})
-
     def _dealt(self, arrays: dict) -> dict:
         """This worker's part of a whole-corpus checkpoint the root read (its rows, and the
         shared arrays), however many workers wrote it."""
         comm, data = self.communicator, self.sampler.data
         sizes = comm.gather((int(data.n_docs), int(data.n_positions)))
-        parts = None
-        if comm.is_root:
+
+        def parts() -> list:   # the root's
             doc_edges = np.cumsum([0] + [n for n, _ in sizes])
             pos_edges = np.cumsum([0] + [p for _, p in sizes])
             positions = arrays["m"] if "m" in arrays else arrays["m" + POSITION_SUFFIX]
             if doc_edges[-1] != len(arrays["A"]) or pos_edges[-1] != len(positions):
-                parts = [ValueError("the checkpoint's documents are not the corpus'")] * len(sizes)
-            else:
-                # where each position's entries end, for the fields saved as stores
-                entry_ends = {f: np.concatenate([[0], np.cumsum(arrays[f], dtype=np.int64)])
-                              for f in set(self._ENTRY_ROWS.values()) if f in arrays}
-                parts = []
-                for r in range(len(sizes)):
-                    part = {}
-                    for k, v in arrays.items():
-                        if k in self._POSITION_ROWS:
-                            part[k] = v[pos_edges[r]:pos_edges[r + 1]]
-                        elif k in self._ENTRY_ROWS:
-                            ends = entry_ends[self._ENTRY_ROWS[k]]
-                            part[k] = v[ends[pos_edges[r]]:ends[pos_edges[r + 1]]]
-                        elif self._is_row_array(k):
-                            part[k] = v[doc_edges[r]:doc_edges[r + 1]]
-                        else:
-                            part[k] = v
-                    parts.append(part)
-        part = comm.scatter_object(parts)
-        if isinstance(part, Exception):   # the fingerprint makes this unreachable; kept loud
-            raise part
-        return part
+                # the fingerprint makes this unreachable; kept loud
+                return [ValueError("the checkpoint's documents are not the corpus'")] * len(sizes)
+            # where each position's entries end, for the fields saved as stores
+            entry_ends = {f: np.concatenate([[0], np.cumsum(arrays[f], dtype=np.int64)])
+                          for f in set(self._ENTRY_ROWS.values()) if f in arrays}
+            dealt = []
+            for r in range(len(sizes)):
+                part = {}
+                for k, v in arrays.items():
+                    if k in self._POSITION_ROWS:
+                        part[k] = v[pos_edges[r]:pos_edges[r + 1]]
+                    elif k in self._ENTRY_ROWS:
+                        ends = entry_ends[self._ENTRY_ROWS[k]]
+                        part[k] = v[ends[pos_edges[r]]:ends[pos_edges[r + 1]]]
+                    elif self._is_row_array(k):
+                        part[k] = v[doc_edges[r]:doc_edges[r + 1]]
+                    else:
+                        part[k] = v
+                dealt.append(part)
+            return dealt
+        return deal(parts, comm)
 
     def load(self, arrays: dict, meta: dict) -> None:
-        if self.communicator.world_size > 1:
-            arrays = self._dealt(arrays)
+        arrays = self._dealt(arrays)   # one process: its own, as views
         a, T = arrays, int(meta["n_layers"])
         g = GlobalParameters(a["D"], [a[f"phi_{i}"] for i in range(T - 1)], a["r"])
         positions, K = self.sampler.data.doc_positions, g.D.shape[2]

@@ -118,7 +118,7 @@ class GibbsSampler:
         swept apart, with the same globals, give the whole corpus' local draws.
     communicator : a :class:`~cpgbn.inference.communicator.Communicator` or None (one process)
         This sampler is one of several workers, each over its shard of the corpus (a range of
-        global ids from ``first_doc``, :func:`cpgbn.inference.shards.shard_range`): the global
+        global ids from ``first_doc``, :func:`cpgbn.modes.sharded.shard_range`): the global
         update sums the statistics over them first (:class:`~cpgbn.inference.updates.
         DistributedGlobalUpdate` around ``global_update``, the exact draws by default), and
         :meth:`run` sums the trace.  Every worker then holds the globals, and its documents

@@ -204,6 +204,8 @@ class HybridTrainer:
 
     #: what the training loop's non-finite-loss error suggests
     non_finite_hint = "lower the learning rate or check the data"
+    #: every worker holds the same state (:class:`~cpgbn.inference.training.Algorithm`)
+    deals_rows = False
 
     def __init__(self, layers, vocab_size: int, filter_width: int, hyper: Hyperparameters, *,
                  n_docs_total: int, seed: int, learning_rate: float = 1e-3, device="cpu",
@@ -332,10 +334,9 @@ class HybridTrainer:
                                                                        batch.n_docs),
             elbo=generative, loss_scale=1.0 if term is None else term.loss_scale,
             elbo_reaches_filters=True if term is None else term.elbo_reaches_filters)
-        n_docs = batch.n_docs
-        if self.communicator.world_size > 1:   # before the check: every worker must agree
-            loss, kl, n_docs = self.encoder_backend.average_gradients(
-                self.communicator, n_docs, loss, kl)
+        # over the workers' batches, before the check: every worker must agree
+        loss, kl, n_docs = self.encoder_backend.average_gradients(
+            self.communicator, batch.n_docs, loss, kl)
         report = StepReport(loss, kl, n_docs)
         if not (np.isfinite(report.loss) and np.isfinite(report.kl)):
             return report                      # the driver stops; nothing is changed

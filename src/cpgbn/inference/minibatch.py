@@ -32,7 +32,7 @@ from .gibbs import GibbsSampler
 from .state import GlobalParameters, Hyperparameters
 from . import streams
 from .batches import Batch, ConvDataBlocks, Minibatches
-from .communicator import as_communicator
+from .communicator import as_communicator, weighted_mean
 from .prior import sample_globals
 from .tlasgr import TLASGRSchedule
 from .training import StepReport, TrainingTrace, train
@@ -94,6 +94,12 @@ class MinibatchGibbs:
         worker gets its globals; the loss reported is the batches' together.
     """
 
+    #: what the training loop reads (:class:`~cpgbn.inference.training.Algorithm`): the
+    #: same state on every worker, no early end
+    deals_rows = False
+    finished = False
+    non_finite_hint = "check the data"
+
     def __init__(self, layers, vocab_size: int, filter_width: int, hyper: Hyperparameters, *,
                  n_docs_total: int, seed: int, burn_in: int = 24, collect: int = 16,
                  schedule: TLASGRSchedule = TLASGRSchedule(),
@@ -142,10 +148,8 @@ class MinibatchGibbs:
         for _ in range(self.collect):
             collect.sweep_on_backend(state)
         loss, n_docs = -float(state.loglik.sum()) / batch.n_docs, batch.n_docs
-        if self.communicator.world_size > 1:
-            # the union's loss first: every worker must agree on whether the step updates
-            summed = self.communicator.sum(np.array([loss * n_docs, n_docs], dtype=np.float64))
-            loss, n_docs = float(summed[0] / summed[1]), int(summed[1])
+        # the union's loss first: every worker must agree on whether the step updates
+        loss, n_docs = weighted_mean(loss, n_docs, self.communicator)
         if np.isfinite(loss):
             stats = kept.mean()
             counts = np.zeros(g.D.shape, dtype=np.float64)

@@ -250,10 +250,10 @@ class MixingMonitor:
         with backend.sweep_context():  # numba: BLAS on one thread, as in the sweep
             counts, self._memory = backend.assignment_changes(state.m, self._memory)
             sums = backend.to_numpy(self._weights_on @ state.theta[0], np.float64)
-        if self.communicator.world_size > 1:
-            # the shares read the first five counts, all sums (the sixth is a maximum)
-            counts = self.communicator.sum(np.asarray(counts[:5], dtype=np.int64))
-            sums = self.communicator.sum(np.asarray(sums, dtype=np.float64))
+        # over the workers (one process: as they are); the shares read the first five
+        # counts, all sums (the sixth is a maximum)
+        counts = self.communicator.sum(np.asarray(counts[:5], dtype=np.int64))
+        sums = self.communicator.sum(np.asarray(sums, dtype=np.float64))
         moved, switched = shares_of(counts)
         trace.moved.append(moved)
         trace.switched.append(switched)

@@ -40,7 +40,7 @@ import numpy as np
 from ..errors import CPGBNInputError
 from . import checkpoint
 from .batches import Batch, Cursor
-from .communicator import as_communicator
+from .communicator import as_communicator, own_item
 
 __all__ = ["NonFiniteLossError", "StepReport", "Algorithm", "TrainingTrace", "train"]
 
@@ -63,7 +63,16 @@ class StepReport:
 
 
 class Algorithm(Protocol):
-    """What :func:`train` calls (module docstring)."""
+    """What :func:`train` calls and reads (module docstring)."""
+
+    #: Whether each worker's ``to_arrays`` holds rows of its own documents, which the root
+    #: gathers and ``load`` deals back (the Gibbs chain), instead of the same state on every
+    #: worker (the minibatch algorithms).
+    deals_rows: bool
+    #: Whether the run ends before ``n_steps`` (validation's patience ran out).
+    finished: bool
+    #: What the error of a non-finite loss suggests.
+    non_finite_hint: str
 
     def step(self, i: int, batch: Batch) -> StepReport: ...
 
@@ -138,17 +147,14 @@ def train(algorithm, batches, n_steps: int, *, checkpoint_dir=None, checkpoint_e
     if int(checkpoint_every) < 1:
         raise CPGBNInputError(f"checkpoint_every must be >= 1, got {checkpoint_every}")
     communicator = as_communicator(communicator)
-    group = communicator.world_size > 1
-    deals_rows = getattr(algorithm, "deals_rows", False)
+    deals_rows = algorithm.deals_rows
     writes = checkpoint_dir is not None and communicator.is_root
     print_ = checkpoint.fingerprint({"config": algorithm.config(),
                                      "batches": batches.identity()})
     step, trace = int(first_step), TrainingTrace()
     saved = None
-    if resume and group:
+    if resume:
         saved = _read_shared(checkpoint_dir, print_, communicator, deals_rows)
-    elif resume and checkpoint.has_checkpoint(checkpoint_dir):
-        saved = checkpoint.read_checkpoint(checkpoint_dir, print_)
     if saved is not None:
         step, trace = saved.step, TrainingTrace.from_arrays(saved.arrays)
         batches.cursor = _own_cursor(saved.cursor, communicator)
@@ -156,7 +162,7 @@ def train(algorithm, batches, n_steps: int, *, checkpoint_dir=None, checkpoint_e
     last_saved = step if resume else None
     bar = _progress_bar(progress, n_steps, step, desc, unit)
     # an algorithm may end the run before n_steps (validation's patience): ``finished``
-    stopped = lambda: bool(getattr(algorithm, "finished", False))  # noqa: E731
+    stopped = lambda: bool(algorithm.finished)  # noqa: E731
     try:
         while step < n_steps and not stopped():
             i = step + 1
@@ -171,7 +177,7 @@ def train(algorithm, batches, n_steps: int, *, checkpoint_dir=None, checkpoint_e
                 raise NonFiniteLossError(
                     f"training stopped at step {i}: the loss is not finite (loss {report.loss}, "
                     f"KL {report.kl}); {where}; "
-                    f"{getattr(algorithm, 'non_finite_hint', 'check the data')}")
+                    f"{algorithm.non_finite_hint}")
             step = i
             trace.loss.append(report.loss)
             trace.kl.append(math.nan if report.kl is None else report.kl)
@@ -181,11 +187,12 @@ def train(algorithm, batches, n_steps: int, *, checkpoint_dir=None, checkpoint_e
                                                or (last and save_at_end)):
                 # every worker of a group takes part: its cursor, and its rows when the
                 # algorithm deals rows, go to the root (the others' state is the root's)
-                if writes or (group and deals_rows):
+                if writes or deals_rows:
                     arrays = dict(algorithm.to_arrays())
                 cursor = asdict(batches.cursor)
-                if group:
-                    cursor["workers"] = communicator.gather(asdict(batches.cursor))
+                workers = communicator.gather(cursor)
+                if workers is not None and any(w != cursor for w in workers):
+                    cursor["workers"] = workers   # each at its own place in its shard
                 if writes:
                     arrays.update(trace.to_arrays())
                     checkpoint.save_checkpoint(checkpoint_dir, step=step, cursor=cursor,
@@ -210,38 +217,39 @@ def train(algorithm, batches, n_steps: int, *, checkpoint_dir=None, checkpoint_e
 
 def _own_cursor(saved: dict, communicator) -> Cursor:
     """This worker's place in its batch stream from a checkpoint's cursor.  A group's
-    checkpoint keeps every worker's (``workers``): when they agree (a full-batch chain,
+    checkpoint keeps every worker's (``workers``) where they differ: when they agree (a full-batch chain,
     whose stream has one place) any number of workers resumes it; when they differ
     (minibatches of each worker's shard) only as many workers as wrote it."""
     saved = dict(saved)
     workers = saved.pop("workers", None)
     if workers is None or all(w == workers[0] for w in workers):
         return Cursor(**saved)
-    rank, world = communicator.rank, communicator.world_size
-    if len(workers) != world:
-        raise CPGBNInputError(f"this checkpoint was written by {len(workers)} workers, each "
-                              f"at its own place in its shard's minibatches; resume it with "
-                              f"{len(workers)} workers, not {world}")
-    return Cursor(**workers[rank])
+    return Cursor(**own_item(
+        workers, communicator, lambda world: (
+            f"this checkpoint was written by {len(workers)} workers, each at its own place in "
+            f"its shard's minibatches; resume it with {len(workers)} workers, not {world}")))
 
 
 def _read_shared(directory, print_: str, communicator, deals_rows: bool):
-    """The checkpoint of a group's run, read by the root alone (the directory need be on the
+    """The checkpoint of a run (one process: a group of one), read by the root alone (the directory need be on the
     root's disk only): every worker gets the step, cursor, meta and trace, and the
     algorithm's arrays (the same state on every worker: the minibatch algorithms), or, when
     the algorithm ``deals_rows`` (each worker holds rows of its own documents: the Gibbs
     chain), the arrays stay on the root, whose ``load`` deals each worker its part.  None when
     there is no checkpoint; a refused one raises the root's one-line error on every worker."""
-    found = error = None
+    found = own = None
     if communicator.is_root and checkpoint.has_checkpoint(directory):
         try:
             found = checkpoint.read_checkpoint(directory, print_)
         except CPGBNInputError as exc:
-            error = str(exc)
+            own = exc
+    error = None if own is None else str(own)
     head = None if found is None else (found.step, found.cursor, found.meta,
                                        {k: v for k, v in found.arrays.items()
                                         if k.startswith("trace_") or not deals_rows})
     head, error = communicator.broadcast_object((head, error))
+    if own is not None:   # the root's error as it was raised (its class kept)
+        raise own
     if error is not None:
         raise CPGBNInputError(error)
     if head is None:

@@ -387,7 +387,7 @@ class InferenceMode:
 
     def shard_block(self) -> int:
         """Documents per block of a distributed run's shards (its random streams' block): a
-        worker's shard is whole blocks (:func:`cpgbn.inference.shards.shard_range`)."""
+        worker's shard is whole blocks (:func:`cpgbn.modes.sharded.shard_range`)."""
         return DOC_BLOCK
 
     def transform_refusal(self) -> str | None:

@@ -236,7 +236,12 @@ class TorchEncoderBackend:
         What DistributedDataParallel does, without its module wrapper: the loss is
         accumulated over groups of documents by several backward passes through the
         encoder's own methods (not its forward), and a step's all-reduce is small beside the
-        encoder's work, so overlapping it with the backward pass would gain little."""
+        encoder's work, so overlapping it with the backward pass would gain little.
+
+        One process: the gradients, loss and KL as they are (``g * n / n`` may round
+        differently), so that the collective is exact in a group of one."""
+        if communicator.world_size == 1:
+            return loss, kl, n_docs
         params = list(self.encoder.parameters())
         parts = [(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1)
                  .to(torch.float64) for p in params]

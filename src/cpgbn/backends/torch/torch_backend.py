@@ -30,7 +30,7 @@ Random numbers
     globally from ``first_doc``: a block's draws are a function of
     (seed, sweep, step, block) alone, so a shard of a corpus that starts at a multiple of the
     block draws what its documents draw in one process, and data-parallel workers
-    (:mod:`cpgbn.inference.shards`) make the single process' chain.  The block is large so
+    (:func:`cpgbn.modes.sharded.shard_range`) make the single process' chain.  The block is large so
     that a GPU sees large tensors; the memory chunks (below) nest inside it.  A run is
     reproducible for a given seed, device type, torch version, ``doc_block`` and
     ``max_elements`` (the chunking changes the order in which variates are consumed; the
