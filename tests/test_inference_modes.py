@@ -316,6 +316,35 @@ def test_cli_bad_values_are_one_line_errors(tmp_path, capsys, option, value):
     assert not (tmp_path / "model").exists()
 
 
+def test_each_mode_declares_its_parameters_constraints_in_one_table():
+    """Every mode parameter of CPGBN (``params.MODES`` but ``inference``) and every sCPGBN
+    parameter the supervised mode reads has exactly one constraint, in its mode's table; a
+    value each refuses is a one-line error naming the parameter."""
+    from cpgbn.errors import CPGBNInputError
+    from cpgbn.modes import REGISTERED_MODES
+    from cpgbn.modes.supervised import SupervisedMode
+    from cpgbn.params import CLASSIFIER_PARAMETERS, MODES, MODEL, RUN
+    tables = {mode: mode.__dict__.get("parameter_constraints", {})
+              for mode in {m.__mro__[i] for m in REGISTERED_MODES.values()
+                           for i in range(m.__mro__.index(object))}}
+    declared = [name for table in tables.values() for name in table]
+    assert len(declared) == len(set(declared))
+    scpgbn = {p.name for p in CLASSIFIER_PARAMETERS} - {p.name for p in MODEL + MODES + RUN}
+    assert set(declared) == ({p.name for p in MODES} - {"inference"}
+                             | scpgbn - {"semi_supervised"})
+    assert set(SupervisedMode.parameter_constraints) == scpgbn - {"semi_supervised"}
+    bad = {"batch_size": 0, "n_epochs": 1.5, "learning_rate": -1, "refine_iter": -1,
+           "encoder_precision": "float16", "xi": 0, "classifier_input": "words",
+           "classifier_pooling": "sum", "generative": 1, "elbo_reaches_filters": "no",
+           "global_statistics": "both", "generative_every": 0, "classifier_dropout": 1.0,
+           "max_grad_norm": -1, "validation_fraction": 0.5, "patience": 0}
+    assert set(bad) == set(declared)
+    for table in tables.values():
+        for name, constraint in table.items():
+            with pytest.raises(CPGBNInputError, match=name):
+                constraint.check(name, bad[name])
+
+
 def test_modes_compose_no_deeper_than_two_levels_below_the_base():
     """Modes hold the modes they build on (the minibatch modes a Gibbs mode for new documents,
     the supervised mode a hybrid one) instead of inheriting from them."""

@@ -231,7 +231,7 @@ MUTATIONS = [
          "the encoder's draw seeded alike at every step", "hybrid trainer", TRAINER_TESTS),
     glue("trainer_never_steps", "inference/hybrid.py",
          "self.encoder_backend.apply_gradient(\n            self.max_grad_norm, "
-         "separate=self.labels is not None)",
+         "separate=term is not None)",
          "0.0",
          "the optimiser's step left out: the encoder never learns", "hybrid trainer",
          TRAINER_TESTS),

@@ -16,7 +16,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import CPGBNInputError
+from ..errors import CPGBNInputError, check_positive
 from .labels import LabelCodes
 
 __all__ = ["Supervision", "Validation"]
@@ -87,9 +87,8 @@ class Supervision:
 
     def __post_init__(self):
         self.labels = LabelCodes(self.classes)
-        if not (np.isfinite(self.xi) and self.xi >= 0):
-            raise CPGBNInputError(f"xi must be a number >= 0, got {self.xi}")
-        self.xi = float(self.xi)
+        # > 0, as the estimator's xi (per unit) is checked: one rule for both
+        self.xi = check_positive("xi", self.xi)
         if not (np.isfinite(self.loss_scale) and self.loss_scale > 0):
             raise CPGBNInputError(f"loss_scale must be a positive number, got {self.loss_scale}")
         self.loss_scale = float(self.loss_scale)

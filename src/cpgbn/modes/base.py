@@ -2,13 +2,14 @@
 given, and the base class of the modes.
 
 A mode (:class:`InferenceMode`) is one way to learn a CPGBN's globals and to infer the local
-variables of new documents.  It owns the checks of its own parameters
-(:meth:`InferenceMode.check_parameters`), its fit (:meth:`InferenceMode.fit`, which returns a
-:class:`FittedState`), the features of new documents (:meth:`InferenceMode.thetas`) and its
-memory estimate.  The estimator validates the model's parameters once, picks the mode once
-(:func:`cpgbn.modes.mode_for`) and assigns the :class:`FittedState` it gets back in one place;
-:mod:`cpgbn.io` saves and loads the same record.  A new way to fit (the supervised model's, a
-distributed one) is a new subclass, not new branches in the estimator.
+variables of new documents.  It owns the checks of its own parameters (one table,
+:attr:`InferenceMode.parameter_constraints`, read by :meth:`InferenceMode.check_parameters`),
+its fit (:meth:`InferenceMode.fit`, which returns a :class:`FittedState`), the features of
+new documents (:meth:`InferenceMode.thetas`) and its memory estimate.  The estimator
+validates the model's parameters once, picks the mode once (:func:`cpgbn.modes.mode_for`)
+and assigns the :class:`FittedState` it gets back in one place; :mod:`cpgbn.io` saves and
+loads the same record.  A new way to fit is a new mode class, which may hold the modes it
+builds on (the supervised mode holds a hybrid one), not new branches in the estimator.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from ..inference.communicator import Communicator, SingleProcess
 from ..inference.state import GlobalParameters, Hyperparameters
 from ..layers.cells import ConvData
 from ..text.vocabulary import Vocabulary
+from .constraints import check_constraints
 
 __all__ = ["FittedState", "ChainRecord", "TrainingDocumentsRecord", "StepRecord",
            "EncoderRecord", "SupervisionRecord", "ExplanationRecords", "SavedBy",
@@ -350,16 +352,20 @@ class InferenceMode:
     #: estimator's records after a fit (kernel windows, a classifier's explanations) and a
     #: loaded model's versions (:data:`ESTIMATOR_RECORDS`).
     fitted_extras: tuple = ()
+    #: This mode's own parameters (those of ``params.MODES`` and the classifier's it reads)
+    #: and what each may be (:mod:`cpgbn.modes.constraints`): the one table of its checks.
+    parameter_constraints: dict = {}
 
     def __init__(self, settings: dict):
         self.settings = settings
 
-    @staticmethod
-    def check_parameters(params: dict) -> dict:
+    @classmethod
+    def check_parameters(cls, params: dict) -> dict:
         """This mode's own parameters of ``params`` (the estimator's, raw) checked and
-        resolved.  Every mode's check runs on every fit, as scikit-learn validates parameters
-        a model does not use; a check names the parameter and the value."""
-        return {}
+        resolved by its :attr:`parameter_constraints`.  Every mode's check runs once per set
+        of parameters, as scikit-learn validates parameters a model does not use; a check
+        names the parameter and the value."""
+        return check_constraints(cls.parameter_constraints, params)
 
     def check_compatible(self) -> None:
         """Refuse settings this mode cannot run (a one-line CPGBNInputError)."""

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import CPGBNInputError, check_choice, check_int, check_positive
+from ..errors import CPGBNInputError
 from ..inference.hybrid import ENCODER_PRECISIONS
 from ..inference.streams import transform_seed
 from ..layers.cells import ConvData
 from .base import FittedState, Training
+from .constraints import Integer, OneOf, Positive
 from .runtime import require_torch, torch_threads
 from .minibatch_modes import MinibatchMode
 
@@ -34,6 +35,8 @@ class HybridMode(MinibatchMode):
     chain_parameters = ("batch_size", "n_epochs", "learning_rate", "device")
     fitted_extras = MinibatchMode.fitted_extras + ("encoder_config_", "encoder_weights_")
     loss_name = "negative ELBO per document of the minibatch"
+    parameter_constraints = {"learning_rate": Positive(), "refine_iter": Integer(0),
+                             "encoder_precision": OneOf(ENCODER_PRECISIONS)}
 
     def __init__(self, settings: dict, supervisor=None):
         super().__init__(settings)
@@ -41,13 +44,6 @@ class HybridMode(MinibatchMode):
         if supervisor is not None:   # the fitted record: the hybrid's and the supervisor's
             self.fitted_extras = type(self).fitted_extras + supervisor.fitted_extras
 
-    @staticmethod
-    def check_parameters(params: dict) -> dict:
-        precision = check_choice("encoder_precision", params["encoder_precision"],
-                                 ENCODER_PRECISIONS)
-        return dict(learning_rate=check_positive("learning_rate", params["learning_rate"]),
-                    refine_iter=check_int("refine_iter", params["refine_iter"], 0),
-                    encoder_precision=precision)
 
     def check_compatible(self) -> None:
         require_torch("inference='hybrid'")

@@ -21,12 +21,13 @@ import warnings
 import numpy as np
 
 from ..blocks import DOC_BLOCK, STREAM_BLOCK_DOCS
-from ..errors import CPGBNInputError, check_int
+from ..errors import CPGBNInputError
 from ..inference.batches import ConvDataBlocks, TextFileBlocks
 from ..inference.checkpoint import corpus_identity, fingerprint
 from ..inference.communicator import gather_rows
 from ..layers.cells import ConvData
 from .base import FittedState, InferenceMode, Training, features
+from .constraints import Integer
 from .runtime import numba_threads
 from .gibbs_mode import GibbsMode
 
@@ -105,6 +106,7 @@ class MinibatchMode(InferenceMode):
 
     streams_files = True
     chain_parameters = ("batch_size", "n_epochs")
+    parameter_constraints = {"batch_size": Integer(1), "n_epochs": Integer(1)}
     #: the per-step traces; a fit of documents in memory keeps their features too
     fitted_extras = ("train_features_", "train_theta_", "loss_trace_", "kl_trace_",
                      "step_seconds_")
@@ -131,10 +133,6 @@ class MinibatchMode(InferenceMode):
         document alone (Gibbs inference for new documents runs on numba)."""
         return DOC_BLOCK
 
-    @staticmethod
-    def check_parameters(params: dict) -> dict:
-        return dict(batch_size=check_int("batch_size", params["batch_size"], 1),
-                    n_epochs=check_int("n_epochs", params["n_epochs"], 1))
 
     def n_steps(self, n_docs: int, block_docs: int) -> int:
         s = self.settings

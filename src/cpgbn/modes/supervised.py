@@ -37,12 +37,13 @@ import warnings
 
 import numpy as np
 
-from ..errors import CPGBNInputError, check_choice, check_int, check_positive
+from ..errors import CPGBNInputError
 from ..inference.hybrid import GLOBAL_STATISTICS
 from ..inference.labels import LabelCodes
 from ..inference.streams import derived_seed
 from ..layers.cells import ConvData
 from .base import FittedState, InferenceMode, Training
+from .constraints import Boolean, Fraction, Integer, OneOf, Optional, Positive
 from .hybrid_mode import HybridMode
 from .runtime import require_torch, torch_threads
 from .minibatch_modes import block_source, steps_per_epoch
@@ -70,44 +71,24 @@ class SupervisedMode(InferenceMode):
     distributes = True
     #: as the hybrid: a file is read a block at a time
     streams_files = HybridMode.streams_files
+    parameter_constraints = {
+        "xi": Positive(),
+        "classifier_input": OneOf(CLASSIFIER_INPUTS),
+        "classifier_pooling": OneOf(("mean", "max")),
+        "generative": Boolean(),
+        "elbo_reaches_filters": Boolean(),
+        "global_statistics": OneOf(GLOBAL_STATISTICS),
+        "generative_every": Integer(1),
+        "classifier_dropout": Fraction(0.0, 1.0),
+        "max_grad_norm": Optional(Positive()),
+        "validation_fraction": Fraction(0.0, 0.5),
+        "patience": Optional(Integer(1)),
+    }
     fitted_extras = HybridMode.fitted_extras + ("classes_", "paper_xi_", "validation_curve_",
                                                 "best_epoch_", "gradient_norms_")
     loss_name = ("loss per document of the minibatch: the negative ELBO plus xi times the "
                  "cross-entropy on the generative steps (every generative_every-th), xi times "
                  "the cross-entropy alone on the others")
-
-    @staticmethod
-    def check_parameters(params: dict) -> dict:
-        fraction = params["validation_fraction"]
-        if not (isinstance(fraction, (int, float)) and 0.0 <= float(fraction) < 0.5):
-            raise CPGBNInputError(f"validation_fraction must be a number in [0, 0.5), got "
-                                  f"{fraction!r}")
-        dropout = params["classifier_dropout"]
-        if not (isinstance(dropout, (int, float)) and 0.0 <= float(dropout) < 1.0):
-            raise CPGBNInputError(f"classifier_dropout must be a number in [0, 1), got "
-                                  f"{dropout!r}")
-        patience = params["patience"]
-        for name in ("generative", "elbo_reaches_filters"):
-            if not isinstance(params[name], (bool, np.bool_)):
-                raise CPGBNInputError(f"{name} must be True or False, got {params[name]!r}")
-        return dict(xi=check_positive("xi", params["xi"]),
-                    classifier_input=check_choice("classifier_input",
-                                                  params["classifier_input"],
-                                                  CLASSIFIER_INPUTS),
-                    classifier_pooling=check_choice("classifier_pooling",
-                                                    params["classifier_pooling"],
-                                                    ("mean", "max")),
-                    generative=bool(params["generative"]),
-                    elbo_reaches_filters=bool(params["elbo_reaches_filters"]),
-                    global_statistics=check_choice("global_statistics",
-                                                   params["global_statistics"],
-                                                   GLOBAL_STATISTICS),
-                    generative_every=check_int("generative_every", params["generative_every"], 1),
-                    classifier_dropout=float(dropout),
-                    max_grad_norm=(None if params["max_grad_norm"] is None else
-                                   check_positive("max_grad_norm", params["max_grad_norm"])),
-                    validation_fraction=float(fraction),
-                    patience=None if patience is None else check_int("patience", patience, 1))
 
     def __init__(self, settings: dict):
         super().__init__(settings)
