@@ -14,13 +14,14 @@ builds on (the supervised mode holds a hybrid one), not new branches in the esti
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
 
 from ..blocks import DOC_BLOCK, STREAM_BLOCK_DOCS
-from ..inference.communicator import Communicator, SingleProcess
+from ..inference.communicator import Communicator, SingleProcess, gather_rows
 from ..inference.state import GlobalParameters, Hyperparameters
 from ..layers.cells import ConvData
 from ..text.vocabulary import Vocabulary
@@ -29,7 +30,8 @@ from .constraints import check_constraints
 __all__ = ["FittedState", "ChainRecord", "TrainingDocumentsRecord", "StepRecord",
            "EncoderRecord", "SupervisionRecord", "ExplanationRecords", "SavedBy",
            "FITTED_ATTRIBUTES", "FITTED_ALWAYS", "ESTIMATOR_RECORDS", "SAVED_ARRAYS",
-           "Training", "Checkpointing", "InferenceMode", "features"]
+           "Training", "Checkpointing", "InferenceMode", "features", "finish_fit",
+           "training_features"]
 
 
 def _saved(how: str, key: str | None = None) -> dict:
@@ -327,6 +329,23 @@ def features(thetas, data: ConvData, normalization: str, all_layers: bool = Fals
     if normalization == "length":
         feats = feats / np.maximum(data.true_length, 1)[:, None]
     return feats
+
+
+def training_features(theta, training: Training, normalization: str):
+    """(theta^(1..T), features) of the training documents of a finished fit from this
+    worker's ``theta`` (its rows): the workers' rows gathered on the root in document order;
+    (None, None) on the others.  The modes' shared epilogue, with :func:`finish_fit`."""
+    theta_rows = [gather_rows(t, training.communicator) for t in theta]
+    train_features = gather_rows(features(theta, training.data, normalization),
+                                 training.communicator)
+    return (None if theta_rows[0] is None else theta_rows), train_features
+
+
+def finish_fit(training: Training) -> None:
+    """What every mode does once its fit has ended: the root removes the fit's checkpoints (the
+    fit is over; a later fit of the same directory starts afresh)."""
+    if training.checkpointing.directory is not None and training.communicator.is_root:
+        shutil.rmtree(training.checkpointing.directory, ignore_errors=True)
 
 
 class InferenceMode:

@@ -9,7 +9,6 @@ sweeps with the globals fixed (paper section 4), ``transform_iter`` of them afte
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,8 +23,7 @@ from ..layers.cells import COUNT_LIMIT, ConvData
 from ..text.corpus import Corpus
 from ..errors import CPGBNInputError
 from ..inference.checkpoint import corpus_identity
-from ..inference.communicator import gather_rows
-from .base import FittedState, InferenceMode, Training, features
+from .base import FittedState, InferenceMode, Training, finish_fit, training_features
 from .runtime import numba_threads
 
 __all__ = ["GibbsMode", "Inference", "progress_bars"]
@@ -185,19 +183,16 @@ class GibbsMode(InferenceMode):
                                  checkpoint_dir=ckpt.directory,
                                  checkpoint_every=ckpt.every, resume=ckpt.resume,
                                  identity=identity, labels=training.labels)
-        if ckpt.directory is not None and comm.is_root:
-            shutil.rmtree(ckpt.directory, ignore_errors=True)
-        # the root gathers the workers' rows, in document order (the others get None)
-        theta = [gather_rows(t, comm) for t in result.theta_mean]
-        train_features = gather_rows(features(result.theta_mean, data,
-                                              s["feature_normalization"]), comm)   # row by row
-        usage = comm.broadcast_object(None if theta[0] is None else theta[0].sum(axis=0))
+        finish_fit(training)
+        theta, train_features = training_features(result.theta_mean, training,
+                                                  s["feature_normalization"])
+        usage = comm.broadcast_object(None if theta is None else theta[0].sum(axis=0))
         return FittedState.of(
             vocabulary_=training.vocabulary, layers_=training.layers, hyper_=training.hyper,
             seed_=training.seed, globals_=result.globals_mean, kernel_usage_=usage / usage.sum(),
             n_train_tokens_=training.n_tokens, loglik_trace_=np.asarray(result.loglik),
             sweep_seconds_=np.asarray(result.seconds), train_features_=train_features,
-            train_theta_=None if theta[0] is None else theta, mixing_=result.mixing)
+            train_theta_=theta, mixing_=result.mixing)
 
     def infer(self, fitted: FittedState, data: ConvData, *, n_iter: int, burn_in: int,
               seed: int, on_sweep=None, first_doc: int = 0) -> RunResult:

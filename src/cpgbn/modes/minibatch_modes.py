@@ -15,7 +15,6 @@ New documents get Gibbs inference with the learned globals, as in the Gibbs mode
 
 from __future__ import annotations
 
-import shutil
 import warnings
 
 import numpy as np
@@ -24,9 +23,8 @@ from ..blocks import DOC_BLOCK, STREAM_BLOCK_DOCS
 from ..errors import CPGBNInputError
 from ..inference.batches import ConvDataBlocks, TextFileBlocks
 from ..inference.checkpoint import corpus_identity, fingerprint
-from ..inference.communicator import gather_rows
 from ..layers.cells import ConvData
-from .base import FittedState, InferenceMode, Training, features
+from .base import FittedState, InferenceMode, Training, finish_fit, training_features
 from .constraints import Integer
 from .runtime import numba_threads
 from .gibbs_mode import GibbsMode
@@ -166,8 +164,7 @@ class MinibatchMode(InferenceMode):
         if undeclared:   # a mode's fitted record is what it declares
             raise TypeError(f"{type(self).__name__} sets undeclared fitted attributes "
                             f"{sorted(undeclared)}")
-        if ckpt.directory is not None and comm.is_root:
-            shutil.rmtree(ckpt.directory, ignore_errors=True)
+        finish_fit(training)
         traces = {name: np.asarray(values, dtype=np.float64) for name, values in
                   (("loss_trace_", run.trace.loss), ("kl_trace_", run.trace.kl),
                    ("step_seconds_", run.trace.seconds))}
@@ -180,13 +177,9 @@ class MinibatchMode(InferenceMode):
         # are what transform gives them (a streamed fit keeps none: N x K_1 grows with the file)
         if training.data is not None:
             theta = self.thetas(fitted, training.data)
-            train_features = features(theta, training.data, s["feature_normalization"])
             usage = comm.sum(theta[0].sum(axis=0))
-            # the root gathers the workers' rows, in document order (the others get None)
-            theta = [gather_rows(t, comm) for t in theta]
-            train_features = gather_rows(train_features, comm)
-            fitted.train_theta_ = None if theta[0] is None else theta
-            fitted.train_features_ = train_features
+            fitted.train_theta_, fitted.train_features_ = training_features(
+                theta, training, s["feature_normalization"])
         else:
             usage = np.zeros(training.layers[0])
             with warnings.catch_warnings():
