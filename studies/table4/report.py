@@ -123,6 +123,10 @@ def write_table() -> str:
             f"{', '.join(map(str, sorted(m['epochs'])))} | {np.mean(list(m['ece'])):.3f} | "
             f"{np.mean(list(m['fit_seconds'])):.0f} | {np.mean(list(m['predict_seconds'])):.1f} | "
             f"{', '.join(sorted(m['commit']))} |")
+    if any(dataset == "imdb" for _, dataset in meta):
+        lines += ["", "An IMDB fit outlasts a 3-hour session, so its cell resumes from the fit's "
+                  "checkpoint (`table4.py`): a resumed cell's fit seconds are its last part's "
+                  "only, run beside other work, and are not the fit's time."]
     tunes = [c for c in cells.values() if c["kind"] == "tune"]
     if tunes:
         lines += ["", "## xi chosen on a validation split of the training data", "",
