@@ -24,6 +24,9 @@ Protocol (issue 36):
     python -m studies.table4.table4 --datasets subj --layers 200,100,50 --seeds 0 --folds 0-9
     python -m studies.table4.table4 --report        # results/table4.md from the record
 
+In the background, beside other work (a worktree at a fixed commit, yielding the CPU):
+``setsid nohup bash studies/table4/run_in_background.sh TREE LOG -- <arguments> &``.
+
 Records: results/table4/table4.json; the table: results/table4.md.
 """
 import argparse
