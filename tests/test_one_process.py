@@ -84,9 +84,15 @@ def test_a_planted_absence_test_is_found():
                                                    (6, "fit")]
 
 
+def _module_of(frame):
+    if frame is None or not frame.f_code.co_filename.startswith(str(SOURCE)):
+        return None
+    return Path(frame.f_code.co_filename).relative_to(SOURCE).as_posix()
+
+
 def _walk(fit):
     """The calls into ``src/cpgbn`` while ``fit()`` runs: (depth below CPGBN.fit, module,
-    qualified name)."""
+    qualified name, the calling frame's module or None outside ``src/cpgbn``)."""
     calls, depth, top = [], [0], [None]
 
     def profile(frame, event, arg):
@@ -98,7 +104,8 @@ def _walk(fit):
                 if top[0] is None and module == "model.py" and code.co_name == "fit":
                     top[0] = depth[0]
                 if top[0] is not None:
-                    calls.append((depth[0] - top[0], module, code.co_qualname))
+                    calls.append((depth[0] - top[0], module, code.co_qualname,
+                                  _module_of(frame.f_back)))
         elif event == "return":
             depth[0] -= 1
     sys.setprofile(profile)
@@ -114,7 +121,7 @@ def test_a_one_process_fit_enters_each_room_once():
     model = CPGBN(layers=(4, 2), n_iter=3, burn_in=1, random_state=0, vocab_size=30)
     calls = _walk(lambda: model.fit(texts))
     stays = []
-    for depth, module, name in calls:
+    for depth, module, name, _ in calls:
         if depth == 1 and not name.startswith("<"):
             if not stays or stays[-1][0] != module:
                 stays.append((module, []))
@@ -123,7 +130,7 @@ def test_a_one_process_fit_enters_each_room_once():
     assert len(rooms) == len(set(rooms)), stays
     assert {"modes/jobs.py", "modes/gibbs_mode.py", "inference/communicator.py"} <= set(rooms)
     assert not [c for c in calls if c[1] == "modes/sharded.py"]
-    names = [name for _, _, name in calls]
+    names = [name for _, _, name, _ in calls]
     assert names.count("job_from_texts") == 1
     # the cells and the memory check: once for the job, once for the kernel-windows record
     # (inference of the training documents with the fitted globals, explain/kernel_windows)
@@ -131,3 +138,24 @@ def test_a_one_process_fit_enters_each_room_once():
     # the post-fit records: one pass (explain/records), one kernel-windows inference
     assert names.count("PostFitPass.visit") == names.count("PostFitPass.finish") == 1
     assert names.count("windows_of_sample") == 1
+    _runs_the_text_pipeline_twice(calls)
+
+
+def _runs_the_text_pipeline_twice(calls):
+    """X enters ``text/`` through the Documents door only (checked on the walk above, so that
+    the suite profiles one fit): the text pipeline (tokens, vocabulary, the cells' words) runs
+    on it twice, for the training corpus and for the post-fit kernel-windows sample
+    (``Documents.corpus``, both from the estimator), and once it is read as it is
+    (``Documents.read``, the job's texts and labels).  Every other call from outside ``text/``
+    into it asks a built Corpus or Vocabulary what it holds (its size, lengths, tokens) or
+    wraps X at a door (``Documents.of`` returns a Documents as it is)."""
+    entries = [(module, caller, name) for _, module, name, caller in calls
+               if module.startswith("text/") and not (caller or "").startswith("text/")]
+    names = [name for _, _, name in entries]
+    assert names.count("Documents.corpus") == 2 and names.count("Documents.read") == 1, entries
+    assert [caller for _, caller, name in entries if name == "Documents.corpus"] == \
+        ["model.py", "model.py"], entries
+    accessors = {"Corpus.__len__", "Corpus.lengths", "Corpus.__post_init__",
+                 "Vocabulary.__len__", "Vocabulary.tokens", "Documents.of",
+                 "Documents.streamed", "labels_per_document"}
+    assert set(names) - {"Documents.corpus", "Documents.read"} <= accessors, entries
