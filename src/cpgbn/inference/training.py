@@ -217,9 +217,9 @@ def train(algorithm, batches, n_steps: int, *, checkpoint_dir=None, checkpoint_e
 
 def _own_cursor(saved: dict, communicator) -> Cursor:
     """This worker's place in its batch stream from a checkpoint's cursor.  A group's
-    checkpoint keeps every worker's (``workers``) where they differ: when they agree (a full-batch chain,
-    whose stream has one place) any number of workers resumes it; when they differ
-    (minibatches of each worker's shard) only as many workers as wrote it."""
+    checkpoint keeps every worker's (``workers``) where they differ: when they agree (a
+    full-batch chain, whose stream has one place) any number of workers resumes it; when they
+    differ (minibatches of each worker's shard) only as many workers as wrote it."""
     saved = dict(saved)
     workers = saved.pop("workers", None)
     if workers is None or all(w == workers[0] for w in workers):
@@ -231,8 +231,8 @@ def _own_cursor(saved: dict, communicator) -> Cursor:
 
 
 def _read_shared(directory, print_: str, communicator, deals_rows: bool):
-    """The checkpoint of a run (one process: a group of one), read by the root alone (the directory need be on the
-    root's disk only): every worker gets the step, cursor, meta and trace, and the
+    """The checkpoint of a run (one process: a group of one), read by the root alone (the
+    directory need be on the root's disk only): every worker gets the step, cursor, meta and trace, and the
     algorithm's arrays (the same state on every worker: the minibatch algorithms), or, when
     the algorithm ``deals_rows`` (each worker holds rows of its own documents: the Gibbs
     chain), the arrays stay on the root, whose ``load`` deals each worker its part.  None when

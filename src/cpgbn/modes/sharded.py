@@ -4,9 +4,10 @@
 torchrun) trains the exact Gibbs sampler data-parallel
 (:mod:`cpgbn.backends.torch.distributed`, architecture.md).  Before the chain starts:
 
-* :func:`read_shard`: the worker's documents, the global ids :func:`shard_range` gives it.  A :class:`~cpgbn.text.TextFile` is
-  counted in one streaming pass, then only the shard's lines are kept (the lines before are
-  read past a block at a time); texts in memory (the same list on every worker) are sliced.
+* :func:`read_shard`: the worker's documents, the global ids :func:`shard_range` gives it.
+  A :class:`~cpgbn.text.TextFile` is counted in one streaming pass, then only the shard's
+  lines are kept (the lines before are read past a block at a time); texts in memory (the
+  same list on every worker) are sliced.
   The workers first compare what they read (:func:`same_corpus`: the count and a digest of
   the texts and labels), so another copy of the file on one machine is an error, not a
   corpus with documents dropped or repeated.
