@@ -11,7 +11,13 @@
 # Setting the autogroup's nice value does (Linux: /proc/self/autogroup).
 set -euo pipefail
 tree=$1; log=$2; shift 2; [ "${1:-}" = "--" ] && shift
-echo 19 > /proc/self/autogroup 2>/dev/null || true
+# only in a group of its own (started by setsid): otherwise the group is the caller's
+# terminal session, whose every later command would yield too
+if [ "$(ps -o sid= -p $$ | tr -d ' ')" = "$$" ]; then
+  echo 19 > /proc/self/autogroup 2>/dev/null || true
+else
+  echo "run_in_background.sh: not started by setsid; the CPU is not yielded" >&2
+fi
 cd "$tree"
 export PYTHONPATH="$tree/src:$tree" OMP_NUM_THREADS=1 NUMBA_CACHE_DIR="${NUMBA_CACHE_DIR:-/tmp/numba_table4}"
 exec nice -n 19 "${PYTHON:-python}" -m studies.table4.table4 "$@" >> "$log" 2>&1
