@@ -135,9 +135,15 @@ def batch_tensors(documents, rows, min_width: int, pad: int):
 
 
 # ---------------------------------------------------------------------- the network
-def build_network(vocab_size: int, n_classes: int, widths, maps: int, embedding=None):
+def build_network(vocab_size: int, n_classes: int, widths, maps: int, embedding=None,
+                  pooling="mean"):
     """The study's network (module docstring) as a torch module: ``forward(ids, lengths)``
-    gives the logits, ``softmax_input(ids, lengths)`` what the softmax reads."""
+    gives the logits, ``softmax_input(ids, lengths)`` what the softmax reads.  ``pooling``
+    over a document's positions: "mean" (the library's default), "max" (its
+    ``classifier_pooling="max"``), or an int k: the mean of each map's k largest values
+    (of all of them in a document with fewer positions; k = 1 is the max)."""
+    if not (pooling in ("mean", "max") or (isinstance(pooling, int) and pooling >= 1)):
+        raise ValueError(f"pooling must be 'mean', 'max' or a positive int, got {pooling!r}")
     import torch
     from torch import nn
 
@@ -189,12 +195,23 @@ def build_network(vocab_size: int, n_classes: int, widths, maps: int, embedding=
                 # a document shorter than f is padded to f columns: one position
                 n_positions = torch.clamp(lengths, min=f) - f + 1
                 inside = torch.arange(P)[None, :] < n_positions[:, None]
-                pooled = (H * inside[..., None]).sum(dim=1) / n_positions[:, None]
-                parts.append(torch.log1p(pooled))
+                parts.append(torch.log1p(pool(H * inside[..., None], n_positions)))
             return torch.cat(parts, dim=1)
 
         def forward(self, ids, lengths):
             return self.softmax(self.softmax_input(ids, lengths))
+
+    def pool(H, n_positions):
+        """(B, P, K) relu'd values, zero past each document's n_positions -> (B, K); a zero
+        is never above a position's relu, so a max or top k over the padded positions is
+        the document's own."""
+        if pooling == "mean":
+            return H.sum(dim=1) / n_positions[:, None]
+        if pooling == "max":
+            return H.amax(dim=1)
+        k = min(pooling, H.shape[1])
+        top = torch.topk(H, k, dim=1).values.sum(dim=1)
+        return top / torch.clamp(n_positions, max=pooling)[:, None]
 
     return Network()
 

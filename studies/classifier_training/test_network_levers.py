@@ -78,3 +78,39 @@ def test_a_fit_keeps_its_best_epoch_and_its_weights_score_as_recorded():
     assert curve[best - 1] == max(curve) and max(curve[:best - 1], default=-1) < max(curve)
     _, held = study.held_out(codes, 0, 0.1)
     assert study.accuracy(network, study.subset(documents, held), codes[held]) == curve[best - 1]
+
+
+@pytest.mark.parametrize("width", [2, 3])
+def test_the_copys_max_pooling_is_the_librarys_and_top_k_spans_max_to_mean(width):
+    torch.manual_seed(1)
+    encoder = WeibullConvEncoder(V, (K,), width, n_classes=3, classifier_input="hidden",
+                                 classifier_pooling="max")
+    with torch.no_grad():
+        encoder.bias1.normal_()
+    lengths = [1, 0, width, 7, 2, 11]
+    tokens, offsets, documents = _documents(lengths, seed=2)
+    batch = pack_tokens(tokens, offsets, width, token_count=800)
+    ids, n = study.batch_tensors(documents, np.arange(len(lengths)), width, V)
+    networks = {}
+    for pooling in ("max", "mean", 1, 3, 11):
+        network = networks[pooling] = study.build_network(V, 3, (width,), K, pooling=pooling)
+        with torch.no_grad():
+            network.tables[0].weight[:V] = encoder.conv1.weight
+            network.biases[0].copy_(encoder.bias1)
+    with torch.no_grad():
+        H = encoder.first_hidden(batch)
+        expected = encoder.softmax_input(None, batch.n_positions,
+                                         encoder.classifier_hidden(H, batch))
+        got = {p: net.softmax_input(ids, n) for p, net in networks.items()}
+        # the mean of the top 3 by hand, per document, from the library's H
+        top3 = torch.stack([torch.log1p(torch.topk(H[batch.position_doc == j],
+                                                   min(3, int(batch.n_positions[j])),
+                                                   dim=0).values.mean(dim=0))
+                            for j in range(len(lengths))])
+    np.testing.assert_allclose(got["max"].numpy(), expected.numpy(), rtol=1e-5, atol=1e-6)
+    # k = 1 is the max; k at least every document's positions is the mean
+    np.testing.assert_allclose(got[1].numpy(), got["max"].numpy(), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(got[11].numpy(), got["mean"].numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got[3].numpy(), top3.numpy(), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="pooling"):
+        study.build_network(V, 3, (width,), K, pooling=0)

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Run Table 4 cells in the background, yielding the CPU to foreground work, resumable.
+# Run Table 4 cells (or another resumable study: STUDY=<module>) in the background, yielding
+# the CPU to foreground work.
 #
 #   setsid nohup bash studies/table4/run_in_background.sh TREE LOG -- <table4 arguments> \
 #       >/dev/null 2>&1 < /dev/null &
+#   STUDY=studies.long_documents.levers setsid nohup bash studies/table4/run_in_background.sh \
+#       TREE LOG -- --data-dir ../shared/data >/dev/null 2>&1 < /dev/null &
 #
 # TREE: the source tree whose code runs the cells (a worktree at a fixed commit, so that edits
 # to this checkout do not change a running study); LOG: where its output goes.
@@ -20,4 +23,4 @@ else
 fi
 cd "$tree"
 export PYTHONPATH="$tree/src:$tree" OMP_NUM_THREADS=1 NUMBA_CACHE_DIR="${NUMBA_CACHE_DIR:-/tmp/numba_table4}"
-exec nice -n 19 "${PYTHON:-python}" -m studies.table4.table4 "$@" >> "$log" 2>&1
+exec nice -n 19 "${PYTHON:-python}" -m "${STUDY:-studies.table4.table4}" "$@" >> "$log" 2>&1
