@@ -4,6 +4,7 @@ refuses bad labels with one line."""
 from __future__ import annotations
 
 import copy
+import warnings
 
 import numpy as np
 import pytest
@@ -50,6 +51,22 @@ def small(**kwargs) -> CPGBNClassifier:
 def fitted_order():
     texts, labels = order_corpus(400, seed=0)
     return small().fit(texts[:200], labels[:200]), (texts[200:], labels[200:])
+
+
+def test_a_fit_stopped_before_it_learnt_says_so():
+    """Early stopping on a flat start: 20 held-out documents at 50% for the first epochs stop
+    the fit at chance, kept silently before; now a warning says so and what to change."""
+    texts, labels = order_corpus(300, seed=8)
+    with pytest.warns(UserWarning, match=r"never rose above 50\.0%.*patience"):
+        model = small(patience=3).fit(texts[:200], labels[:200])
+    assert model.best_epoch_ == 1 and max(model.validation_curve_) == 0.5
+    assert model.score(texts[200:], labels[200:]) == 0.5
+    # given the epochs, the same fit learns, and nothing is said
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = small(n_epochs=15).fit(texts[:200], labels[:200])
+    assert max(model.validation_curve_) > 0.5
+    assert not [w for w in caught if "never rose above" in str(w.message)]
 
 
 def test_learns_word_order_that_a_bag_of_words_cannot_see(fitted_order):

@@ -259,10 +259,30 @@ class Supervisor:
     @staticmethod
     def fitted(run, term) -> dict:
         """The fitted attributes of the supervised term (``run``: the hybrid's result)."""
+        if term.validation is not None:
+            _warn_if_no_better_than_the_majority(run.validation_curve, term.validation.codes)
         return dict(paper_xi_=term.xi,
                     validation_curve_=None if term.validation is None
                     else run.validation_curve,
                     best_epoch_=run.best_epoch, gradient_norms_=run.gradient_norms)
+
+
+def _warn_if_no_better_than_the_majority(curve, codes) -> None:
+    """Warn when no epoch's validation accuracy beat predicting the held-out documents'
+    most frequent class: the kept model is then no classifier, and early stopping most
+    likely cut the fit before it learnt (a curve flat at the start)."""
+    curve = np.asarray(curve if curve is not None else [], dtype=np.float64)
+    codes = np.asarray(codes)
+    if curve.size == 0 or codes.size == 0:
+        return
+    majority = np.bincount(codes).max() / codes.size
+    if curve.max() <= majority:
+        warnings.warn(f"the validation accuracy never rose above {100 * majority:.1f}%, the "
+                      f"share of the held-out documents' most frequent class, in "
+                      f"{curve.size} epoch(s): the model kept is no better than predicting "
+                      "that class. Give the fit more epochs before it stops (a larger "
+                      "patience, or None), a larger learning_rate or more labelled documents",
+                      UserWarning, stacklevel=4)
 
 
 def softmax_input_of(encoder_config: dict | None) -> str:
