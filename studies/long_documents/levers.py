@@ -169,7 +169,7 @@ def _describe(cell) -> str:
         pooling = cell["settings"]["pooling"]
         return ("the study's copy of the network, mean pooling" if pooling == "mean" else
                 f"the study's copy, the mean of each map's {pooling} largest positions")
-    change = {k: v for k, v in LIBRARY_CELLS[cell["name"]].items()}
+    change = LIBRARY_CELLS[cell["name"]]
     return "`CPGBNClassifier(" + ", ".join(f"{k}={v!r}" for k, v in change.items()) + ")`"
 
 
