@@ -137,32 +137,46 @@ def validation_split(dataset: str, data_dir=None):
     return (fit_x, fit_y), (val_x, val_y)
 
 
+def fit_and_score(model, split) -> dict:
+    """Fit ``model`` on the split's first part and score it on its second: accuracy, fit and
+    predict seconds, and, for a :class:`CPGBNClassifier`, its steps, best epoch, validation
+    curve and gradient summary (the measurement every cell of this study and of
+    studies.long_documents shares)."""
+    (fit_x, fit_y), (val_x, val_y) = split
+    start = time.perf_counter()
+    model.fit(list(fit_x), list(fit_y))
+    fit_seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    accuracy = float(model.score(list(val_x), list(val_y)))
+    predict_seconds = time.perf_counter() - start
+    measured = dict(n_fit=len(fit_x), accuracy=accuracy, fit_seconds=round(fit_seconds, 1),
+                    predict_seconds=round(predict_seconds, 2))
+    if isinstance(model, CPGBNClassifier):
+        curve = getattr(model, "validation_curve_", None)
+        measured.update(n_steps=len(model.loss_trace_),
+                        best_epoch=getattr(model, "best_epoch_", None),
+                        validation_curve=None if curve is None else [round(float(a), 4)
+                                                                     for a in curve],
+                        **gradient_summary(model.gradient_norms_))
+    return measured
+
+
+def recorded_settings(settings: dict) -> dict:
+    """``settings`` as JSON writes them (tuples as lists)."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in settings.items()}
+
+
 def run_cell(name, data_dir=None, dataset="subj", seed=0) -> dict:
     settings = dict(BASE, **CELLS[name]) if name in DEFAULT_CELLS else \
         dict(BASE, **REFERENCE, **CELLS[name])
     settings["random_state"] = seed
-    (fit_x, fit_y), (val_x, val_y) = validation_split(dataset, data_dir)
     decay = settings.pop("adamw_weight_decay", None)
-    model = CPGBNClassifier(**settings)
-    start = time.perf_counter()
     with _adamw(decay):
-        model.fit(list(fit_x), list(fit_y))
-    seconds = time.perf_counter() - start
+        measured = fit_and_score(CPGBNClassifier(**settings), validation_split(dataset, data_dir))
     if decay is not None:
         settings["adamw_weight_decay"] = decay
-    start = time.perf_counter()
-    accuracy = float(model.score(val_x, val_y))
-    predict_seconds = time.perf_counter() - start
-    curve = getattr(model, "validation_curve_", None)
-    return dict(name=name, dataset=dataset, seed=seed,
-                settings={k: list(v) if isinstance(v, tuple) else v
-                          for k, v in settings.items()},
-                n_fit=len(fit_x), accuracy=accuracy, fit_seconds=round(seconds, 1),
-                predict_seconds=round(predict_seconds, 2), n_steps=len(model.loss_trace_),
-                best_epoch=getattr(model, "best_epoch_", None),
-                validation_curve=None if curve is None else [round(float(a), 4) for a in curve],
-                **gradient_summary(model.gradient_norms_),
-                command=command_line(), **provenance())
+    return dict(name=name, dataset=dataset, seed=seed, settings=recorded_settings(settings),
+                **measured, command=command_line(), **provenance())
 
 
 @contextlib.contextmanager
@@ -186,14 +200,10 @@ def _adamw(weight_decay):
 
 def run_baseline(name, data_dir=None, dataset="subj") -> dict:
     from cpgbn.evaluate.text_baselines import make_baseline
-    (fit_x, fit_y), (val_x, val_y) = validation_split(dataset, data_dir)
-    model = make_baseline(name, random_state=0)
-    start = time.perf_counter()
-    model.fit(fit_x, fit_y)
-    seconds = time.perf_counter() - start
-    return dict(name=name, dataset=dataset, settings={}, n_fit=len(fit_x),
-                accuracy=float(model.score(val_x, val_y)), fit_seconds=round(seconds, 1),
-                command=command_line(), **provenance())
+    measured = fit_and_score(make_baseline(name, random_state=0),
+                             validation_split(dataset, data_dir))
+    return dict(name=name, dataset=dataset, settings={}, **measured, command=command_line(),
+                **provenance())
 
 
 def write_table() -> str:

@@ -45,7 +45,8 @@ from cpgbn.evaluate.provenance import provenance
 from cpgbn.files import write_file_atomically
 
 from studies.classifier_training import network_levers as copy_network
-from studies.classifier_training.grid import gradient_summary, validation_split
+from studies.classifier_training.grid import (fit_and_score, gradient_summary, recorded_settings,
+                                              validation_split)
 from studies.common.paths import RESULTS
 from studies.common.reports import command_line
 
@@ -81,34 +82,18 @@ def cell_path(name: str, seed: int):
     return CELLS_DIR / f"{name}_seed{seed}.json"
 
 
-def _record(name, seed, settings, n_fit, accuracy, fit_seconds, predict_seconds, **extra):
-    return dict(name=name, dataset=DATASET, seed=seed, settings=settings, n_fit=n_fit,
-                accuracy=float(accuracy), fit_seconds=round(fit_seconds, 1),
-                predict_seconds=round(predict_seconds, 2), **extra, command=command_line(),
-                **provenance())
+def _record(name, seed, settings, measured):
+    return dict(name=name, dataset=DATASET, seed=seed, settings=settings, **measured,
+                command=command_line(), **provenance())
 
 
 def run_library_cell(name, seed, split, limit=None):
     from cpgbn import CPGBNClassifier
-    (fit_x, fit_y), (val_x, val_y) = split
     settings = dict(BASE, **LIBRARY_CELLS[name], random_state=seed)
     if limit is not None:   # a smoke run: few documents, one epoch
         settings.update(n_epochs=1)
-    model = CPGBNClassifier(**settings)
-    start = time.perf_counter()
-    model.fit(list(fit_x), list(fit_y))
-    fit_seconds = time.perf_counter() - start
-    start = time.perf_counter()
-    accuracy = model.score(list(val_x), list(val_y))
-    predict_seconds = time.perf_counter() - start
-    curve = getattr(model, "validation_curve_", None)
-    return _record(name, seed, {k: list(v) if isinstance(v, tuple) else v
-                                for k, v in settings.items()}, len(fit_x), accuracy,
-                   fit_seconds, predict_seconds, n_steps=len(model.loss_trace_),
-                   best_epoch=getattr(model, "best_epoch_", None),
-                   validation_curve=None if curve is None else [round(float(a), 4)
-                                                                 for a in curve],
-                   **gradient_summary(model.gradient_norms_))
+    return _record(name, seed, recorded_settings(settings),
+                   fit_and_score(CPGBNClassifier(**settings), split))
 
 
 def run_copy_cell(name, seed, split, limit=None):
@@ -132,23 +117,18 @@ def run_copy_cell(name, seed, split, limit=None):
     start = time.perf_counter()
     accuracy = copy_network.accuracy(network, scored, val_codes)
     predict_seconds = time.perf_counter() - start
-    return _record(name, seed, dict(training, pooling=COPY_CELLS[name], n_threads=1),
-                   len(fit_x), accuracy, fit_seconds, predict_seconds, n_steps=n_steps,
-                   best_epoch=best_epoch, validation_curve=[round(float(a), 4) for a in curve],
-                   **gradient_summary(norms, training["max_grad_norm"]))
+    measured = dict(n_fit=len(fit_x), accuracy=float(accuracy),
+                    fit_seconds=round(fit_seconds, 1), predict_seconds=round(predict_seconds, 2),
+                    n_steps=n_steps, best_epoch=best_epoch,
+                    validation_curve=[round(float(a), 4) for a in curve],
+                    **gradient_summary(norms, training["max_grad_norm"]))
+    return _record(name, seed, dict(training, pooling=COPY_CELLS[name], n_threads=1), measured)
 
 
 def run_baseline(seed, split, limit=None):
     from cpgbn.evaluate.text_baselines import make_baseline
-    (fit_x, fit_y), (val_x, val_y) = split
-    model = make_baseline(BASELINE, random_state=seed)
-    start = time.perf_counter()
-    model.fit(list(fit_x), list(fit_y))
-    fit_seconds = time.perf_counter() - start
-    start = time.perf_counter()
-    accuracy = model.score(list(val_x), list(val_y))
-    return _record(BASELINE, seed, {}, len(fit_x), accuracy, fit_seconds,
-                   time.perf_counter() - start)
+    return _record(BASELINE, seed, {}, fit_and_score(make_baseline(BASELINE, random_state=seed),
+                                                     split))
 
 
 def run_cell(name, seed, split, limit=None) -> dict:
