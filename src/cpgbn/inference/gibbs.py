@@ -180,11 +180,14 @@ class GibbsSampler:
 
     # ------------------------------------------------------------------ initialisation
     def initial_state(self, layers: tuple[int, ...], vocab_size: int,
-                      globals_: GlobalParameters | None = None) -> GibbsState:
+                      globals_: GlobalParameters | None = None, *,
+                      on_backend: bool = False) -> GibbsState:
         """A starting state: random kernels and Phi (Dir(1) draws) and w = 1, or the given
         ``globals_`` and the sparse start from their kernels (:attr:`start_live_kernels`), then
-        one augmentation.  Returned as numpy arrays; a given ``globals_`` is kept as the
-        object."""
+        one augmentation.  Returned as numpy arrays (a given ``globals_`` kept as the object),
+        or, ``on_backend``, as the backend holds it (what :meth:`on_backend` of the numpy
+        state gives, without the host's copy: a chain that never hands its local state back,
+        such as the pilot's, then never holds it twice)."""
         b = self.backend
         if globals_ is None:
             F, K1 = self.data.filter_width, layers[0]
@@ -199,6 +202,8 @@ class GibbsSampler:
                                  b.to_backend(globals_.r, np.float64))
         state = self._fresh_state(g, stream(-1, streams.CONV), sweep=0,
                                   sparse=globals_ is not None)
+        if on_backend:
+            return state
         host = write_back(b, state)
         if globals_ is not None:
             host.globals = globals_  # the caller's object, as given

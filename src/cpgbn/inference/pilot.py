@@ -24,7 +24,7 @@ import numpy as np
 from ..blocks import DOC_BLOCK
 from ..layers.batches import subset_cells
 from .communicator import as_communicator
-from .state import GlobalParameters
+from .state import GlobalParameters, globals_to_numpy
 
 __all__ = ["PILOT_BLOCK", "PILOT_SWEEPS", "PILOT_SHARE", "PILOT_POSITIONS", "PilotPlan", "plan_pilot",
            "run_pilot", "pilot_seed"]
@@ -97,7 +97,10 @@ def run_pilot(make_sampler, data, plan: PilotPlan, layers: tuple, vocab_size: in
     training sampler (its seed the pilot's: :func:`pilot_seed`) over them; ``progress``: a
     factory ``(total, initial) -> bar`` or None."""
     sampler = make_sampler(subset_cells(data, plan.docs), plan.first_doc)
-    state = sampler.on_backend(sampler.initial_state(layers, vocab_size))
+    # on the backend from the start, and only the globals brought back: the dense local
+    # state of the pilot's sample is the largest a fit holds, so it is never copied to the
+    # host (the PyTorch backend's peak)
+    state = sampler.initial_state(layers, vocab_size, on_backend=True)
     bar = progress(n_sweeps, 0) if progress is not None else None
     try:
         for _ in range(n_sweeps):
@@ -107,4 +110,4 @@ def run_pilot(make_sampler, data, plan: PilotPlan, layers: tuple, vocab_size: in
     finally:
         if bar is not None:
             bar.close()
-    return sampler.to_numpy(state).globals
+    return globals_to_numpy(sampler.backend, state.globals)

@@ -153,6 +153,14 @@ def _host_field(backend, field, dtype):
     return host if isinstance(host, PositionStore) else host.copy()
 
 
+def globals_to_numpy(backend, g: GlobalParameters) -> GlobalParameters:
+    """Host copies of a backend's globals (D, Phi, r), without the local state: what a
+    pilot chain hands on (:mod:`cpgbn.inference.pilot`)."""
+    get = backend.to_numpy
+    return GlobalParameters(get(g.D, np.float32).copy(), [get(p, np.float64).copy() for p in g.phi],
+                            get(g.r, np.float64).copy())
+
+
 def write_back(backend, source: GibbsState, out: GibbsState | None = None, *,
                with_globals: bool = True) -> GibbsState:
     """The numpy state of ``source`` (a state on ``backend``): a new GibbsState, or written into
@@ -164,10 +172,7 @@ def write_back(backend, source: GibbsState, out: GibbsState | None = None, *,
     counts = np.float64 if np.dtype(backend.count_dtype).kind == "f" else np.int32
     g = source.globals
     if out is None:
-        host = GlobalParameters(get(g.D, np.float32).copy(),
-                                [get(p, np.float64).copy() for p in g.phi],
-                                get(g.r, np.float64).copy())
-        return GibbsState(globals=host, w=_host_field(backend, source.w, np.float32),
+        return GibbsState(globals=globals_to_numpy(backend, g), w=_host_field(backend, source.w, np.float32),
                           m=_host_field(backend, source.m, counts),
                           theta=[get(t, np.float64).copy() for t in source.theta],
                           c=[get(c, np.float64).copy() for c in source.c],
