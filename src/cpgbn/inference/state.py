@@ -172,7 +172,8 @@ def write_back(backend, source: GibbsState, out: GibbsState | None = None, *,
     counts = np.float64 if np.dtype(backend.count_dtype).kind == "f" else np.int32
     g = source.globals
     if out is None:
-        return GibbsState(globals=globals_to_numpy(backend, g), w=_host_field(backend, source.w, np.float32),
+        return GibbsState(globals=globals_to_numpy(backend, g),
+                          w=_host_field(backend, source.w, np.float32),
                           m=_host_field(backend, source.m, counts),
                           theta=[get(t, np.float64).copy() for t in source.theta],
                           c=[get(c, np.float64).copy() for c in source.c],
