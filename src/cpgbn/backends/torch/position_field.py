@@ -153,28 +153,63 @@ class DeviceField:
 
 class FieldWriter:
     """Builds a :class:`DeviceField` from dense chunks of consecutive positions, first to last:
-    ``add(rows)`` keeps their entries that differ from the background, ``finish()`` joins them."""
+    ``add(rows)`` keeps their entries that differ from the background, ``finish()`` joins them.
 
-    def __init__(self, n_kernels: int, dtype: torch.dtype, background: float, device):
+    On the CPU each chunk's entries are copied at once into one buffer with room for
+    ``capacity`` entries (grown by doubling when a sweep stores more), so that the field is
+    never held twice, as chunks and joined: the room beyond the entries written is allocated
+    but not resident until written, like a numba
+    :class:`~cpgbn.backends.numba.position_store.PositionStore`'s.  On a GPU, whose memory
+    is committed when allocated, the chunks are joined by one concatenation."""
+
+    def __init__(self, n_kernels: int, dtype: torch.dtype, background: float, device,
+                 capacity: int = 0):
         self.n_kernels, self.dtype, self.background = int(n_kernels), dtype, float(background)
-        self.device = device
+        self.device = torch.device(device)
         self._counts, self._kernels, self._values = [], [], []
+        self._in_place = self.device.type == "cpu"
+        self._used = 0
+        if self._in_place:
+            self._kernel_buffer = torch.empty(int(capacity), dtype=kernel_dtype(self.n_kernels),
+                                              device=self.device)
+            self._value_buffer = torch.empty(int(capacity), dtype=dtype, device=self.device)
 
     def add(self, rows: torch.Tensor) -> None:
         stored = rows != self.background
         position, kernel = stored.nonzero(as_tuple=True)   # row-major: kernels increase
         self._counts.append(stored.sum(dim=1, dtype=I64))
-        self._kernels.append(kernel.to(kernel_dtype(self.n_kernels)))
-        self._values.append(rows[position, kernel].to(self.dtype))
+        values = rows[position, kernel].to(self.dtype)
+        if not self._in_place:
+            self._kernels.append(kernel.to(kernel_dtype(self.n_kernels)))
+            self._values.append(values)
+            return
+        end = self._used + kernel.numel()
+        if end > self._value_buffer.numel():
+            self._grow(end)
+        self._kernel_buffer[self._used:end] = kernel
+        self._value_buffer[self._used:end] = values
+        self._used = end
+
+    def _grow(self, needed: int) -> None:
+        size = max(needed, 2 * self._value_buffer.numel())
+        for name in ("_kernel_buffer", "_value_buffer"):
+            old = getattr(self, name)
+            new = torch.empty(size, dtype=old.dtype, device=self.device)
+            new[:self._used] = old[:self._used]
+            setattr(self, name, new)
 
     def finish(self) -> DeviceField:
         counts = (torch.cat(self._counts) if self._counts
                   else torch.zeros(0, dtype=I64, device=self.device))
         indptr = torch.zeros(counts.shape[0] + 1, dtype=I64, device=self.device)
         torch.cumsum(counts, 0, out=indptr[1:])
-        kernel = (torch.cat(self._kernels) if self._kernels
-                  else torch.zeros(0, dtype=kernel_dtype(self.n_kernels), device=self.device))
-        value = (torch.cat(self._values) if self._values
-                 else torch.zeros(0, dtype=self.dtype, device=self.device))
+        if self._in_place:
+            kernel, value = self._kernel_buffer[:self._used], self._value_buffer[:self._used]
+            del self._kernel_buffer, self._value_buffer
+        else:
+            kernel = (torch.cat(self._kernels) if self._kernels
+                      else torch.zeros(0, dtype=kernel_dtype(self.n_kernels), device=self.device))
+            value = (torch.cat(self._values) if self._values
+                     else torch.zeros(0, dtype=self.dtype, device=self.device))
         self._counts, self._kernels, self._values = [], [], []
         return DeviceField(indptr, kernel, value, self.n_kernels, self.background)

@@ -111,6 +111,13 @@ _DTYPES = {np.dtype(np.float32): F32, np.dtype(np.float64): F64, np.dtype(np.int
            np.dtype(np.int64): I64}
 
 
+def _stored(field) -> int:
+    """Entries a position field holds: a DeviceField's stored ones, a dense tensor's all."""
+    if field is None:
+        return 0
+    return field.nnz if isinstance(field, DeviceField) else int(field.numel())
+
+
 class TorchBackend:
     """Gibbs draws of a CPGBN with PyTorch tensors on ``device`` (the backend protocol of
     :mod:`cpgbn.inference.backend_protocols`); see the module docstring for random numbers, dtypes and
@@ -307,11 +314,9 @@ class TorchBackend:
         if draw_w:
             theta = torch.empty((n_docs, K), dtype=F64, device=self.device)
         store_w = draw_w and (keep_w or not augment)
-        w_parts = [] if store_w else None
         counts_dtype = _DTYPES[np.dtype(self.count_dtype)]
         if augment:
             V, F, _ = state.globals.D.shape
-            m_parts = []
             A = torch.zeros((n_docs, K), dtype=counts_dtype, device=self.device)
             n = (torch.zeros(V * F * K, dtype=KERNEL_COUNTS.get(counts_dtype, counts_dtype),
                              device=self.device) if with_counts else None)
@@ -319,8 +324,12 @@ class TorchBackend:
         tables = [] if augment and with_tables else None
         tied_tables = tables is not None and pooling_concentration is None
         split = draw_w and pooling_concentration is not None
-        w_writer = FieldWriter(K, F32, FLOOR, self.device) if store_w else None
-        m_writer = FieldWriter(K, counts_dtype, 0, self.device) if augment else None
+        # room for what the fields held before, with a margin (the writers grow beyond it),
+        # never beyond the dense P x K: no reservation larger than a dense field's
+        room = min(2 * max(_stored(state.m), _stored(state.w)) + cells.n_positions,
+                   cells.n_positions * K)
+        w_writer = FieldWriter(K, F32, FLOOR, self.device, room) if store_w else None
+        m_writer = FieldWriter(K, counts_dtype, 0, self.device, room) if augment else None
         for block in cells.blocks:
             random.reseed(stream, block.index)
             if tables is not None:   # the tables' own generator: they interleave with the chunks
