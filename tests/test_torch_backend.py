@@ -192,6 +192,87 @@ def test_multinomial_unit_counts_per_row(n):
         assert abs(cov - expected) < 4.5 * se, (cov, expected, se)
 
 
+def _floor_heavy_augmentation(n_repeats, max_elements=1 << 20, seed=0):
+    """augment_rows over a small corpus whose weights all sit within ten floors, so that
+    the floor bucket of the live-candidate split takes a large share of every cell's units:
+    (the counts m summed over the repeats, their expectation under the dense law
+    units_c w_{s k} D[v_c, f, k] / lambda_c, the log-likelihoods, their dense values)."""
+    from cpgbn.backends.torch import conv
+    from cpgbn.backends.torch.random import TorchRandom
+    _, g, data = _small_corpus(seed=5, n_docs=6, length=6)
+    device = torch.device("cpu")
+    cells = conv.DeviceCells.upload(data, device, 1024, 0)
+    random = TorchRandom(seed, device, max_elements)
+    split_units = lambda cum, units: random.unit_counts(cum, units)  # noqa: E731
+    rng = np.random.default_rng(seed)
+    P, (V, F, K) = data.n_positions, g.D.shape
+    w = np.full((P, K), FLOOR, dtype=np.float32)
+    lifted = rng.random((P, K)) < 0.5               # half the entries just above the floor
+    w[lifted] = (FLOOR * rng.uniform(1.5, 10.0, size=int(lifted.sum()))).astype(np.float32)
+    w[rng.random(P) < 0.3] = FLOOR                    # and whole positions at it
+    D = torch.tensor(g.D)
+    w_rows, theta = torch.tensor(w), torch.ones((data.n_docs, K), dtype=torch.float64)
+    # the dense law, cell by cell
+    wd, Dd = w.astype(np.float64), g.D.astype(np.float64)
+    expected = np.zeros((P, K))
+    dense_loglik = -theta.sum(dim=1).numpy().copy()
+    for j in range(data.n_docs):
+        p0, S = data.doc_positions[j], data.doc_positions[j + 1] - data.doc_positions[j]
+        for c in range(data.doc_cells[j], data.doc_cells[j + 1]):
+            v, col, units = data.cell_word[c], data.cell_col[c], data.cell_count[c]
+            share = np.zeros((P, K))
+            for f in range(F):
+                if 0 <= col - f < S:
+                    share[p0 + col - f] += wd[p0 + col - f] * Dd[v, f]
+            lam = share.sum()
+            expected += n_repeats * units * share / lam
+            dense_loglik[j] += units * np.log(lam) - special.gammaln(units + 1.0)
+    total = np.zeros((P, K), dtype=np.int64)
+    for repeat in range(n_repeats):
+        random.reseed(repeat)
+        m = torch.zeros((P, K), dtype=torch.int32)
+        A = torch.zeros((data.n_docs, K), dtype=torch.int32)
+        n = torch.zeros(V * F * K, dtype=torch.int64)
+        loglik = torch.empty(data.n_docs, dtype=torch.float64)
+        conv.augment_rows(cells, random, 0, slice(0, data.n_docs), D, w_rows, theta, m, A, n,
+                          loglik, split_units, conv.kernel_sums(D))
+        total += m.numpy()
+        assert int(n.sum()) == int(A.sum()) == int(m.sum()) == int(data.cell_count.sum())
+    return total, expected, loglik.numpy(), dense_loglik
+
+
+@pytest.mark.parametrize("max_elements", [1 << 20, 7])
+def test_live_candidate_augmentation_has_the_dense_law(max_elements):
+    """The augmentation splits a cell's units over its live candidates and one floor bucket
+    whose units are spread over every (f, k) in proportion to D: the same multinomial as over
+    all F x K candidates.  With every weight within ten floors the bucket takes a large share,
+    so a bucket that lost its units, kept them from the live candidates or spread them by the
+    wrong weights would move the totals; the chi-square of the (position, kernel) totals
+    (conservative for a sum of multinomials) against the dense law, and the log-likelihoods
+    against the dense lambda, with chunks of every size (``max_elements`` 7: one cell at a
+    time and the bucket's spread one cell at a time)."""
+    total, expected, loglik, dense_loglik = _floor_heavy_augmentation(400, max_elements)
+    np.testing.assert_allclose(loglik, dense_loglik, rtol=1e-12)
+    keep = expected > 0
+    assert total[~keep].sum() == 0
+    assert stats.chisquare(total[keep], expected[keep]).pvalue > P_MIN
+
+
+def test_live_candidate_augmentation_check_has_power():
+    """The check above fails when the floor bucket's units go to the live candidates only
+    (the bucket dropped from the split): its power against a plausible slip."""
+    from cpgbn.backends.torch import conv
+    original = conv.kernel_sums
+    try:
+        conv.kernel_sums = lambda D: torch.zeros(D.shape[:2], dtype=torch.float64)
+        total, expected, _, _ = _floor_heavy_augmentation(400)
+    finally:
+        conv.kernel_sums = original
+    keep = expected > 0
+    assert stats.chisquare(total[keep], expected[keep] * total.sum() / expected.sum()
+                           ).pvalue < 1e-6
+
+
 # ---------------------------------------------------------------------- Geweke
 @pytest.mark.slow
 @pytest.mark.parametrize("case_name,n_sweeps", [   # seconds on the 2-core machine, in a suite

@@ -27,8 +27,8 @@ from .position_field import DeviceField
 from .random import TorchRandom
 
 __all__ = ["FLOOR", "DeviceCells", "segment_sums", "segment_sums_after", "position_rows",
-           "draw_w_rows", "split_theta", "draw_w_split_rows", "augment_rows", "position_tables",
-           "dirichlet_kernels"]
+           "draw_w_rows", "split_theta", "draw_w_split_rows", "kernel_sums", "augment_rows",
+           "position_tables", "dirichlet_kernels"]
 
 F64 = torch.float64
 F32 = torch.float32
@@ -214,33 +214,82 @@ def draw_w_split_rows(cells: DeviceCells, random: TorchRandom, lo: int, hi: int,
     return torch.where(value > FLOOR, value, FLOOR).to(F32)
 
 
+def kernel_sums(D: torch.Tensor) -> torch.Tensor:
+    """sum_k D[v, f, k] in float64, (V, F): the weight of a (word, column) pair's floor
+    bucket per unit of the floor (:func:`augment_rows`), computed once per sweep."""
+    return D.to(F64).sum(dim=2)
+
+
 def augment_rows(cells: DeviceCells, random: TorchRandom, lo: int, docs: slice, D: torch.Tensor,
                  w_rows: torch.Tensor, theta: torch.Tensor, m_rows: torch.Tensor,
                  A: torch.Tensor, n: torch.Tensor | None, loglik: torch.Tensor,
-                 split_units) -> None:
+                 split_units, D_sums: torch.Tensor | None = None) -> None:
     """m | w, D for every cell of the whole documents ``docs`` (their positions from ``lo``;
     ``w_rows``: their weights): the counts added into ``m_rows`` (zeros there), ``A`` and the
     kernel counts ``n`` (flat V*F*K, or None), the documents' log-likelihoods written into
-    ``loglik``.  A cell's units (a zero-truncated Poisson under Bernoulli-Poisson, else its
-    count) go to the candidates (f, k) by ``split_units(cumulative weights, units)`` ->
-    (rows, columns, amounts): the backend's multinomial, which a study may replace."""
+    ``loglik``.
+
+    A cell (v, column) splits its units (a zero-truncated Poisson under Bernoulli-Poisson,
+    else its count) over the candidates (f, k) of its window, with weights w_{s k} D[v, f, k]
+    (s = column - f).  Most w sit at the floor, so the weights are taken apart as the numba
+    backend takes them (docs/sampler.md, "Sparse augmentation"): (w - FLOOR) D over the live
+    candidates (w above the floor), plus one floor bucket FLOOR sum_{f valid} sum_k D[v, f, k]
+    (``D_sums``: :func:`kernel_sums`, once per sweep).  The units go to the live candidates
+    and the bucket by one multinomial, and the bucket's units to every valid (f, k) in
+    proportion to D[v, f, k]: the same law as one multinomial over all K x F candidates,
+    with work and memory in proportion to the live candidates (a row of (cells, most live
+    candidates of the chunk) weights, never cells x F x K).  Both splits go through
+    ``split_units(cumulative weights, units)`` -> (rows, columns, amounts): the backend's
+    multinomial, which a study may replace."""
     device = random.device
     V, F, K = D.shape
+    if D_sums is None:
+        D_sums = kernel_sums(D)
     m, A_flat = m_rows.reshape(-1), A.reshape(-1)
     cell_lls = []
     f_range = torch.arange(F, device=device)
-    step = max(1, random.max_elements // (F * K))
     c_lo, c_hi = int(cells.cell_starts[docs.start]), int(cells.cell_starts[docs.stop])
-    for a_lo in range(c_lo, c_hi, step):
-        a_hi = min(c_hi, a_lo + step)
-        doc = cells.cell_doc[a_lo:a_hi]
-        word = cells.cell_word[a_lo:a_hi]
-        col = cells.cell_col[a_lo:a_hi]
-        s = col[:, None] - f_range[None, :]                          # (C, F)
-        valid = (s >= 0) & (s < cells.S[doc][:, None])
-        rows = torch.where(valid, cells.p0[doc][:, None] + s - lo, 0)
-        weights = w_rows[rows].to(F64) * D[word].to(F64)        # (C, F, K)
-        weights = torch.where(valid[:, :, None], weights, 0.0).reshape(a_hi - a_lo, F * K)
+    if c_hi == c_lo:
+        loglik[docs] = -theta[docs].sum(dim=1)
+        return
+    # the positions' live kernels (row-major) and their excess over the floor
+    live = w_rows > FLOOR
+    n_live = live.sum(dim=1)
+    first_live = torch.cumsum(n_live, 0) - n_live
+    _, live_kernel = live.nonzero(as_tuple=True)
+    excess = w_rows[live].to(F64) - FLOOR
+    del live
+    # every cell's window: its rows (positions from lo) and live candidates per filter column
+    doc = cells.cell_doc[c_lo:c_hi]
+    s = cells.cell_col[c_lo:c_hi, None] - f_range[None, :]               # (C, F)
+    valid = (s >= 0) & (s < cells.S[doc][:, None])
+    window = torch.where(valid, cells.p0[doc][:, None] + s - lo, 0)
+    n_window = torch.where(valid, n_live[window], 0)                      # (C, F)
+    width = int(n_window.sum(dim=1).max()) + 1                            # + the floor bucket
+    step = max(1, random.max_elements // width)
+    for a_lo in range(0, c_hi - c_lo, step):
+        a_hi = min(c_hi - c_lo, a_lo + step)
+        C = a_hi - a_lo
+        word = cells.cell_word[c_lo + a_lo:c_lo + a_hi]
+        rows, lengths = window[a_lo:a_hi], n_window[a_lo:a_hi]
+        # the chunk's live candidates, cell by cell, f by f, kernels increasing
+        flat_lengths = lengths.reshape(-1)
+        pair = torch.repeat_interleave(torch.arange(C * F, device=device), flat_lengths)
+        pair_first = torch.cumsum(flat_lengths, 0) - flat_lengths
+        offset = torch.arange(pair.numel(), device=device) - pair_first[pair]
+        entry = first_live[rows.reshape(-1)[pair]] + offset
+        cell = torch.div(pair, F, rounding_mode="floor")
+        f = pair - cell * F
+        k = live_kernel[entry]
+        slot = (torch.cumsum(lengths, 1) - lengths).reshape(-1)[pair] + offset
+        del pair, pair_first, offset
+        weights = torch.zeros((C, width), dtype=F64, device=device)
+        weights[cell, slot] = excess[entry] * D[word[cell], f, k].to(F64)
+        weights[:, -1] = FLOOR * torch.where(valid[a_lo:a_hi], D_sums[word[:, None], f_range],
+                                             0.0).sum(dim=1)
+        candidate = torch.zeros((C, width), dtype=I64, device=device)
+        candidate[cell, slot] = f * K + k
+        del cell, slot, entry, f, k
         cum = torch.cumsum(weights, dim=1)
         del weights
         lam = cum[:, -1]
@@ -249,25 +298,59 @@ def augment_rows(cells: DeviceCells, random: TorchRandom, lo: int, docs: slice, 
             cell_ll = torch.log(-torch.expm1(-lam)) + lam
         else:
             if cells.mode == FIXED_COUNT:
-                units = torch.full((a_hi - a_lo,), cells.fixed_count, dtype=I64, device=device)
+                units = torch.full((C,), cells.fixed_count, dtype=I64, device=device)
             else:
-                units = cells.cell_count[a_lo:a_hi]
+                units = cells.cell_count[c_lo + a_lo:c_lo + a_hi]
             uf = units.to(F64)
             cell_ll = uf * torch.log(lam) - torch.lgamma(uf + 1.0)
         cell_lls.append(cell_ll)
-        r_u, c_u, amount = split_units(cum, units)
+        r_u, s_u, amount = split_units(cum, units)
         del cum
+        in_bucket = s_u == width - 1
+        if bool(in_bucket.any()):
+            r_b, a_b = r_u[in_bucket], amount[in_bucket]
+            kept = ~in_bucket
+            r_u, c_u, amount = r_u[kept], candidate[r_u[kept], s_u[kept]], amount[kept]
+            r_f, c_f, a_f = _spread_floor_units(random, D, valid[a_lo:a_hi], word, r_b, a_b,
+                                                split_units)
+            r_u, c_u = torch.cat([r_u, r_f]), torch.cat([c_u, c_f])
+            amount = torch.cat([amount, a_f])
+        else:
+            c_u = candidate[r_u, s_u]
+        del candidate
         f_u = torch.div(c_u, K, rounding_mode="floor")
         k_u = c_u - f_u * K
-        d_u = doc[r_u]
+        r_c = c_lo + a_lo + r_u
+        d_u = cells.cell_doc[r_c]
         # m and A may be narrower than the kernel counts n (int32 against int64)
-        m.index_add_(0, (cells.p0[d_u] + col[r_u] - f_u - lo) * K + k_u, amount.to(m.dtype))
+        m.index_add_(0, (cells.p0[d_u] + cells.cell_col[r_c] - f_u - lo) * K + k_u,
+                     amount.to(m.dtype))
         A_flat.index_add_(0, d_u * K + k_u, amount.to(A_flat.dtype))
         if n is not None:
-            n.index_add_(0, word[r_u] * (F * K) + c_u, amount.to(n.dtype))
+            n.index_add_(0, cells.cell_word[r_c] * (F * K) + c_u, amount.to(n.dtype))
     loglik[docs] = segment_sums_after(
-        -theta[docs].sum(dim=1), torch.cat(cell_lls) if cell_lls else theta.new_zeros(0),
-        cells.cell_doc[c_lo:c_hi] - docs.start, cells.doc_n_cells[docs])
+        -theta[docs].sum(dim=1), torch.cat(cell_lls), doc - docs.start, cells.doc_n_cells[docs])
+
+
+def _spread_floor_units(random: TorchRandom, D: torch.Tensor, valid: torch.Tensor,
+                        word: torch.Tensor, rows: torch.Tensor, units: torch.Tensor,
+                        split_units):
+    """The floor bucket's units of the cells ``rows`` (of a chunk: their words ``word[rows]``,
+    valid columns ``valid[rows]``) split over every valid (f, k) in proportion to
+    D[v, f, k]: (rows, candidates f * K + k, amounts), a few cells at a time."""
+    V, F, K = D.shape
+    out_rows, out_cols, out_amounts = [], [], []
+    step = max(1, random.max_elements // (F * K))
+    for lo in range(0, rows.numel(), step):
+        r = rows[lo:lo + step]
+        weights = torch.where(valid[r][:, :, None], D[word[r]].to(F64), 0.0)
+        cum = torch.cumsum(weights.reshape(r.numel(), F * K), dim=1)
+        del weights
+        r_u, c_u, amount = split_units(cum, units[lo:lo + step])
+        out_rows.append(r[r_u])
+        out_cols.append(c_u)
+        out_amounts.append(amount)
+    return torch.cat(out_rows), torch.cat(out_cols), torch.cat(out_amounts)
 
 
 def position_tables(cells: DeviceCells, random: TorchRandom, m: torch.Tensor,

@@ -317,6 +317,7 @@ class TorchBackend:
         counts_dtype = _DTYPES[np.dtype(self.count_dtype)]
         if augment:
             V, F, _ = state.globals.D.shape
+            D_sums = conv.kernel_sums(state.globals.D)   # the floor buckets', once a sweep
             A = torch.zeros((n_docs, K), dtype=counts_dtype, device=self.device)
             n = (torch.zeros(V * F * K, dtype=KERNEL_COUNTS.get(counts_dtype, counts_dtype),
                              device=self.device) if with_counts else None)
@@ -357,7 +358,7 @@ class TorchBackend:
                 if augment:
                     m_rows = torch.zeros((hi - lo, K), dtype=counts_dtype, device=self.device)
                     conv.augment_rows(cells, random, lo, docs, state.globals.D, w_rows, theta,
-                                      m_rows, A, n, loglik, self.split_units)
+                                      m_rows, A, n, loglik, self.split_units, D_sums)
                     if tied_tables:
                         tables.append(self.position_tables(
                             m_rows, prior_shape[docs], Block(block.index, docs, slice(lo, hi),
