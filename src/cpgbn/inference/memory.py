@@ -35,8 +35,9 @@ nor the running sum of D.
 
 The PyTorch sampler (``device`` set) keeps m, and w where it is kept, as sparse fields on
 its device too (:mod:`cpgbn.backends.torch.position_field`): per stored entry
-:data:`TORCH_ENTRY_BYTES` (the field a sweep reads, the one it writes, the copy that joins
-its blocks, and the host's written-back store), the stored entries counted as for the
+:data:`TORCH_ENTRY_BYTES` (the field a sweep reads, the one it writes, the copy a CPU
+writer makes when it outgrows its room or a GPU's join of its blocks, and the host's
+written-back store), the stored entries counted as for the
 numba stores (every pair from the dense start; the sparse start's or the pilot's
 otherwise), plus 36 bytes a position (the fields' offsets) and, on the CPU,
 :data:`TORCH_TEMPORARIES` float64 temporaries of ``max_elements``; its kernel counts are one
@@ -66,13 +67,16 @@ from ..errors import MemoryLimitError
 #: Bytes per stored entry of the PyTorch sampler's position fields
 #: (:class:`~cpgbn.backends.torch.position_field.DeviceField`: an int16 kernel and an int32
 #: count), by device type, on the host: on the CPU the field a sweep reads (also the mixing
-#: diagnostic's memory), the one it writes and the copy that joins its blocks, and the host's
+#: diagnostic's memory), the one it writes and the copy it makes when a sweep outgrows the
+#: writer's room (:class:`~cpgbn.backends.torch.position_field.FieldWriter`), and the host's
 #: written-back store (:class:`~cpgbn.backends.numba.position_store.PositionStore`: 1-byte
 #: kernels while K_1 <= 256); on a GPU the host holds only the written-back store.
 TORCH_ENTRY_BYTES = {"cpu": 3 * 6 + 5, "cuda": 5}
-#: The largest float64 temporaries of a sweep held at once, in units of ``max_elements``
-#: (the candidates' weights and their cumulative sums, the unit draws' padded blocks).
-TORCH_TEMPORARIES = 6
+#: The largest float64 temporaries of a sweep held at once, in units of ``max_elements``:
+#: the w draw's (draw_w_rows and the conditioned gamma hold about 20 chunk-sized arrays at
+#: once; 40 IMDB reviews, one sweep: 0.18 GB above the fields at max_elements 2^20 against
+#: 2^18), more than the augmentation's live-candidate weights, their sums and index arrays.
+TORCH_TEMPORARIES = 20
 
 
 def estimate_bytes(n_docs: int, n_positions: int, n_cells: int, vocab_size: int, filter_width: int,

@@ -72,8 +72,11 @@ Memory
     the chunk's w, augments the chunk's cells and stores the chunk's new m, so the dense
     (P, K_1) field never exists (what a fit's memory check counts:
     :data:`cpgbn.inference.memory.TORCH_ENTRY_BYTES`).  Temporaries are built in chunks of
-    at most ``max_elements`` float64 entries (cells x F x K candidate weights, positions x K
-    weights, rows x K_{t+1} split weights, padded unit blocks, the kernels' Dirichlet draws).
+    at most ``max_elements`` float64 entries (cells x their most live candidates' weights,
+    :func:`cpgbn.backends.torch.conv.augment_rows`; positions x K weights, rows x K_{t+1}
+    split weights, padded unit blocks, the kernels' Dirichlet draws).  On the CPU a sweep
+    writes its new fields into buffers with room (:class:`~cpgbn.backends.torch.
+    position_field.FieldWriter`), so the new m is never held twice.
 """
 
 from __future__ import annotations
