@@ -223,7 +223,7 @@ def kernel_sums(D: torch.Tensor) -> torch.Tensor:
 def augment_rows(cells: DeviceCells, random: TorchRandom, lo: int, docs: slice, D: torch.Tensor,
                  w_rows: torch.Tensor, theta: torch.Tensor, m_rows: torch.Tensor,
                  A: torch.Tensor, n: torch.Tensor | None, loglik: torch.Tensor,
-                 split_units, D_sums: torch.Tensor | None = None) -> None:
+                 split_units, D_sums: torch.Tensor) -> None:
     """m | w, D for every cell of the whole documents ``docs`` (their positions from ``lo``;
     ``w_rows``: their weights): the counts added into ``m_rows`` (zeros there), ``A`` and the
     kernel counts ``n`` (flat V*F*K, or None), the documents' log-likelihoods written into
@@ -243,8 +243,6 @@ def augment_rows(cells: DeviceCells, random: TorchRandom, lo: int, docs: slice, 
     multinomial, which a study may replace."""
     device = random.device
     V, F, K = D.shape
-    if D_sums is None:
-        D_sums = kernel_sums(D)
     m, A_flat = m_rows.reshape(-1), A.reshape(-1)
     cell_lls = []
     f_range = torch.arange(F, device=device)
