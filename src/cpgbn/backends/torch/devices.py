@@ -19,10 +19,13 @@ __all__ = ["resolve_device", "DOC_BLOCKS", "doc_block_for", "MAX_ELEMENTS",
 #: Documents per random-stream block by device type (:mod:`cpgbn.blocks`).
 DOC_BLOCKS = TORCH_DOC_BLOCKS
 
-#: The largest float64 temporary built at once by default, by device type.  On the CPU 2^20:
-#: against 2^22 it took a sweep of 2,000 IMDB reviews from a peak of 1.22 to 0.80 GB and
-#: was no slower (15.0 against 17.5 s, docs/gpu.md).
-MAX_ELEMENTS = {"cpu": 1 << 20, "cuda": 1 << 26}
+#: The largest float64 temporary built at once by default, by device type.  On the CPU 2^18:
+#: glibc's allocator keeps the freed chunks of a sweep resident (a fixed mmap threshold
+#: returns them, at twice the time), so the peak grows with the chunk.  2^20 against 2^22
+#: took a sweep of 2,000 IMDB reviews from 1.22 to 0.80 GB (docs/gpu.md); 2^18 against 2^20
+#: took a whole fit of them (3 sweeps and the post-fit records) from 1.19 to 1.08 GB and its
+#: training sweeps from 1.10 to 0.91, no slower (results/speed/gibbs_memory_torch_chunks.json).
+MAX_ELEMENTS = {"cpu": 1 << 18, "cuda": 1 << 26}
 
 
 def resolve_device(device) -> torch.device:
