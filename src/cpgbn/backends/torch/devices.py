@@ -23,8 +23,8 @@ DOC_BLOCKS = TORCH_DOC_BLOCKS
 #: glibc's allocator keeps the freed chunks of a sweep resident (a fixed mmap threshold
 #: returns them, at twice the time), so the peak grows with the chunk.  2^20 against 2^22
 #: took a sweep of 2,000 IMDB reviews from 1.22 to 0.80 GB (docs/gpu.md); 2^18 against 2^20
-#: took a whole fit of them (3 sweeps and the post-fit records) from 1.19 to 1.08 GB and its
-#: training sweeps from 1.10 to 0.91, no slower (results/speed/gibbs_memory_torch_chunks.json).
+#: took a whole fit of them (3 sweeps and the post-fit records) from 1.42 to 1.08 GB at 1.08
+#: times the time, inside the run-to-run noise (results/speed/gibbs_memory_torch_chunks.json).
 MAX_ELEMENTS = {"cpu": 1 << 18, "cuda": 1 << 26}
 
 
