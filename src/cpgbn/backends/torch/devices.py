@@ -20,11 +20,11 @@ __all__ = ["resolve_device", "DOC_BLOCKS", "doc_block_for", "MAX_ELEMENTS",
 DOC_BLOCKS = TORCH_DOC_BLOCKS
 
 #: The largest float64 temporary built at once by default, by device type.  On the CPU 2^18:
-#: glibc's allocator keeps the freed chunks of a sweep resident (a fixed mmap threshold
-#: returns them, at twice the time), so the peak grows with the chunk.  2^20 against 2^22
-#: took a sweep of 2,000 IMDB reviews from 1.22 to 0.80 GB (docs/gpu.md); 2^18 against 2^20
-#: took a whole fit of them (3 sweeps and the post-fit records) from 1.42 to 1.08 GB at 1.08
-#: times the time, inside the run-to-run noise (results/speed/gibbs_memory_torch_chunks.json).
+#: the allocator keeps a sweep's freed chunks resident, so the peak grows with the chunk.
+#: 2^20 against 2^22 took a sweep of 2,000 IMDB reviews from 1.22 to 0.80 GB (docs/gpu.md);
+#: 2^18 against 2^20 took a whole fit of them (3 sweeps and the post-fit records) from 1.42
+#: to 1.08 GB at 1.08 times the time, inside the run-to-run noise
+#: (results/speed/gibbs_memory_torch_chunks.json).
 MAX_ELEMENTS = {"cpu": 1 << 18, "cuda": 1 << 26}
 
 
